@@ -1,0 +1,117 @@
+"""``python -m scoring BENCHMARK ...``: the official scripts' arguments, our numbers.
+
+Each benchmark module exposes ``register(subparsers)``, which adds its
+sub-command with the official script's arguments and sets ``run`` (a function
+``argparse.Namespace -> EvalResult``) as the parser default.  This module adds
+the options every command shares, prints the metrics as JSON on stdout,
+writes ``--per-example`` files, and turns every input problem into one line on
+stderr and a non-zero exit status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from scoring.errors import ScoringError
+from scoring.result import EvalResult
+
+# Exit statuses: 0 success, 1 undefined metric / input error, 2 usage error (argparse's own).
+EXIT_INPUT_ERROR = 1
+
+# Modules that contribute a sub-command, in the order ``--help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "scoring.squad",
+    "scoring.mrqa",
+    "scoring.dureader",
+    "scoring.mrc2018",
+    "scoring.quac",
+    "scoring.coqa",
+    "scoring.unanswerable",
+    "scoring.deepread",
+    "scoring.ranking",
+    "scoring.significance",
+)
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, rounding: bool = True) -> None:
+    """Options every evaluation command takes."""
+    parser.add_argument(
+        "--per-example",
+        metavar="OUT.json",
+        help="write the per-question scores (id, scores, slice labels) to this JSON file",
+    )
+    if rounding:
+        parser.add_argument(
+            "--official-rounding",
+            action="store_true",
+            help="round the printed numbers exactly as the official script does",
+        )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="reject defects the official script tolerates (e.g. a prediction file that repeats an id)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m scoring",
+        description="Machine reading comprehension metrics, identical to the official scripts.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # not written yet; never hide a missing dependency
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def _json_default(obj: Any) -> Any:
+    # numpy scalars sneak into results; print them as plain numbers.
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps(obj: Any, *, indent: int | None = 2) -> str:
+    return json.dumps(obj, indent=indent, ensure_ascii=False, default=_json_default)
+
+
+def write_json(path: str, obj: Any) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(dumps(obj, indent=1))
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: EvalResult = args.run(args)
+        for warning in result.warnings:
+            print(warning, file=sys.stderr)
+        if getattr(args, "per_example", None):
+            write_json(args.per_example, result.per_example)
+        print(dumps(result.metrics))
+    except ScoringError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT_ERROR
+    except OSError as exc:
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_INPUT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    return 0
+

@@ -1,0 +1,23 @@
+"""The value every evaluator returns: official metrics plus per-question scores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class EvalResult:
+    """What one evaluation produced.
+
+    ``metrics`` has the official script's JSON keys and structure, unrounded.
+    ``per_example`` has one record per scored question: its id, its scores
+    (the metric's own per-question values) and the slice labels known for it
+    (dataset, question type, source, has-answer, level...), so that significance
+    tests and breakdowns never need a re-score.  ``warnings`` are the notices
+    the official script prints (missing predictions, duplicate keys...).
+    """
+
+    metrics: dict[str, Any]
+    per_example: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
