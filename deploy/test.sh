@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, type checks, import layering, then pytest.
+# Extra arguments go to pytest (e.g. deploy/test.sh tests/scoring -x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash deploy/setup.sh
+
+echo "== mypy --strict scoring"
+.venv/bin/mypy --strict scoring
+echo "== import layering (workers -> leaderboard -> scoring)"
+.venv/bin/lint-imports
+echo "== ruff"
+.venv/bin/ruff check scoring tests
+echo "== pytest"
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+# pytest exits 5 when it collected nothing: that is a failure for us, not a pass.
+exit $status

@@ -1,0 +1,54 @@
+"""Teams: what submits and ranks.  One user belongs to at most one team per challenge."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class TeamKind(models.TextChoices):
+    PARTICIPANT = "participant", "participant team"
+    # Rows organizers add from published results: baselines and historical systems.
+    BASELINE = "baseline", "baseline or published result"
+
+
+class Team(models.Model):
+    challenge = models.ForeignKey("challenges.Challenge", on_delete=models.CASCADE, related_name="teams")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=TeamKind.choices, default=TeamKind.PARTICIPANT)
+    affiliation = models.CharField(max_length=200, blank=True)
+    # Shown as "Anonymous" on public boards; members and organizers still see the name.
+    is_anonymous = models.BooleanField(default=False)
+    # Anyone holding the code may join; the owner can rotate it.
+    join_code = models.CharField(max_length=32, unique=True)
+    reference = models.CharField(max_length=300, blank=True, help_text="paper or URL, for baselines")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["challenge", "name"]
+        constraints = [models.UniqueConstraint(fields=["challenge", "name"], name="team_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "owner"
+    MEMBER = "member", "member"
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    # Copied from the team so the database itself enforces one team per user per challenge.
+    challenge = models.ForeignKey("challenges.Challenge", on_delete=models.CASCADE, related_name="+")
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.MEMBER)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "challenge"], name="membership_one_team_per_challenge"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"

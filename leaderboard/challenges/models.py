@@ -1,0 +1,130 @@
+"""Challenges as organizers set them up: phases, datasets in MRQA splits, hidden gold files."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class MetricSuite(models.TextChoices):
+    MRQA = "mrqa", "MRQA (per-dataset EM/F1, macro-F1 ranks)"
+    MRC2018 = "mrc2018", "MRC2018 / DuReader (ROUGE-L ranks, BLEU-4)"
+    SQUAD2 = "squad2", "SQuAD 2.0 / unanswerable (EM/F1, HasAns/NoAns, detection)"
+    QUAC = "quac", "QuAC (F1, HEQ)"
+    COQA = "coqa", "CoQA (F1, in/out of domain)"
+
+
+class RankingRule(models.TextChoices):
+    BEST = "best", "each team's best submission"
+    LATEST = "latest", "each team's latest finished submission"
+    SELECTED = "selected", "the submission each team selects (else its latest)"
+
+
+class Challenge(models.Model):
+    slug = models.SlugField(unique=True)
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    metric_suite = models.CharField(max_length=16, choices=MetricSuite.choices)
+    # Suite parameters, e.g. {"alpha": 1.0, "beta": 1.0} for mrc2018.
+    suite_options = models.JSONField(default=dict, blank=True)
+    ranking_rule = models.CharField(max_length=16, choices=RankingRule.choices, default=RankingRule.BEST)
+    is_public = models.BooleanField(default=True)
+    staff = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="organized_challenges")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class PhaseKind(models.TextChoices):
+    DEV = "dev", "development"
+    TEST = "test", "test"
+
+
+class SubmissionKind(models.TextChoices):
+    PREDICTIONS = "predictions", "prediction file"
+    DOCKER_IMAGE = "docker_image", "Docker image"
+    CODE_BUNDLE = "code_bundle", "code bundle"
+    IMPORTED = "imported", "imported published result"
+
+
+class Phase(models.Model):
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="phases")
+    slug = models.SlugField()
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=8, choices=PhaseKind.choices)
+    # Which gold portion submissions are scored on: "dev" or "test".
+    portion = models.CharField(max_length=8, choices=PhaseKind.choices)
+    opens_at = models.DateTimeField()
+    closes_at = models.DateTimeField()
+    # Quotas: None means unlimited.  What counts is defined in submissions.selectors.
+    quota_per_day = models.PositiveIntegerField(null=True, blank=True)
+    quota_total = models.PositiveIntegerField(null=True, blank=True)
+    quota_concurrent = models.PositiveIntegerField(null=True, blank=True)
+    allowed_kinds = models.JSONField(default=list, blank=True)
+    board_public = models.BooleanField(default=True)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["challenge", "order", "opens_at"]
+        constraints = [models.UniqueConstraint(fields=["challenge", "slug"], name="phase_unique_slug")]
+
+    def __str__(self) -> str:
+        return f"{self.challenge.slug}/{self.slug}"
+
+
+class Split(models.TextChoices):
+    I = "I", "Split I (training, in-domain)"  # noqa: E741 (MRQA's own name)
+    II = "II", "Split II (public dev, hidden test)"
+    III = "III", "Split III (entirely hidden)"
+
+
+class Dataset(models.Model):
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="datasets")
+    slug = models.SlugField()
+    name = models.CharField(max_length=100)
+    split = models.CharField(max_length=4, choices=Split.choices)
+    # Split III datasets appear under this alias everywhere public until revealed.
+    sealed_alias = models.CharField(max_length=40, blank=True)
+    revealed_at = models.DateTimeField(null=True, blank=True)
+    # Which portions ("dev", "test") the dataset has; boards of a phase show the
+    # datasets that have its portion, whether or not gold has been uploaded yet.
+    portions = models.JSONField(default=list, blank=True)
+    description = models.TextField(blank=True)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["challenge", "order", "slug"]
+        constraints = [models.UniqueConstraint(fields=["challenge", "slug"], name="dataset_unique_slug")]
+
+    def __str__(self) -> str:
+        return f"{self.challenge.slug}/{self.slug}"
+
+    @property
+    def is_sealed(self) -> bool:
+        return self.split == Split.III and self.revealed_at is None
+
+
+class DatasetFile(models.Model):
+    """A gold file for one portion (dev or test) of a dataset.  Never served to anyone."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="files")
+    portion = models.CharField(max_length=8, choices=PhaseKind.choices)
+    gold = models.FileField(upload_to="gold/%Y/")
+    # Questions and contexts with every answer removed: what participants' systems read.
+    inputs = models.FileField(upload_to="inputs/%Y/", blank=True)
+    sha256 = models.CharField(max_length=64)
+    size_bytes = models.BigIntegerField()
+    n_questions = models.PositiveIntegerField()
+    # Question ids, to validate prediction uploads without reading the gold file.
+    qids = models.JSONField(default=list)
+    uploaded_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset", "portion"], name="datasetfile_unique_portion")]
+
+    def __str__(self) -> str:
+        return f"{self.dataset} ({self.portion})"

@@ -1,0 +1,39 @@
+"""Public challenge pages."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.challenges.models import Challenge
+from leaderboard.rankings.selectors import board_datasets, dataset_label
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    challenges = Challenge.objects.filter(is_public=True).prefetch_related("phases")
+    return render(request, "challenges/home.html", {"challenges": challenges})
+
+
+def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+    is_organizer = user_is_organizer(user=request.user, challenge=challenge)
+    phases = list(challenge.phases.all())
+    datasets = [
+        {"label": dataset_label(ds, reveal_sealed=is_organizer), "split": ds.split, "sealed": ds.is_sealed,
+         "description": "" if ds.is_sealed and not is_organizer else ds.description}
+        for ds in challenge.datasets.all()
+    ]
+    boards = [(p, board_datasets(phase=p)) for p in phases]
+    return render(
+        request,
+        "challenges/detail.html",
+        {
+            "challenge": challenge,
+            "phases": phases,
+            "datasets": datasets,
+            "boards": boards,
+            "team": team_of_user(user=request.user, challenge=challenge),
+            "is_organizer": is_organizer,
+        },
+    )

@@ -1,0 +1,34 @@
+"""Errors services raise for people to read; views turn them into 4xx responses."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """A request that cannot be done as asked; the message says why and what to do."""
+
+    status_code = 400
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class PermissionDenied(ServiceError):
+    status_code = 403
+
+
+class NotFound(ServiceError):
+    status_code = 404
+
+
+class Conflict(ServiceError):
+    status_code = 409
+
+
+class QuotaExceeded(ServiceError):
+    status_code = 429
+
+
+class PayloadTooLarge(ServiceError):
+    status_code = 413

@@ -1,0 +1,40 @@
+"""Set up the demo: accounts, the three demo challenges, the MRQA 2019 board. Safe to re-run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.management.base import BaseCommand
+
+from leaderboard.challenges.models import Phase
+from leaderboard.challenges.services import challenge_load
+from leaderboard.submissions.imports import load_results_file
+from leaderboard.submissions.services import results_import
+
+DEMO_DIR = Path(settings.BASE_DIR) / "deploy" / "demo"
+DEMO_USERS = {
+    "organizer": ("organizer-demo-pw", True),
+    "alice": ("alice-demo-pw", False),
+    "bob": ("bob-demo-pw", False),
+}
+
+
+class Command(BaseCommand):
+    help = "Create demo accounts and load the demo challenges with committed demo data."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        for username, (password, staff) in DEMO_USERS.items():
+            user, created = User.objects.get_or_create(username=username, defaults={"is_staff": staff})
+            if created:
+                user.set_password(password)
+                user.save()
+        for spec in ("mrqa-demo.yaml", "mrc2018-demo.yaml", "mrqa2019-archive.yaml"):
+            challenge = challenge_load(spec_path=DEMO_DIR / spec)
+            self.stdout.write(f"loaded challenge {challenge.slug}")
+        phase = Phase.objects.get(challenge__slug="mrqa2019", slug="test")
+        entries = load_results_file(DEMO_DIR / "data" / "mrqa2019" / "ood-test-results.json", fmt="mrqa-codalab")
+        results_import(phase=phase, entries=entries)
+        self.stdout.write(f"imported {len(entries)} MRQA 2019 results")

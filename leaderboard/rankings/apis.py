@@ -1,0 +1,75 @@
+"""REST API: challenges and their leaderboards, as the caller may see them."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard.accounts.selectors import user_is_organizer
+from leaderboard.challenges.models import Challenge, Phase
+from leaderboard.rankings.selectors import BoardNotVisible, board_as_records, board_build, dataset_label
+
+
+class ChallengeListApi(APIView):
+    @extend_schema(responses=dict)
+    def get(self, request: Request) -> Response:
+        return Response(
+            [
+                {"slug": c.slug, "title": c.title, "metric_suite": c.metric_suite}
+                for c in Challenge.objects.filter(is_public=True)
+            ]
+        )
+
+
+class ChallengeDetailApi(APIView):
+    @extend_schema(responses=dict)
+    def get(self, request: Request, slug: str) -> Response:
+        challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+        is_organizer = user_is_organizer(user=request.user, challenge=challenge)
+        return Response(
+            {
+                "slug": challenge.slug,
+                "title": challenge.title,
+                "metric_suite": challenge.metric_suite,
+                "ranking_rule": challenge.ranking_rule,
+                "phases": [
+                    {
+                        "slug": p.slug,
+                        "name": p.name,
+                        "kind": p.kind,
+                        "opens_at": p.opens_at,
+                        "closes_at": p.closes_at,
+                        "quota": {"per_day": p.quota_per_day, "total": p.quota_total,
+                                  "concurrent": p.quota_concurrent},
+                        "allowed_kinds": p.allowed_kinds,
+                        "board_public": p.board_public,
+                    }
+                    for p in challenge.phases.all()
+                ],
+                "datasets": [
+                    {"name": dataset_label(d, reveal_sealed=is_organizer), "split": d.split, "sealed": d.is_sealed}
+                    for d in challenge.datasets.all()
+                ],
+            }
+        )
+
+
+class LeaderboardApi(APIView):
+    @extend_schema(responses=dict)
+    def get(self, request: Request, slug: str, phase_slug: str) -> Response:
+        phase = get_object_or_404(
+            Phase.objects.select_related("challenge"), challenge__slug=slug, challenge__is_public=True,
+            slug=phase_slug,
+        )
+        try:
+            board = board_build(phase=phase, viewer=request.user)
+        except BoardNotVisible as exc:
+            raise Http404(str(exc)) from None
+        return Response(
+            {"challenge": slug, "phase": phase_slug, "ranked_by": board.primary_key.removeprefix("agg:"),
+             "rows": board_as_records(board)}
+        )

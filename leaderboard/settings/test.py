@@ -1,0 +1,22 @@
+import tempfile
+from pathlib import Path
+
+from leaderboard.settings.base import *  # noqa: F403
+from leaderboard.settings.base import DATABASES
+
+_TMP = Path(tempfile.mkdtemp(prefix="readerboard-test-"))
+PRIVATE_STORAGE_ROOT = _TMP / "private"
+STORAGES = {
+    "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(PRIVATE_STORAGE_ROOT), "base_url": None},
+    },
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# A file database (not :memory:) so that threads and live servers share it for real.
+DATABASES["default"]["NAME"] = str(_TMP / "db.sqlite3")
+DATABASES["default"]["TEST"] = {"NAME": str(_TMP / "test-db.sqlite3")}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+CELERY_TASK_ALWAYS_EAGER = True
+DEBUG = False

@@ -1,0 +1,126 @@
+"""Submissions, their lifecycle, and the scores they earn.
+
+The state machine lives in ``submissions.services`` (``submission_*``), never in
+``save()``: submitted -> queued -> running -> scoring -> finished, or failed
+(with a reason and who caused it) or cancelled.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from leaderboard.challenges.models import SubmissionKind
+
+
+class Status(models.TextChoices):
+    SUBMITTED = "submitted", "submitted"
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    SCORING = "scoring", "scoring"
+    FINISHED = "finished", "finished"
+    FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
+
+
+ACTIVE_STATUSES = (Status.SUBMITTED, Status.QUEUED, Status.RUNNING, Status.SCORING)
+FINAL_STATUSES = (Status.FINISHED, Status.FAILED, Status.CANCELLED)
+
+
+class FailureCause(models.TextChoices):
+    NONE = "", "none"
+    PARTICIPANT = "participant", "the submission"
+    # Failures the platform caused never count against a team's quota.
+    PLATFORM = "platform", "the platform"
+
+
+class Submission(models.Model):
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="submissions")
+    phase = models.ForeignKey("challenges.Phase", on_delete=models.CASCADE, related_name="submissions")
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    kind = models.CharField(max_length=16, choices=SubmissionKind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.SUBMITTED)
+    failure_reason = models.TextField(blank=True)
+    failure_cause = models.CharField(max_length=16, choices=FailureCause.choices, blank=True, default="")
+    description = models.CharField(max_length=300, blank=True)
+    file = models.FileField(upload_to="submissions/%Y/%m/", blank=True)
+    original_name = models.CharField(max_length=255, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    size_bytes = models.BigIntegerField(default=0)
+    # The team may pick which submission represents it (ranking rule "selected").
+    is_selected = models.BooleanField(default=False)
+    # The ranking metric, copied here when scores are written so boards sort without joins.
+    primary_score = models.FloatField(null=True, blank=True)
+    scoring_version = models.CharField(max_length=40, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["phase", "team", "status"])]
+
+    def __str__(self) -> str:
+        return f"submission {self.pk} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+class Score(models.Model):
+    """One number: a metric of a submission on a dataset, or an aggregate (dataset null)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="scores")
+    dataset = models.ForeignKey("challenges.Dataset", null=True, blank=True, on_delete=models.CASCADE)
+    metric = models.CharField(max_length=64)
+    value = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submission", "dataset", "metric"],
+                condition=Q(dataset__isnull=False),
+                name="score_unique_per_dataset",
+            ),
+            models.UniqueConstraint(
+                fields=["submission", "metric"],
+                condition=Q(dataset__isnull=True),
+                name="score_unique_aggregate",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.metric}={self.value}"
+
+
+class QuestionScores(models.Model):
+    """Per-question scores as the scoring library returned them, for significance and breakdowns."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="question_scores")
+    dataset = models.ForeignKey("challenges.Dataset", on_delete=models.CASCADE)
+    records = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "dataset"], name="questionscores_unique"),
+        ]
+
+
+class BoardEntry(models.Model):
+    """The submission that represents a team on a phase's board (per the ranking rule).
+
+    Kept up to date by ``board_entry_refresh`` whenever a submission finishes or a
+    team selects one, so a board page reads one row per team instead of scanning
+    every submission.
+    """
+
+    phase = models.ForeignKey("challenges.Phase", on_delete=models.CASCADE, related_name="board_entries")
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="board_entries")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="board_entries")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["phase", "team"], name="boardentry_unique")]

@@ -1,0 +1,106 @@
+"""Reads for submissions: quotas, history, queue position."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from leaderboard.accounts.models import Team
+from leaderboard.challenges.models import Phase
+from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission
+
+QUOTA_WINDOW = dt.timedelta(hours=24)
+
+
+def submissions_counting_against_quota(*, team: Team, phase: Phase) -> QuerySet[Submission]:
+    """What counts against a quota: every submission of the team in the phase, except
+
+    - cancelled ones (withdrawn before they produced a score), and
+    - failures the platform caused (a worker crash, a lost broker): never the team's fault.
+
+    Failures the submission caused (invalid output, a crash of the team's system)
+    do count, so failed runs cannot be used to probe the hidden test set for free.
+    """
+    return (
+        Submission.objects.filter(team=team, phase=phase)
+        .exclude(status=Status.CANCELLED)
+        .exclude(status=Status.FAILED, failure_cause=FailureCause.PLATFORM)
+    )
+
+
+@dataclass(frozen=True)
+class QuotaUsage:
+    used_today: int
+    used_total: int
+    active: int
+    per_day: int | None
+    total: int | None
+    concurrent: int | None
+
+    def refusal(self) -> str | None:
+        if self.per_day is not None and self.used_today >= self.per_day:
+            return f"daily quota reached: {self.used_today} of {self.per_day} submissions in the last 24 hours"
+        if self.total is not None and self.used_total >= self.total:
+            return f"total quota reached: {self.used_total} of {self.total} submissions in this phase"
+        if self.concurrent is not None and self.active >= self.concurrent:
+            return f"{self.active} submission(s) still being evaluated; at most {self.concurrent} at once"
+        return None
+
+
+def quota_usage(*, team: Team, phase: Phase, now: dt.datetime | None = None) -> QuotaUsage:
+    now = now or timezone.now()
+    counted = submissions_counting_against_quota(team=team, phase=phase)
+    return QuotaUsage(
+        used_today=counted.filter(created_at__gt=now - QUOTA_WINDOW).count(),
+        used_total=counted.count(),
+        active=counted.filter(status__in=ACTIVE_STATUSES).count(),
+        per_day=phase.quota_per_day,
+        total=phase.quota_total,
+        concurrent=phase.quota_concurrent,
+    )
+
+
+def submission_queue_position(*, submission: Submission) -> int | None:
+    """1 for the next submission a worker will take; None once it has started."""
+    if submission.status not in (Status.SUBMITTED, Status.QUEUED):
+        return None
+    ahead = Submission.objects.filter(status__in=(Status.SUBMITTED, Status.QUEUED)).filter(
+        Q(created_at__lt=submission.created_at) | Q(created_at=submission.created_at, id__lt=submission.id)
+    )
+    return ahead.count() + 1
+
+
+def submissions_of_team(*, team: Team, phase: Phase | None = None) -> QuerySet[Submission]:
+    qs = Submission.objects.filter(team=team).select_related("phase", "submitted_by")
+    if phase is not None:
+        qs = qs.filter(phase=phase)
+    return qs
+
+
+@dataclass(frozen=True)
+class VisibleScore:
+    dataset: str  # the label the viewer may see ("Overall" for aggregates)
+    metric: str
+    value: float | None
+    sealed: bool
+
+
+def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> list[VisibleScore]:
+    """A submission's scores as its team (or an organizer) may see them.
+
+    Per-dataset scores of a sealed Split III dataset are withheld from the team
+    until the reveal; the aggregates that include them are shown.
+    """
+    out = []
+    for score in submission.scores.select_related("dataset").order_by("dataset__order", "metric"):
+        ds = score.dataset
+        if ds is None:
+            out.append(VisibleScore("Overall", score.metric, score.value, False))
+            continue
+        sealed = ds.is_sealed and not is_organizer
+        label = (ds.sealed_alias or "Hidden") if sealed else ds.name
+        out.append(VisibleScore(label, score.metric, None if sealed else score.value, sealed))
+    return out

@@ -1,0 +1,131 @@
+"""Team pages: upload predictions, submission history and details."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.challenges.models import Challenge, Phase
+from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.selectors import (
+    quota_usage,
+    submission_queue_position,
+    submission_visible_scores,
+    submissions_of_team,
+)
+from leaderboard.submissions.services import submission_cancel, submission_create_predictions, submission_select
+from leaderboard.submissions.selectors import submission_visible_scores
+
+
+class UploadForm(forms.Form):
+    phase = forms.ModelChoiceField(queryset=Phase.objects.none())
+    file = forms.FileField()
+    description = forms.CharField(max_length=300, required=False)
+
+    def __init__(self, *args: object, challenge: Challenge, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["phase"].queryset = challenge.phases.all()  # type: ignore[attr-defined]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+    team = team_of_user(user=request.user, challenge=challenge)
+    if team is None:
+        messages.info(request, "Create or join a team before you submit.")
+        return redirect("team", slug=slug)
+    form = UploadForm(request.POST or None, request.FILES or None, challenge=challenge)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                submission = submission_create_predictions(
+                    team=team,
+                    phase=form.cleaned_data["phase"],
+                    user=request.user,  # type: ignore[arg-type]
+                    upload=form.cleaned_data["file"],
+                    limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+                    description=form.cleaned_data["description"],
+                )
+            except ServiceError as exc:
+                form.add_error(None, exc.message)
+                status = exc.status_code
+            else:
+                messages.success(request, f"Submission {submission.pk} accepted and queued.")
+                return redirect("submission-detail", slug=slug, pk=submission.pk)
+        else:
+            status = 400
+    quotas = [(p, quota_usage(team=team, phase=p)) for p in challenge.phases.all()]
+    return render(
+        request, "submissions/submit.html", {"challenge": challenge, "team": team, "form": form, "quotas": quotas},
+        status=status,
+    )
+
+
+@login_required
+def submission_list(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+    team = team_of_user(user=request.user, challenge=challenge)
+    if team is None:
+        return redirect("team", slug=slug)
+    submissions = list(submissions_of_team(team=team))
+    return render(
+        request, "submissions/list.html", {"challenge": challenge, "team": team, "submissions": submissions}
+    )
+
+
+def _own_submission(request: HttpRequest, slug: str, pk: int) -> tuple[Challenge, Submission, bool]:
+    """The submission if the viewer's team owns it (or the viewer organizes); 404 otherwise.
+
+    404 rather than 403, so that ids of other teams' submissions reveal nothing.
+    """
+    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+    submission = get_object_or_404(
+        Submission.objects.select_related("phase__challenge", "team"), pk=pk, phase__challenge=challenge
+    )
+    is_organizer = user_is_organizer(user=request.user, challenge=challenge)
+    team = team_of_user(user=request.user, challenge=challenge)
+    if not is_organizer and (team is None or team.pk != submission.team_id):
+        raise Http404("no such submission")
+    return challenge, submission, is_organizer
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    challenge, submission, is_organizer = _own_submission(request, slug, pk)
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "cancel":
+                submission_cancel(submission=submission, user=request.user)  # type: ignore[arg-type]
+            elif request.POST.get("action") == "select":
+                submission_select(submission=submission, user=request.user)  # type: ignore[arg-type]
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        return redirect("submission-detail", slug=slug, pk=pk)
+    return render(
+        request,
+        "submissions/detail.html",
+        {
+            "challenge": challenge,
+            "submission": submission,
+            "scores": submission_visible_scores(submission=submission, is_organizer=is_organizer),
+            "queue_position": submission_queue_position(submission=submission),
+        },
+    )
+
+
+@login_required
+def submission_download(request: HttpRequest, slug: str, pk: int) -> FileResponse:
+    _, submission, _ = _own_submission(request, slug, pk)
+    if not submission.file:
+        raise Http404("this submission has no file")
+    return FileResponse(submission.file.open("rb"), as_attachment=True, filename=submission.original_name or "upload")
