@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Run Readerboard with the demo challenges on embedded defaults: SQLite, a local
+# Redis broker and one Celery worker started here, Django's server on :8000.
+# Ctrl-C stops everything this script started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash deploy/setup.sh
+
+PORT=${PORT:-8000}
+REDIS_PORT=${REDIS_PORT:-6379}
+export DJANGO_SETTINGS_MODULE=leaderboard.settings.dev
+export READERBOARD_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"
+mkdir -p var
+PY=.venv/bin/python
+
+$PY manage.py migrate -v0
+$PY manage.py collectstatic --noinput -v0
+$PY manage.py demo_setup
+
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT INT TERM
+
+if ! (exec 3<>"/dev/tcp/127.0.0.1/${REDIS_PORT}") 2>/dev/null; then
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$PWD/var" --save "" --appendonly no \
+    >var/redis.log 2>&1 &
+  pids+=($!)
+fi
+$PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO >var/worker.log 2>&1 &
+pids+=($!)
+
+cat <<MSG
+
+  Readerboard is running:  http://127.0.0.1:${PORT}/
+  Demo accounts (user / password):
+    organizer / organizer-demo-pw   (organizer of the demo challenges; Django admin at /admin/)
+    alice     / alice-demo-pw       (participant)
+    bob       / bob-demo-pw         (participant)
+  Boards: /c/mrqa-demo/board/dev/   /c/mrc2018-demo/board/dev/   /c/mrqa2019/board/test/
+  API schema: /api/schema/    Logs: var/worker.log, var/redis.log
+
+MSG
+$PY manage.py runserver "0.0.0.0:${PORT}" --noreload

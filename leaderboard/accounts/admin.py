@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from leaderboard.accounts.models import Membership, Team
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("name", "challenge", "kind", "is_anonymous", "created_at")
+    list_filter = ("challenge", "kind")
+    exclude = ("join_code",)
+    inlines = [MembershipInline]

@@ -1,0 +1,108 @@
+"""A real Redis server and a real Celery worker, started per test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _need(binary: str) -> str:
+    path = shutil.which(binary) or (f"/usr/bin/{binary}" if Path(f"/usr/bin/{binary}").exists() else None)
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{binary} is not installed; deploy/setup.sh installs it")
+        pytest.skip(f"{binary} is not installed (run deploy/setup.sh)")
+    return path
+
+
+class RedisServer:
+    def __init__(self, workdir: Path) -> None:
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = _need("redis-server")
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+class Worker:
+    """``celery -A workers.celery_app worker`` against the test database and private storage."""
+
+    def __init__(self, broker_url: str, log: Path) -> None:
+        from django.conf import settings
+
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "leaderboard.settings.dev",
+            "READERBOARD_BROKER_URL": broker_url,
+            "READERBOARD_DB_PATH": str(settings.DATABASES["default"]["NAME"]),
+            "READERBOARD_PRIVATE_ROOT": str(settings.PRIVATE_STORAGE_ROOT),
+            "READERBOARD_DEBUG": "0",
+        }
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "--pool=solo",
+                 "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
+                 "--without-heartbeat"],
+                cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            )
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None

@@ -1,0 +1,80 @@
+"""Scoring runs in a real Celery worker fed by a real Redis, end to end."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from leaderboard.core import tasks
+from leaderboard.submissions.models import Status, Submission
+from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.workers.conftest import RedisServer, Worker
+
+pytest_plugins = ["tests.leaderboard.conftest"]
+
+
+def _wait_final(pk: int, timeout: float = 60) -> Submission:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        submission = Submission.objects.get(pk=pk)
+        if submission.is_final:
+            return submission
+        time.sleep(0.2)
+    raise AssertionError(f"submission {pk} still {Submission.objects.get(pk=pk).status} after {timeout}s")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_is_scored_by_a_real_worker_through_redis(
+    cast: Cast, redis_server: RedisServer, settings: object, tmp_path: Path
+) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # type: ignore[attr-defined]
+    settings.CELERY_BROKER_URL = redis_server.url  # type: ignore[attr-defined]
+    tasks.celery_client.cache_clear()
+    worker = Worker(redis_server.url, tmp_path / "worker.log")
+    worker.start()
+    try:
+        client = Client()
+        client.force_login(cast.alice)
+        response = client.post(
+            "/api/v1/challenges/demo/submissions/", {"phase": "dev", "file": upload(gold_predictions())}
+        )
+        assert response.status_code == 201, response.content
+        pk = response.json()["id"]
+        assert response.json()["status"] == Status.QUEUED
+        submission = _wait_final(pk)
+    finally:
+        worker.stop()
+        tasks.celery_client.cache_clear()
+    log = (tmp_path / "worker.log").read_text()
+    assert submission.status == Status.FINISHED, f"{submission.failure_reason}\n{log}"
+    assert submission.primary_score == pytest.approx(100.0)
+    assert "readerboard.evaluate_submission" in log
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_redelivered_message_scores_nothing_twice(cast: Cast, redis_server: RedisServer, settings: object,
+                                                    tmp_path: Path) -> None:
+    """The same task sent twice: the second claim finds the submission final and does nothing."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # type: ignore[attr-defined]
+    settings.CELERY_BROKER_URL = redis_server.url  # type: ignore[attr-defined]
+    tasks.celery_client.cache_clear()
+    client = Client()
+    client.force_login(cast.alice)
+    response = client.post("/api/v1/challenges/demo/submissions/", {"phase": "dev", "file": upload(gold_predictions())})
+    pk = response.json()["id"]
+    tasks.celery_client().send_task(tasks.EVALUATE_SUBMISSION, args=[pk])  # a duplicate message
+    worker = Worker(redis_server.url, tmp_path / "worker.log")
+    worker.start()
+    try:
+        submission = _wait_final(pk)
+        time.sleep(1.0)  # let the duplicate be consumed too
+    finally:
+        worker.stop()
+        tasks.celery_client.cache_clear()
+    assert submission.status == Status.FINISHED
+    log = (tmp_path / "worker.log").read_text()
+    assert log.count("not queued any more") == 1, log
+    assert submission.scores.filter(dataset__isnull=True, metric="macro_f1").count() == 1
