@@ -10,6 +10,7 @@ rank teams (MRQA's macro-F1, per split).
 from __future__ import annotations
 
 import gzip
+import math
 import io
 import json
 import os
@@ -181,16 +182,18 @@ class Mrc2018Suite:
 
     def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
         from scoring import mrc2018
+        from scoring.io import iter_json_lines
 
-        refs = _with_temp_file(content, self.gold_suffix, lambda p: mrc2018.load_references(p, strict=True))
-        qids = [str(r["question_id"]) for r in refs]
-        stripped = [
-            {k: v for k, v in r.items() if k not in {"answers", "yesno_answers", "entity_answers", "answer_spans",
-                                                     "match_scores", "fake_answers", "answer_docs"}}
-            for r in refs
-        ]
-        inputs = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in stripped).encode("utf-8")
-        return GoldInfo(qids=qids, inputs=inputs)
+        def inspect(path: str) -> GoldInfo:
+            refs = mrc2018.load_mrc2018(path, reference=True)
+            stripped = [
+                {k: v for k, v in obj.items() if k not in _DUREADER_ANSWER_FIELDS}
+                for _, obj in iter_json_lines(path)
+            ]
+            inputs = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in stripped).encode("utf-8")
+            return GoldInfo(qids=[str(qid) for qid in refs], inputs=inputs)
+
+        return _with_temp_file(content, self.gold_suffix, inspect)  # type: ignore[no-any-return]
 
     def check_predictions(self, predictions: Any, *, where: str) -> None:
         if not isinstance(predictions, dict):
@@ -211,23 +214,29 @@ class Mrc2018Suite:
     def score(self, gold_path: str, predictions: Any, options: Mapping[str, Any]) -> DatasetResult:
         from scoring import mrc2018
 
-        refs = mrc2018.load_references(gold_path, strict=True)
-        preds = []
+        refs = mrc2018.load_mrc2018(gold_path, reference=True)
+        ref_keys = {str(qid): qid for qid in refs}
+        preds = {}
         for qid, answer in predictions.items():
             record = {"answers": [answer]} if isinstance(answer, str) else dict(answer)
-            record.setdefault("yesno_answers", [])
-            record["question_id"] = _qid_like(qid, refs)
-            preds.append(record)
+            record["question_id"] = ref_keys.get(qid, qid)
+            preds[record["question_id"]] = mrc2018.question_from_line(
+                record, where="predictions", line=0, reference=False
+            )
+        # LIC2019's guards make BLEU defined (0) where MRC2018's script divides by zero;
+        # a platform must publish a number or a clear failure, and 0 is the documented one.
+        guards = bool(options.get("lic2019_guards", True))
         result = mrc2018.evaluate_mrc2018(
-            preds, refs, alpha=float(options.get("alpha", 1.0)), beta=float(options.get("beta", 1.0))
+            preds, refs, alpha=float(options.get("alpha", 1.0)), beta=float(options.get("beta", 1.0)),
+            lic2019_guards=guards,
         )
         metrics: dict[str, float | None] = {
-            "rouge_l": result.metrics["ROUGE-L"],
-            "bleu_4": result.metrics["BLEU-4"],
+            "rouge_l": _finite(result.metrics["ROUGE-L"]),
+            "bleu_4": _finite(result.metrics["BLEU-4"]),
         }
-        for qtype, values in mrc2018.breakdown_by_question_type(result).items():
-            metrics[f"rouge_l_{qtype}"] = values["ROUGE-L"]
-            metrics[f"bleu_4_{qtype}"] = values["BLEU-4"]
+        for qtype, values in mrc2018.breakdown_by_question_type(result.per_example, lic2019_guards=guards).items():
+            metrics[f"rouge_l_{qtype}"] = _finite(values["ROUGE-L"])
+            metrics[f"bleu_4_{qtype}"] = _finite(values["BLEU-4"])
         return DatasetResult(metrics=metrics, per_example=result.per_example)
 
     def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
@@ -235,9 +244,14 @@ class Mrc2018Suite:
         return {k: _mean([m.get(k) for m in per_dataset.values()]) for k in keys}
 
 
-def _qid_like(qid: str, refs: Sequence[Mapping[str, Any]]) -> Any:
-    # DuReader question ids are integers in the files; JSON object keys are strings.
-    return int(qid) if qid.isdigit() and refs and isinstance(refs[0].get("question_id"), int) else qid
+_DUREADER_ANSWER_FIELDS = frozenset(
+    {"answers", "yesno_answers", "entity_answers", "answer_spans", "match_scores", "fake_answers", "answer_docs",
+     "segmented_answers"}
+)
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 SUITES: dict[str, Suite] = {"mrqa": MrqaSuite(), "mrc2018": Mrc2018Suite()}
