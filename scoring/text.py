@@ -107,3 +107,119 @@ def max_em_f1_v1(prediction: str, golds: Sequence[str]) -> tuple[int, float]:
         if f1 > best_f1:
             best_f1 = f1
     return best_em, best_f1
+
+
+# Batch normalisation.  ``normalize_answer`` costs a few microseconds per call
+# (four C passes plus call overhead); QuAC and CoQA normalise ~100,000 short
+# strings per run.  Lower-casing and punctuation removal are per-character
+# except for the Greek final sigma, whose context rule stops at NUL exactly as
+# at a string's end, so they can run once over all strings joined by NUL.
+# Deleting ASCII punctuation from UTF-8 bytes is exact: ASCII bytes never occur
+# inside a multi-byte sequence.
+_SEPARATOR = "\x00"
+_PUNCT_BYTES = string.punctuation.encode("ascii")
+_ARTICLE_WORDS = frozenset(("a", "an", "the"))
+
+
+def answer_tokens_many(texts: Sequence[str]) -> list[list[str]]:
+    """``[answer_tokens(t) for t in texts]``, computed several times faster.
+
+    Article removal is done per token when every token consists of word
+    characters (then ``\\b`` falls exactly on token edges, so the regex removes
+    whole tokens ``a``/``an``/``the`` and nothing else); any other string goes
+    through the regex itself.  Texts containing NUL are normalised one by one.
+    """
+    if not texts:
+        return []
+    joined = _SEPARATOR.join(texts)
+    if joined.count(_SEPARATOR) != len(texts) - 1:
+        return [answer_tokens(t) for t in texts]
+    stripped = (
+        joined.lower()
+        .encode("utf-8", "surrogatepass")
+        .translate(None, _PUNCT_BYTES)
+        .decode("utf-8", "surrogatepass")
+    )
+    out: list[list[str]] = []
+    append = out.append
+    articles = _ARTICLE_WORDS
+    for piece in stripped.split(_SEPARATOR):
+        tokens = piece.split()
+        if "".join(tokens).isalnum():
+            if not articles.isdisjoint(tokens):
+                tokens = [t for t in tokens if t not in articles]
+        elif tokens:
+            tokens = _ARTICLES.sub(" ", piece).split()
+        append(tokens)
+    return out
+
+
+TokenKey = str | tuple[str, int]
+
+
+class TokenBag:
+    """One normalised answer, ready to be compared with many others.
+
+    ``tokens`` are the SQuAD tokens (``normalize_answer(s).split()``) and
+    ``distinct`` their set.  The size of the multiset intersection of two
+    bags (``sum((Counter(a) & Counter(b)).values())``) is
+    ``len(a.distinct & b.distinct)`` unless *both* repeat a token; only then
+    is each side's numbered multiset built (once), in which the k-th repeat of
+    token t is ``(t, k)``, so that the intersection is again one C-level
+    set operation.
+    """
+
+    __slots__ = ("tokens", "distinct", "repeats", "_numbered")
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+        self.distinct = frozenset(tokens)
+        self.repeats = len(self.distinct) != len(tokens)
+        self._numbered: frozenset[TokenKey] | None = None
+
+    @classmethod
+    def many(cls, texts: Sequence[str]) -> list[TokenBag]:
+        """One bag per text, normalised in one batch (:func:`answer_tokens_many`)."""
+        return [cls(tokens) for tokens in answer_tokens_many(texts)]
+
+    def numbered(self) -> frozenset[TokenKey]:
+        if self._numbered is None:
+            seen: dict[str, int] = {}
+            keys: list[TokenKey] = []
+            for token in self.tokens:
+                k = seen.get(token, 0) + 1
+                seen[token] = k
+                keys.append(token if k == 1 else (token, k))
+            self._numbered = frozenset(keys)
+        return self._numbered
+
+    def overlap(self, other: TokenBag) -> int:
+        """How many tokens the two share, counted as a multiset."""
+        if self.repeats and other.repeats:
+            return len(self.numbered() & other.numbered())
+        return len(self.distinct & other.distinct)
+
+    def f1_v1(self, gold: TokenBag) -> float:
+        """``f1_score`` of evaluate-v1.1.py / QuAC: 0 when nothing overlaps (empty vs empty too).
+
+        Symmetric in its two arguments even in floating point (doubling is
+        exact; products and sums commute), so a pair needs computing once.
+        """
+        if self is gold:
+            return 1.0 if self.tokens else 0.0
+        # self.overlap(gold), inlined: this is the innermost loop of QuAC and CoQA.
+        if self.repeats and gold.repeats:
+            same = len(self.numbered() & gold.numbered())
+        else:
+            same = len(self.distinct & gold.distinct)
+        if same == 0:
+            return 0.0
+        precision = 1.0 * same / len(self.tokens)
+        recall = 1.0 * same / len(gold.tokens)
+        return (2 * precision * recall) / (precision + recall)
+
+    def f1_v2(self, gold: TokenBag) -> float:
+        """``compute_f1`` of evaluate-v2.0.py / CoQA: if either side has no tokens, 1 iff neither has."""
+        if not self.tokens or not gold.tokens:
+            return float(not self.tokens and not gold.tokens)
+        return self.f1_v1(gold)

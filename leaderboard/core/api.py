@@ -5,9 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from leaderboard.core.errors import ServiceError
+
+
+def _summary(errors: Any, prefix: str = "") -> list[str]:
+    """Field errors flattened to "field: message" lines."""
+    if isinstance(errors, dict):
+        return [
+            line
+            for key, value in errors.items()
+            for line in _summary(value, prefix if key == api_settings.NON_FIELD_ERRORS_KEY else f"{prefix}{key}: ")
+        ]
+    if isinstance(errors, list):
+        return [line for value in errors for line in _summary(value, prefix)]
+    return [f"{prefix}{errors}"]
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -16,4 +30,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if exc.field:
             body["field"] = exc.field
         return Response(body, status=exc.status_code)
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if response is not None and not (isinstance(response.data, dict) and "detail" in response.data):
+        # Validation errors come keyed by field; clients read "detail" for every error, so
+        # say it there in one line and keep the per-field errors beside it.
+        response.data = {"detail": "; ".join(_summary(response.data)), "errors": response.data}
+    return response

@@ -94,6 +94,7 @@ def board_build(*, phase: Phase, viewer: Viewer) -> Board:
         BoardColumn(
             key=f"agg:{c.metric}", label=c.label, group="Overall", decimals=c.decimals,
             is_primary=c.metric == suite.primary_metric,
+            sealed=not is_organizer and _aggregate_is_one_sealed_dataset(c.metric, datasets),
         )
         for c in suite.aggregate_columns
         if _aggregate_applies(c.metric, datasets)
@@ -158,6 +159,16 @@ def _aggregate_applies(metric: str, datasets: list[Dataset]) -> bool:
         if metric.startswith(f"split_{split}_"):
             return any(ds.split == split for ds in datasets)
     return True
+
+
+def _aggregate_is_one_sealed_dataset(metric: str, datasets: list[Dataset]) -> bool:
+    # A split's macro average over a single sealed dataset *is* that dataset's score,
+    # so it stays sealed with it (Split III with one hidden dataset, say).
+    for split in ("I", "II", "III"):
+        if metric.startswith(f"split_{split}_"):
+            in_split = [ds for ds in datasets if ds.split == split]
+            return len(in_split) == 1 and in_split[0].is_sealed
+    return False
 
 
 def board_as_records(board: Board) -> list[dict[str, Any]]:

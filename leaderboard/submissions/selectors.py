@@ -9,7 +9,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.models import Phase
+from leaderboard.challenges.models import Dataset, Phase
 from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission
 
 QUOTA_WINDOW = dt.timedelta(hours=24)
@@ -92,13 +92,22 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
     """A submission's scores as its team (or an organizer) may see them.
 
     Per-dataset scores of a sealed Split III dataset are withheld from the team
-    until the reveal; the aggregates that include them are shown.
+    until the reveal; the aggregates that include them are shown, except a split's
+    average over that one sealed dataset, which is its score under another name.
     """
+    scores = list(submission.scores.select_related("dataset").order_by("dataset__order", "metric"))
+    by_split: dict[str, set[Dataset]] = {}
+    for score in scores:
+        if score.dataset is not None:
+            by_split.setdefault(score.dataset.split, set()).add(score.dataset)
     out = []
-    for score in submission.scores.select_related("dataset").order_by("dataset__order", "metric"):
+    for score in scores:
         ds = score.dataset
         if ds is None:
-            out.append(VisibleScore("Overall", score.metric, score.value, False))
+            split = next((s for s in by_split if score.metric.startswith(f"split_{s}_")), None)
+            in_split = by_split.get(split, set()) if split else set()
+            hidden = not is_organizer and len(in_split) == 1 and next(iter(in_split)).is_sealed
+            out.append(VisibleScore("Overall", score.metric, None if hidden else score.value, hidden))
             continue
         sealed = ds.is_sealed and not is_organizer
         label = (ds.sealed_alias or "Hidden") if sealed else ds.name

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -51,6 +52,9 @@ def _decode_json(raw: bytes, where: str) -> Any:
         raise UploadError(f"{where}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
         raise UploadError(f"{where}: JSON nested too deeply") from None
+    except ValueError as exc:
+        # Valid syntax that Python still refuses, e.g. an integer of more than 4300 digits.
+        raise UploadError(f"{where}: not usable JSON: {exc}") from None
 
 
 def _read_zip(raw: bytes, filename: str) -> dict[str, Any]:
@@ -75,8 +79,15 @@ def _read_zip(raw: bytes, filename: str) -> dict[str, Any]:
         total += member.file_size
         if total > MAX_UNCOMPRESSED_BYTES:
             raise PayloadTooLarge(f"{filename}: the archive expands to more than {MAX_UNCOMPRESSED_BYTES} bytes")
-        with archive.open(member) as fh:
-            data = fh.read(member.file_size + 1)
+        try:
+            with archive.open(member) as fh:
+                data = fh.read(member.file_size + 1)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+            # zipfile stops at the size the header declares, so a member whose header lies
+            # fails its CRC check here; encrypted or exotic members fail here too.
+            raise UploadError(
+                f"{filename}: cannot read {member.filename!r} (corrupt, encrypted, or larger than its header says: {exc})"
+            ) from None
         if len(data) > member.file_size:
             raise UploadError(f"{filename}: {member.filename!r} is larger than its header says")
         key = path.stem
@@ -113,8 +124,12 @@ def parse_upload(
                 f"{filename}: expected a JSON object ({{dataset: {{qid: answer}}}} or {{qid: answer}}), "
                 f"found {type(document).__name__}"
             )
-        looks_multi = bool(document) and all(
-            (k in by_name or k.lower() in by_name) and isinstance(v, dict) for k, v in document.items()
+        # {dataset: {qid: answer}}: every value an object (answers are strings) and at least one
+        # key a dataset of the phase; other keys are then reported as unknown datasets below.
+        looks_multi = (
+            bool(document)
+            and all(isinstance(v, dict) for v in document.values())
+            and any(k in by_name or k.lower() in by_name for k in document)
         )
         if looks_multi:
             per_key = document

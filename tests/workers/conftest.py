@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.leaderboard.conftest import cast  # noqa: F401  (the platform cast, reused here)
+
 REPO = Path(__file__).resolve().parents[2]
 
 

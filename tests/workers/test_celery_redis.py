@@ -13,8 +13,6 @@ from leaderboard.submissions.models import Status, Submission
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 from tests.workers.conftest import RedisServer, Worker
 
-pytest_plugins = ["tests.leaderboard.conftest"]
-
 
 def _wait_final(pk: int, timeout: float = 60) -> Submission:
     deadline = time.monotonic() + timeout

@@ -1,0 +1,1 @@
+"""Speed benchmarks of ``python -m scoring`` against a bare JSON-loading yardstick."""

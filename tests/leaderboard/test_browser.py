@@ -1,0 +1,157 @@
+"""A participant's whole journey in a real browser: sign up, make a team, upload, see the board change.
+
+Runs headless Chromium against pytest-django's live server. Scoring runs in-process right
+after the upload commits (``CELERY_TASK_ALWAYS_EAGER``), so the detail page shows the result.
+Needs Debian's ``chromium`` and ``chromium-driver`` (``deploy/setup.sh`` installs them): without
+them the test is skipped, except in CI (``CI=true``), where their absence is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from leaderboard.submissions.models import Score, Status, Submission
+from leaderboard.submissions.services import submission_create_predictions
+from tests.leaderboard.conftest import Cast, gold_predictions, upload
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-board.png"
+WAIT_SECONDS = 30
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        reason = f"{CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="readerboard-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", "--window-size=1400,1000",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(WAIT_SECONDS)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def board_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+
+    return [
+        [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        for row in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")
+    ]
+
+
+def test_a_new_participant_signs_up_submits_and_tops_the_board(
+    cast: Cast, live_server, browser, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver = browser
+    wait = WebDriverWait(driver, WAIT_SECONDS)
+    base = live_server.url
+    # A rival already on the board, with a weaker system.
+    rival = submission_create_predictions(
+        team=cast.charlies, phase=cast.dev, user=cast.charlie, upload=upload(gold_predictions(wrong_every=2)),
+        limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+    )
+    rival.refresh_from_db()
+    assert rival.status == Status.FINISHED, rival.failure_reason
+
+    # Before: the board has the rival only.
+    board_url = f"{base}/c/{cast.challenge.slug}/board/{cast.dev.slug}/"
+    driver.get(board_url)
+    before = board_rows(driver)
+    assert [row[1] for row in before] == ["Charlie's"]
+
+    # Sign up through the form; the new user is logged in.
+    driver.get(f"{base}/accounts/signup/")
+    driver.find_element(By.ID, "id_username").send_keys("erin")
+    driver.find_element(By.ID, "id_password1").send_keys("a-long-browser-pw-42")
+    driver.find_element(By.ID, "id_password2").send_keys("a-long-browser-pw-42")
+    driver.find_element(By.ID, "signup-submit").click()
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "header.top nav"), "erin"))
+
+    # Create a team on the team page.
+    driver.get(f"{base}/c/{cast.challenge.slug}/team/")
+    driver.find_element(By.ID, "id_name").send_keys("Birch Readers")
+    driver.find_element(By.ID, "id_affiliation").send_keys("Browser University")
+    driver.find_element(By.ID, "create-team").click()
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "You are in Birch Readers"))
+
+    # Upload a prediction file with some wrong answers through the submit form.
+    preds = tmp_path / "birch-dev.json"
+    preds.write_text(json.dumps(gold_predictions(wrong_every=7)))
+    driver.get(f"{base}/c/{cast.challenge.slug}/submit/")
+    Select(driver.find_element(By.ID, "id_phase")).select_by_value(str(cast.dev.pk))
+    driver.find_element(By.ID, "id_file").send_keys(str(preds))
+    driver.find_element(By.ID, "upload-submit").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "finished"))
+    assert driver.find_element(By.ID, "status").text == "finished"
+    assert driver.find_elements(By.CSS_SELECTOR, "#scores tr")  # the scores are listed
+
+    submission = Submission.objects.get(team__name="Birch Readers")
+    assert submission.status == Status.FINISHED
+    macro_f1 = Score.objects.get(submission=submission, dataset=None, metric="macro_f1").value
+    assert macro_f1 is not None and rival.primary_score is not None and rival.primary_score < macro_f1 < 100
+
+    # After: the team's row is first, with its macro F1 in the primary column.
+    driver.get(board_url)
+    heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#board thead tr:nth-child(2) th")]
+    primary = heads.index("Macro F1") + 2  # Rank and System come first in the body rows
+    after = board_rows(driver)
+    assert [row[1].split(" (")[0] for row in after] == ["Birch Readers", "Charlie's"]
+    assert after[0][0] == "1" and after[1][0] == "2"
+    assert after[0][primary] == f"{macro_f1:.2f}"
+    groups = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#board thead th.group")]
+    assert groups == ["Overall", "SQuAD", "XQuAD-en"]
+    assert driver.find_element(By.CSS_SELECTOR, ".chart svg rect").is_displayed()
+    # Nothing of the chart (rotated dataset names, the legend) is cut off at its right edge.
+    drawn, width = driver.execute_script(
+        "var s = document.querySelector('.chart svg'), b = s.getBBox(); return [b.x + b.width, s.width.baseVal.value];"
+    )
+    assert drawn <= width
+    driver.save_screenshot(str(SCREENSHOT))
+
+    # Sorting: a click on a header reorders the rows; a second click reverses them.
+    def names() -> list[str]:
+        return [row[1].split(" (")[0] for row in board_rows(driver)]
+
+    header = driver.find_elements(By.CSS_SELECTOR, "#board thead tr:first-child th")
+    system, rank = header[1], header[0]
+    system.click()  # text columns sort Z-A first
+    assert names() == ["Charlie's", "Birch Readers"]
+    rank.click()  # the rank column sorts 1, 2, ... first
+    assert [row[0] for row in board_rows(driver)] == ["1", "2"]
+    f1 = driver.find_elements(By.CSS_SELECTOR, "#board thead tr:nth-child(2) th")[heads.index("Macro F1")]
+    f1.click()  # score columns sort best first
+    assert names() == ["Birch Readers", "Charlie's"]
+    f1.click()
+    assert names() == ["Charlie's", "Birch Readers"]
