@@ -437,6 +437,8 @@ def _entity_list(value: Any, what: str, q: DuReaderQuestion) -> list[str]:
 
 def _local_f1(pred: list[str], ref: list[str]) -> float:
     # local_prf (spec 4.6): multiset overlap.
+    if not pred or not ref:
+        return 0.0
     same = sum((Counter(pred) & Counter(ref)).values())
     if same == 0:
         return 0.0

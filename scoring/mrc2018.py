@@ -183,7 +183,11 @@ def bleu_stats_with_bonus(cand: str, refs: Sequence[str], *, yn_label: Any = Non
     if yn_label is not None:
         # Labelled n-grams ("gram_label") only match references carrying the predicted label.
         same = [refs[i] for i, label in enumerate(yn_refs) if label == yn_label]
-        bonus, weight = clipped_matches(cand, same, MAX_ORDER), alpha
+        if len(same) == len(refs):
+            bonus = [int(c) for c in correct]  # the same references: the base matches again
+        else:
+            bonus = clipped_matches(cand, same, MAX_ORDER)
+        weight = alpha
     elif entities is not None:
         bonus, weight = clipped_matches(cand, list(entities), MAX_ORDER), beta
     if bonus is not None:

@@ -26,16 +26,14 @@ and each pair of references is compared once, F1 being symmetric.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, UndefinedMetricError
-from scoring.io import iter_json_lines, load_json
+from scoring.io import gc_paused, iter_json_lines, load_json
 from scoring.result import EvalResult
 from scoring.text import TokenBag
 
@@ -323,20 +321,6 @@ def _category(span: str, pred: TokenBag, ref: str, gold: TokenBag, context: str)
     return NO_OVERLAP
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # Scoring allocates hundreds of thousands of small lists and sets, none of
-    # them cyclic; the collector's repeated passes over the loaded dataset
-    # would otherwise cost more than the scoring itself.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def evaluate_quac(
     dataset: Any,
     predictions: Mapping[str, Mapping[str, QuacPrediction]],
@@ -362,7 +346,7 @@ def evaluate_quac(
     if not any(d.questions for d in dialogs):
         raise InputFormatError("the dataset has no questions; every QuAC metric would be undefined",
                                path=dataset_path)
-    with _gc_paused():
+    with gc_paused():
         return _evaluate(dialogs, predictions, min_f1, allow_undefined, dataset_path)
 
 
@@ -538,7 +522,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> EvalResult:
     load_warnings: list[str] = []
-    with _gc_paused():
+    with gc_paused():
         dialogs = load_quac_dataset(args.val_file)
         predictions = load_quac_predictions(args.model_output, strict=args.strict, warn=load_warnings.append)
     result = evaluate_quac(dialogs, predictions, min_f1=args.min_f1, allow_undefined=args.undefined_as_null,

@@ -111,12 +111,20 @@ def board_build(*, phase: Phase, viewer: Viewer) -> Board:
     wanted = {c.key for c in columns}
     hidden = {c.key for c in columns if c.sealed}
 
-    entries = list(
-        BoardEntry.objects.filter(phase=phase).select_related("team", "submission").order_by("team_id")
+    # Plain tuples, not model instances: a board may have a thousand rows.
+    entries = (
+        BoardEntry.objects.filter(phase=phase)
+        .order_by("team_id")
+        .values_list(
+            "team_id", "team__name", "team__affiliation", "team__kind", "team__is_anonymous",
+            "submission_id", "submission__status", "submission__failure_reason", "submission__created_at",
+            named=True,
+        )
     )
+    metrics = {c.metric for c in (*suite.aggregate_columns, *suite.dataset_columns)}
     values: dict[int, dict[str, float | None]] = defaultdict(dict)
     for submission_id, dataset_id, metric, value in Score.objects.filter(
-        submission__board_entries__phase=phase
+        submission__board_entries__phase=phase, metric__in=metrics
     ).values_list("submission_id", "dataset_id", "metric", "value"):
         key = f"agg:{metric}" if dataset_id is None else f"ds:{dataset_id}:{metric}"
         if key in wanted and key not in hidden:
@@ -124,23 +132,23 @@ def board_build(*, phase: Phase, viewer: Viewer) -> Board:
 
     rows = []
     for entry in entries:
-        team, submission = entry.team, entry.submission
-        reveal_name = is_organizer or (own_team is not None and own_team.pk == team.pk)
+        is_own = own_team is not None and own_team.pk == entry.team_id
+        hide_name = entry.team__is_anonymous and not (is_organizer or is_own)
         rows.append(
             BoardRow(
                 rank=None,
                 tied=False,
-                team_id=team.pk,
-                team_name="Anonymous" if team.is_anonymous and not reveal_name else team.name,
-                affiliation="" if team.is_anonymous and not reveal_name else team.affiliation,
-                is_baseline=team.kind == TeamKind.BASELINE,
-                is_anonymous=team.is_anonymous,
-                is_own=own_team is not None and own_team.pk == team.pk,
-                submission_id=submission.pk,
-                status=submission.status,
-                failure_reason=submission.failure_reason if submission.status == Status.FAILED else "",
-                submitted_at=submission.created_at,
-                values=values.get(submission.pk, {}),
+                team_id=entry.team_id,
+                team_name="Anonymous" if hide_name else entry.team__name,
+                affiliation="" if hide_name else entry.team__affiliation,
+                is_baseline=entry.team__kind == TeamKind.BASELINE,
+                is_anonymous=entry.team__is_anonymous,
+                is_own=is_own,
+                submission_id=entry.submission_id,
+                status=entry.submission__status,
+                failure_reason=entry.submission__failure_reason if entry.submission__status == Status.FAILED else "",
+                submitted_at=entry.submission__created_at,
+                values=values.get(entry.submission_id, {}),
             )
         )
     primary = f"agg:{suite.primary_metric}"

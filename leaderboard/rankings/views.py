@@ -11,14 +11,8 @@ from django.utils.safestring import mark_safe
 
 from leaderboard.challenges.models import Phase
 from leaderboard.rankings.charts import board_chart_svg
-from leaderboard.rankings.selectors import (
-    Board,
-    BoardColumn,
-    BoardNotVisible,
-    BoardRow,
-    board_as_records,
-    board_build,
-)
+from leaderboard.rankings.selectors import Board, BoardNotVisible, board_as_records, board_build
+from leaderboard.rankings.table import board_body_html
 
 
 def _board(request: HttpRequest, slug: str, phase_slug: str) -> Board:
@@ -39,7 +33,6 @@ def board_page(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse
             groups[-1] = (column.group, groups[-1][1] + 1)
         else:
             groups.append((column.group, 1))
-    cells = [(row, mark_safe(_score_cells(row, board.columns))) for row in board.rows]
     return render(
         request,
         "rankings/board.html",
@@ -48,38 +41,10 @@ def board_page(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse
             "challenge": board.phase.challenge,
             "phase": board.phase,
             "groups": groups,
-            "cells": cells,
+            "body": board_body_html(board),
             "chart": mark_safe(board_chart_svg(board)),  # built from escaped parts only
         },
     )
-
-
-SEALED_CELL = (
-    '<td class="num" data-v="-1"><span class="muted" title="sealed until the organizers reveal this dataset">'
-    "sealed</span></td>"
-)
-
-
-def _score_cells(row: BoardRow, columns: list[BoardColumn]) -> str:
-    """A row's score cells as HTML, built here rather than in the template.
-
-    A board of a thousand teams and thirty columns has tens of thousands of cells, and
-    template tags and filters per cell made the page take seconds. Only numbers and fixed
-    text go in, so there is nothing to escape. ``data-v`` is the sort key the page's script
-    reads (-1 for no score); ``f"{v:.2f}"`` rounds as the ranking's ties do.
-    """
-    parts = []
-    for c in columns:
-        if c.sealed:
-            parts.append(SEALED_CELL)
-            continue
-        v = row.values.get(c.key)
-        css = "num primary" if c.is_primary else "num"
-        if v is None:
-            parts.append(f'<td class="{css}" data-v="-1">—</td>')
-        else:
-            parts.append(f'<td class="{css}" data-v="{v:.6f}">{v:.{c.decimals}f}</td>')
-    return "".join(parts)
 
 
 def board_csv(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:
