@@ -72,9 +72,13 @@ def _ref_eval(data: dict[str, Any], preds: list[dict[str, Any]] | None) -> dict[
     sums: dict[str, list[float]] = {s: [0.0, 0.0, 0] for s in coqa.IN_DOMAIN + coqa.OUT_DOMAIN}
     for key, golds in gold.items():
         if preds is None:  # human: each gold against the others
-            pairs = [_ref_turn(golds[:i] + golds[i + 1:], golds[i]) for i in range(len(golds))]
-            em = sum(e for e, _ in pairs) / len(golds)
-            f1 = sum(f for _, f in pairs) / len(golds)
+            em = f1 = 0.0
+            for i, gold_i in enumerate(golds):
+                others = golds[:i] + golds[i + 1:]
+                em += max(int(normalize_answer(a) == normalize_answer(gold_i)) for a in others)
+                f1 += max(f1_v2(gold_i, a) for a in others)
+            em /= len(golds)
+            f1 /= len(golds)
         elif key in pred_map:
             em, f1 = _ref_turn(golds, pred_map[key])
         else:
