@@ -38,7 +38,7 @@ def _row_html(row: BoardRow, columns: list[BoardColumn]) -> str:
         name for name, on in (("baseline", row.is_baseline), ("own", row.is_own), ("unranked", row.rank is None)) if on
     )
     name = escape(row.team_name)
-    system = [name]
+    system: list[str] = [name]
     if row.affiliation:
         system.append(f' <span class="muted">({escape(row.affiliation)})</span>')
     if row.is_baseline:
