@@ -18,12 +18,13 @@ by re-scoring.  The two flavours differ only in how the sums become a number:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import add
-from typing import Any
+from typing import Any, NamedTuple
 
 from rapidfuzz.distance import LCSseq
 
@@ -112,6 +113,167 @@ def clipped_matches(cand: str, refs: Sequence[str], max_n: int = MAX_ORDER) -> l
     return correct
 
 
+MatchItem = tuple[str, Sequence[str]]
+
+# Below this many pairs the numpy set-up is not worth it.
+_BATCH_MIN_ITEMS = 64
+# At most this many pairs per sorted chunk (fewer when the keys need more bits).
+_CHUNK_ITEMS = 2048
+# Fewer pairs per chunk than this and the per-chunk overhead dominates: use plain Python.
+_MIN_CHUNK_ITEMS = 32
+
+
+def batch_clipped_matches(items: Sequence[MatchItem], max_n: int = MAX_ORDER) -> list[list[int]]:
+    """:func:`clipped_matches` for many ``(cand, refs)`` pairs at once: the same integers, faster.
+
+    Per-n-gram Python work is what makes character BLEU slow (a corpus has
+    millions of n-grams), so large batches are counted with numpy
+    (:func:`_numpy_matches`); small ones, or corpora with too many distinct
+    characters for 64-bit keys, use the plain function.
+    """
+    if len(items) >= _BATCH_MIN_ITEMS:
+        result = _numpy_matches(items, max_n)
+        if result is not None:
+            return result
+    return [clipped_matches(cand, refs, max_n) for cand, refs in items]
+
+
+def _numpy_matches(items: Sequence[MatchItem], max_n: int) -> list[list[int]] | None:
+    """Vectorised clipped matches, or None when 64-bit keys cannot hold them.
+
+    Every character position of every text (the candidate is slot 0, the
+    references slots 1..k) gets one integer key: its pair index (within a
+    chunk of pairs), the ids of the ``max_n`` characters from that position
+    (0 past the end of the text), and its slot.  After one sort per chunk the
+    positions that start with the same n-gram of the same pair are
+    contiguous for every n, because the n-gram is a prefix of the key; where
+    a group changes is read from the highest differing bit of neighbouring
+    keys.  A group with both candidate and reference positions contributes
+    1, or, when the candidate repeats the n-gram, min(candidate count, largest
+    count in one reference), which a second small sort provides.
+    """
+    import numpy as np
+
+    texts: list[str] = []
+    pair_of: list[int] = []
+    slot_of: list[int] = []
+    max_slot = 0
+    for index, (cand, refs) in enumerate(items):
+        if not cand or not refs:
+            continue  # no candidate n-gram, or nothing to match: all zeros
+        texts.append(cand)
+        pair_of.append(index)
+        slot_of.append(0)
+        for slot, ref in enumerate(refs, start=1):
+            if ref:
+                texts.append(ref)
+                pair_of.append(index)
+                slot_of.append(slot)
+                if slot > max_slot:
+                    max_slot = slot
+    out = np.zeros((len(items), max_n), dtype=np.int64)
+    if not texts:
+        return out.tolist()
+
+    pad = max_n - 1
+    separator = _SEPARATOR * pad  # never inside a text (texts have no white space): ends every text
+    codes = np.frombuffer((separator.join(texts) + separator).encode("utf-32-le", "surrogatepass"),
+                          dtype=np.uint32)
+    # Dense character ids 1..V through a table over all code points; 0 is "past the end".
+    table = np.zeros(0x110000, dtype=np.uint64)
+    table[codes] = 1
+    table[ord(_SEPARATOR)] = 0
+    np.cumsum(table, out=table)
+    char_bits = int(table[-1]).bit_length()
+    table[ord(_SEPARATOR)] = 0
+    ids = table[codes]
+    del table
+
+    slot_bits = max(1, max_slot.bit_length())
+    gram_bits = max_n * char_bits + slot_bits
+    pair_bits = min(64 - gram_bits, _CHUNK_ITEMS.bit_length() - 1)
+    if pair_bits < 0 or (1 << pair_bits) < min(_MIN_CHUNK_ITEMS, len(items)):
+        return None
+    chunk_items = 1 << pair_bits
+
+    positions = len(codes) - pad
+    gram = ids[:positions].copy()
+    for j in range(1, max_n):
+        gram <<= np.uint64(char_bits)
+        gram |= ids[j:positions + j]
+    # Keep the positions inside texts; they come text by text, so per-text values repeat over them.
+    gram = gram[ids[:positions] != 0]
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    pair_pos = np.repeat(np.asarray(pair_of, dtype=np.int64), lengths)
+    gram <<= np.uint64(slot_bits)
+    gram |= np.repeat(np.asarray(slot_of, dtype=np.uint64), lengths)
+    low = gram
+    del ids
+
+    cuts = np.searchsorted(pair_pos, np.arange(0, len(items) + chunk_items, chunk_items))
+    for first_pair, lo, hi in zip(range(0, len(items), chunk_items), cuts[:-1], cuts[1:], strict=False):
+        if hi > lo:
+            key = ((pair_pos[lo:hi] - first_pair).astype(np.uint64) << np.uint64(gram_bits)) | low[lo:hi]
+            _count_chunk(np, key, out[first_pair:first_pair + chunk_items], max_n, char_bits, slot_bits)
+    return out.tolist()
+
+
+def _count_chunk(np: Any, key: Any, out: Any, max_n: int, char_bits: int, slot_bits: int) -> None:
+    """Fill ``out[pair, n-1]`` for one chunk of position keys (see :func:`_numpy_matches`)."""
+    key.sort()
+    size = key.size
+    slot_mask = np.uint64((1 << slot_bits) - 1)
+    char_mask = np.uint64((1 << char_bits) - 1)
+    pair_shift = np.uint64(max_n * char_bits + slot_bits)
+    is_cand = (key & slot_mask) == 0
+    cand_before = np.zeros(size + 1, dtype=np.int64)  # candidate positions before index i
+    np.cumsum(is_cand, out=cand_before[1:])
+    differ = key[1:] ^ key[:-1]
+    for n in range(1, max_n + 1):
+        shift = slot_bits + (max_n - n) * char_bits
+        # Neighbours share an order-n group iff their keys agree above the n-th character's last bit.
+        # Only groups of two or more positions can be shared: the runs of "agrees with the previous".
+        same = np.zeros(size + 1, dtype=np.int8)
+        np.less(differ, np.uint64(1 << shift), out=same[1:size].view(np.bool_))
+        step = np.diff(same)
+        starts = np.flatnonzero(step == 1)
+        ends = np.flatnonzero(step == -1) + 1
+        if starts.size == 0:
+            break
+        in_cand = cand_before[ends] - cand_before[starts]
+        head = key[starts]
+        keep = (in_cand > 0) & (in_cand < ends - starts) & (((head >> np.uint64(shift)) & char_mask) != 0)
+        if not keep.any():
+            break  # nothing shared at this order, so nothing at any longer one
+        starts = starts[keep]
+        ends = ends[keep]
+        in_cand = in_cand[keep]
+        contrib = np.ones(starts.size, dtype=np.int64)
+        repeated = np.flatnonzero(in_cand > 1)
+        if repeated.size:
+            contrib[repeated] = np.minimum(
+                in_cand[repeated], _largest_ref_count(np, key, starts[repeated], ends[repeated], slot_mask,
+                                                      slot_bits))
+        pairs = (head[keep] >> pair_shift).astype(np.int64)
+        out[:, n - 1] = np.bincount(pairs, weights=contrib, minlength=out.shape[0])[:out.shape[0]]
+
+
+def _largest_ref_count(np: Any, key: Any, starts: Any, ends: Any, slot_mask: Any, slot_bits: int) -> Any:
+    """For each group [start, end) of sorted keys: the largest number of positions of one reference slot."""
+    lengths = ends - starts
+    group = np.repeat(np.arange(starts.size, dtype=np.uint64), lengths)
+    index = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+    slots = key[index] & slot_mask
+    refs = slots != 0
+    sub = (group[refs] << np.uint64(slot_bits)) | slots[refs]
+    sub.sort()
+    run = np.concatenate(([0], np.flatnonzero(sub[1:] != sub[:-1]) + 1))
+    counts = np.diff(np.append(run, sub.size))
+    owner = sub[run] >> np.uint64(slot_bits)
+    first = np.concatenate(([0], np.flatnonzero(owner[1:] != owner[:-1]) + 1))
+    return np.maximum.reduceat(counts, first)
+
+
 def closest_ref_len(cand_len: int, refs: Sequence[str]) -> int:
     """Length of the reference closest in length to the candidate; ties go to the shorter (spec 4.4, 5.4)."""
     return min((abs(len(ref) - cand_len), len(ref)) for ref in refs)[1]
@@ -120,9 +282,8 @@ def closest_ref_len(cand_len: int, refs: Sequence[str]) -> int:
 # --------------------------------------------------------------------------- BLEU statistics
 
 
-@dataclass(frozen=True, slots=True)
-class BleuStats:
-    """One question's BLEU sufficient statistics.
+class BleuStats(NamedTuple):
+    """One question's BLEU sufficient statistics (a named tuple: cheap to build by the ten thousand).
 
     ``correct[k]`` / ``guess[k]``: clipped matches / candidate n-grams of order
     k+1 (floats when MRC2018 bonuses were added to both, spec 5.4);
@@ -156,12 +317,23 @@ class BleuStats:
 def char_bleu_stats(cand: str, refs: Sequence[str], max_n: int = MAX_ORDER) -> BleuStats:
     """Per-question statistics of a stripped candidate against stripped references (refs non-empty)."""
     length = len(cand)
-    return BleuStats(
-        tuple(clipped_matches(cand, refs, max_n)),
-        tuple(length - n + 1 if length >= n else 0 for n in range(1, max_n + 1)),
-        length,
-        closest_ref_len(length, refs),
-    )
+    return BleuStats(tuple(clipped_matches(cand, refs, max_n)), guess_counts(length, max_n), length,
+                     closest_ref_len(length, refs))
+
+
+@functools.lru_cache(maxsize=4096)
+def guess_counts(length: int, max_n: int = MAX_ORDER) -> tuple[int, ...]:
+    """Number of candidate n-grams of each order: ``max(0, length - n + 1)``."""
+    return tuple(length - n + 1 if length >= n else 0 for n in range(1, max_n + 1))
+
+
+def char_bleu_stats_batch(pairs: Sequence[MatchItem], max_n: int = MAX_ORDER) -> list[BleuStats]:
+    """:func:`char_bleu_stats` for many ``(cand, refs)`` pairs (refs non-empty), counted in one batch."""
+    matches = batch_clipped_matches(pairs, max_n)
+    return [
+        BleuStats(tuple(m), guess_counts(len(cand), max_n), len(cand), closest_ref_len(len(cand), refs))
+        for (cand, refs), m in zip(pairs, matches, strict=True)
+    ]
 
 
 @dataclass(slots=True)
@@ -176,17 +348,13 @@ class BleuTotals:
 
 
 def sum_bleu_stats(stats: Iterable[BleuStats], max_n: int = MAX_ORDER) -> BleuTotals:
-    correct = [0.0] * max_n
-    guess = [0.0] * max_n
-    test_len = ref_len = count = 0
-    for item in stats:
-        count += 1
-        test_len += item.test_len
-        ref_len += item.ref_len
-        for k in range(max_n):
-            correct[k] += item.correct[k]
-            guess[k] += item.guess[k]
-    return BleuTotals(correct, guess, test_len, ref_len, count)
+    items = list(stats)
+    if not items:
+        return BleuTotals([0.0] * max_n, [0.0] * max_n, 0, 0, 0)
+    correct = [sum(column) for column in zip(*(item.correct for item in items), strict=True)]
+    guess = [sum(column) for column in zip(*(item.guess for item in items), strict=True)]
+    return BleuTotals(correct, guess, sum(item.test_len for item in items), sum(item.ref_len for item in items),
+                      len(items))
 
 
 def coco_bleu(totals: BleuTotals, n: int = MAX_ORDER) -> float:

@@ -58,6 +58,7 @@ class CoqaGold(NamedTuple):
     turns: dict[TurnKey, list[str]]  # (story id, turn id) -> golds, in file order
     sources: dict[Hashable, str]  # story id -> source; a repeated story id keeps the last
     warnings: list[str]
+    path: str = "dataset"
 
 
 # --------------------------------------------------------------------------- gold file
@@ -80,7 +81,8 @@ def coqa_gold(dataset: Any, *, path: str = "dataset", strict: bool = False) -> C
     """
     stories = dataset.get("data") if isinstance(dataset, dict) else None
     if not isinstance(stories, list):
-        raise InputFormatError("expected a CoQA data file: a JSON object with a 'data' list of stories", path=path)
+        raise InputFormatError("expected a CoQA data file: a JSON object with a 'data' list of stories",
+                               path=path)
     turns: dict[TurnKey, list[str]] = {}
     sources: dict[Hashable, str] = {}
     notices: list[str] = []
@@ -92,7 +94,8 @@ def coqa_gold(dataset: Any, *, path: str = "dataset", strict: bool = False) -> C
             if key in turns:
                 repeated.append(key)
                 if strict:
-                    raise InputFormatError(f"story {key[0]!r} turn {key[1]!r} appears more than once", path=path)
+                    raise InputFormatError(f"story {key[0]!r} turn {key[1]!r} appears more than once",
+                                           path=path)
             turns[key] = golds
     if not turns:
         raise InputFormatError("the dataset has no questions", path=path)
@@ -108,10 +111,13 @@ def coqa_gold(dataset: Any, *, path: str = "dataset", strict: bool = False) -> C
         shown = ", ".join(f"{k[0]!r} turn {k[1]!r}" for k in repeated[:5])
         warnings.append(f"{path}: {len(repeated)} (story, turn) pair(s) appear more than once ({shown}); "
                         "the last one's answers are used, as the official script does")
-    return CoqaGold(turns, sources, warnings)
+    return CoqaGold(turns, sources, warnings, path)
 
 
-def _story(story: Any, s: int, path: str, notices: list[str]) -> tuple[Hashable, str, list[tuple[TurnKey, list[str]]]]:
+def _story(
+    story: Any, s: int, path: str, notices: list[str]
+) -> tuple[Hashable, str, list[tuple[TurnKey, list[str]]]]:
+    """One story's id, source and ``((story id, turn id), golds)`` pairs, checked."""
     where = f"data[{s}]"
     if not isinstance(story, dict):
         raise InputFormatError(f"{where} should be a story object, found {type(story).__name__}", path=path)
@@ -128,7 +134,8 @@ def _story(story: Any, s: int, path: str, notices: list[str]) -> tuple[Hashable,
     if not isinstance(questions, list) or not isinstance(answers, list):
         raise InputFormatError(f"{where} should have 'questions' and 'answers' lists", path=path)
     if not isinstance(extra, dict) or not all(isinstance(v, list) for v in extra.values()):
-        raise InputFormatError(f"{where}: 'additional_answers' should be an object of answer lists", path=path)
+        raise InputFormatError(f"{where}: 'additional_answers' should be an object of answer lists",
+                               path=path)
     answer_lists: list[tuple[str, list[Any]]] = [("answers", answers)]
     answer_lists += [(f"additional_answers[{k!r}]", v) for k, v in extra.items()]
     for label, answer_list in answer_lists:
@@ -151,8 +158,9 @@ def _story(story: Any, s: int, path: str, notices: list[str]) -> tuple[Hashable,
             answer = answer_list[i]
             text = answer.get("input_text") if isinstance(answer, dict) else None
             if not isinstance(text, str):
-                raise InputFormatError(f"{where}: {label}[{i}] should be an object with a string 'input_text'",
-                                       path=path)
+                raise InputFormatError(
+                    f"{where}: {label}[{i}] should be an object with a string 'input_text'", path=path
+                )
             if answer.get("turn_id") != turn_id:
                 notices.append(f"{path}: story {story_id!r}: {label}[{i}] has turn_id "
                                f"{answer.get('turn_id')!r} but its question has {turn_id!r}")
@@ -178,7 +186,8 @@ def coqa_predictions(
     """``preds_to_dict`` (spec 7.1): ``(id, turn_id) -> answer``; a repeated pair keeps the last answer."""
     if not isinstance(predictions, list):
         raise InputFormatError(
-            f"expected a JSON list of {{\"id\", \"turn_id\", \"answer\"}} objects, found {type(predictions).__name__}",
+            "expected a JSON list of {\"id\", \"turn_id\", \"answer\"} objects, "
+            f"found {type(predictions).__name__}",
             path=path,
         )
     out: dict[TurnKey, str] = {}
@@ -194,8 +203,9 @@ def coqa_predictions(
             raise _prediction_error(pred, n, path)
         if key in out:
             if strict:
-                raise InputFormatError(f"entry {n}: story {key[0]!r} turn {key[1]!r} is predicted more than once",
-                                       path=path)
+                raise InputFormatError(
+                    f"entry {n}: story {key[0]!r} turn {key[1]!r} is predicted more than once", path=path
+                )
             repeated.append(key)
         out[key] = answer
     if repeated:
@@ -277,16 +287,22 @@ def _human_score(golds: list[TokenBag]) -> tuple[float, float]:
 
 
 def evaluate_coqa(
-    gold: CoqaGold,
-    predictions: Mapping[TurnKey, str],
+    gold: CoqaGold | Mapping[str, Any],
+    predictions: Mapping[TurnKey, str] | Sequence[Any],
     *,
     official_rounding: bool = False,
 ) -> EvalResult:
     """``model_performance`` of evaluate-v1.0.py (spec 7): EM/F1 x100 by domain.
 
-    Per-example records, in gold order: ``id`` (the story id), ``turn_id``,
-    ``source``, ``em``, ``f1`` (in [0, 1]) and ``missing``.
+    ``gold`` comes from :func:`load_coqa_dataset` (or is the loaded JSON),
+    ``predictions`` from :func:`load_coqa_predictions` (or is the loaded
+    list).  Per-example records, in gold order: ``id`` (the story id),
+    ``turn_id``, ``source``, ``em``, ``f1`` (in [0, 1]) and ``missing``.
     """
+    if not isinstance(gold, CoqaGold):
+        gold = coqa_gold(gold)
+    if not isinstance(predictions, Mapping):
+        predictions = coqa_predictions(predictions)
     with gc_paused():
         texts = [text for golds in gold.turns.values() for text in golds]
         texts += [predictions[key] for key in gold.turns if key in predictions]
@@ -311,12 +327,14 @@ def evaluate_coqa(
     return EvalResult(_domain_scores(records, official_rounding), records, warnings)
 
 
-def evaluate_coqa_human(gold: CoqaGold, *, official_rounding: bool = False) -> EvalResult:
+def evaluate_coqa_human(gold: CoqaGold | Mapping[str, Any], *, official_rounding: bool = False) -> EvalResult:
     """``human_performance`` of evaluate-v1.0.py (``--human``, spec 7.3).
 
     Needs at least two golds per turn; the official script exits at the first
     turn with one, and so do we, naming it.
     """
+    if not isinstance(gold, CoqaGold):
+        gold = coqa_gold(gold)
     with gc_paused():
         bags = _bags([text for golds in gold.turns.values() for text in golds])
         records: list[dict[str, Any]] = []
@@ -325,7 +343,8 @@ def evaluate_coqa_human(gold: CoqaGold, *, official_rounding: bool = False) -> E
                 raise UndefinedMetricError(
                     f"story {story_id!r} turn {turn_id!r} has a single gold answer; human performance scores "
                     "each gold against the others, so every turn needs at least two "
-                    "(the official script exits here)"
+                    "(the official script exits here)",
+                    path=gold.path,
                 )
             em, f1 = _human_score([bags[g] for g in golds])
             records.append({"id": story_id, "turn_id": turn_id, "source": gold.sources[story_id],
@@ -384,7 +403,8 @@ def register(subparsers: Any) -> None:
                     "precision unless --official-rounding (one decimal, as the official script).",
     )
     parser.add_argument("--data-file", dest="data_file", required=True, help="the CoQA data file")
-    parser.add_argument("--pred-file", dest="pred_file", help="predictions: a JSON list of {id, turn_id, answer}")
+    parser.add_argument("--pred-file", dest="pred_file",
+                        help="predictions: a JSON list of {id, turn_id, answer}")
     parser.add_argument("--out-file", "-o", metavar="eval.json", help="also write the metrics JSON here")
     parser.add_argument("--verbose", "-v", action="store_true", help="accepted for compatibility; ignored")
     parser.add_argument("--human", action="store_true",

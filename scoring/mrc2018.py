@@ -43,15 +43,17 @@ from typing import Any
 
 from scoring.charmetrics import (
     BleuStats,
+    batch_clipped_matches,
     clipped_matches,
     closest_ref_len,
+    guess_counts,
     lcs_length,
     mrc_bleu,
     strip_whitespace,
     sum_bleu_stats,
 )
 from scoring.cli import add_common_options
-from scoring.dureader import iter_json_lines_official
+from scoring.dureader import gc_paused, iter_json_lines_official
 from scoring.errors import InputFormatError, ScoringError, UndefinedMetricError
 from scoring.result import EvalResult
 
@@ -175,26 +177,47 @@ def bleu_stats_with_bonus(cand: str, refs: Sequence[str], *, yn_label: Any = Non
                           entities: Iterable[str] | None = None, alpha: float = 1.0,
                           beta: float = 1.0) -> BleuStats:
     """``BLEUWithBonus.add_inst`` (spec 5.4) as per-question statistics (bonus already weighted in)."""
-    correct: list[float] = list(clipped_matches(cand, refs, MAX_ORDER))
-    length = len(cand)
-    guess: list[float] = [length - n + 1 if length >= n else 0 for n in range(1, MAX_ORDER + 1)]
-    weight = 0.0
-    bonus: list[int] | None = None
+    base = clipped_matches(cand, refs, MAX_ORDER)
+    targets, weight, reuse = _bonus_targets(refs, yn_label, yn_refs, entities, alpha, beta)
+    bonus = None if targets is None else base if reuse else clipped_matches(cand, targets, MAX_ORDER)
+    return _compose(cand, refs, base, bonus, weight)
+
+
+def _bonus_targets(refs: Sequence[str], yn_label: Any, yn_refs: Sequence[Any], entities: Iterable[str] | None,
+                   alpha: float, beta: float) -> tuple[list[str] | None, float, bool]:
+    """What the bonus n-grams are matched against, its weight, and whether that is just ``refs`` again."""
     if yn_label is not None:
         # Labelled n-grams ("gram_label") only match references carrying the predicted label.
         same = [refs[i] for i, label in enumerate(yn_refs) if label == yn_label]
-        if len(same) == len(refs):
-            bonus = [int(c) for c in correct]  # the same references: the base matches again
-        else:
-            bonus = clipped_matches(cand, same, MAX_ORDER)
-        weight = alpha
-    elif entities is not None:
-        bonus, weight = clipped_matches(cand, list(entities), MAX_ORDER), beta
+        return same, alpha, len(same) == len(refs)
+    if entities is not None:
+        return list(entities), beta, False
+    return None, 0.0, False
+
+
+def _compose(cand: str, refs: Sequence[str], base: Sequence[int], bonus: Sequence[int] | None,
+             weight: float) -> BleuStats:
+    length = len(cand)
+    correct: list[float] = list(base)
+    guess: list[float] = list(guess_counts(length, MAX_ORDER))
     if bonus is not None:
+        # The bonus goes into numerator and denominator alike (spec 5.4).
         for k in range(MAX_ORDER):
             correct[k] += weight * bonus[k]
             guess[k] += weight * bonus[k]
     return BleuStats(tuple(correct), tuple(guess), length, closest_ref_len(length, refs))
+
+
+@dataclass(slots=True)
+class _Scored:
+    question: Mrc2018Question
+    pred: Mrc2018Question | None
+    cand: str
+    yn_label: Any
+    entities: set[str] | None
+    targets: list[str] | None
+    weight: float
+    reuse: bool
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -225,7 +248,7 @@ def evaluate_mrc2018(
     if not references:
         raise InputFormatError("the reference file has no question", path=ref_path)
     warnings = _coverage(predictions, references, strict=strict, pred_path=pred_path, ref_path=ref_path)
-    records: list[dict[str, Any]] = []
+    rows: list[_Scored] = []
     for q in references.values():
         if not q.answers:
             continue  # calc_metrics skips a reference without answers (spec 5.2)
@@ -239,13 +262,24 @@ def evaluate_mrc2018(
             yn_label = pred.yesno_answers[0]
         if yn_label is not None:
             _check_yesno(q, pred, yn_label, empty_cand=not cand)
-        kwargs: dict[str, Any] = dict(yn_label=yn_label, yn_refs=q.yesno_answers, entities=entities,
-                                      alpha=alpha, beta=beta)
-        stats = bleu_stats_with_bonus(cand, q.answers, **kwargs)
+        targets, weight, reuse = _bonus_targets(q.answers, yn_label, q.yesno_answers, entities, alpha, beta)
+        rows.append(_Scored(q, pred, cand, yn_label, entities, targets, weight, reuse))
+    # All n-gram matching (base and bonus) in one batch: it is most of the work.
+    pairs: list[tuple[str, Sequence[str]]] = [(row.cand, row.question.answers) for row in rows]
+    bonus_rows = [row for row in rows if row.targets is not None and not row.reuse]
+    pairs.extend((row.cand, row.targets or []) for row in bonus_rows)
+    matches = batch_clipped_matches(pairs, MAX_ORDER)
+    bonus_of = {id(row): m for row, m in zip(bonus_rows, matches[len(rows):], strict=True)}
+    records: list[dict[str, Any]] = []
+    for row, base in zip(rows, matches, strict=False):
+        q = row.question
+        bonus = None if row.targets is None else base if row.reuse else bonus_of[id(row)]
+        stats = _compose(row.cand, q.answers, base, bonus, row.weight)
         record: dict[str, Any] = {
-            "id": q.qid, "question_type": q.question_type, "source": q.source, "missing": pred is None,
-            "bonus": "yesno" if yn_label is not None else "entity" if entities is not None else None,
-            "rouge_l": rouge_l_with_bonus(cand, q.answers, **kwargs),
+            "id": q.qid, "question_type": q.question_type, "source": q.source, "missing": row.pred is None,
+            "bonus": "yesno" if row.yn_label is not None else "entity" if row.entities is not None else None,
+            "rouge_l": rouge_l_with_bonus(row.cand, q.answers, yn_label=row.yn_label, yn_refs=q.yesno_answers,
+                                          entities=row.entities, alpha=alpha, beta=beta),
         }
         record.update(stats.as_record())
         records.append(record)
@@ -371,6 +405,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> EvalResult:
+    with gc_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> EvalResult:
     _check_weight("alpha", args.alpha)
     _check_weight("beta", args.beta)
     preds = load_mrc2018(args.pred_file, reference=False)

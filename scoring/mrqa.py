@@ -31,7 +31,7 @@ from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.io import iter_json_lines, load_prediction_map
 from scoring.result import EvalResult
-from scoring.squad import CachedScorer, Warn, prediction_text, summarise
+from scoring.squad import CachedScorer, Warn, prediction_text, summarise, without_gc
 
 # --------------------------------------------------------------------------- gold file
 
@@ -164,8 +164,9 @@ def evaluate_mrqa(
 
     ``gold`` is a :class:`MrqaGold` or a plain ``{qid: [answer, ...]}``
     mapping; ``dataset`` labels the per-question records (default: the gold
-    file's dataset name).
+    file's dataset name, or None for a plain mapping).
     """
+    label: str | None
     if isinstance(gold, MrqaGold):
         answers: Mapping[str, Sequence[str]] = {qid: q.answers for qid, q in gold.questions.items()}
         label = dataset or gold.dataset
@@ -173,7 +174,7 @@ def evaluate_mrqa(
         warnings = list(gold.warnings)
     else:
         answers = gold
-        label = dataset or ""
+        label = dataset
         gold_path = "gold"
         warnings = []
     scorer = CachedScorer()
@@ -220,10 +221,13 @@ def macro_average(per_dataset: Mapping[str, Mapping[str, float]], metric: str = 
         raise UndefinedMetricError(f"macro-average {metric}: there is no dataset to average over")
     values = []
     for name, scores in per_dataset.items():
-        value = scores.get(metric)
+        if metric not in scores:
+            raise InputFormatError(f"macro-average {metric}: dataset {name!r} has no {metric!r} score")
+        value = scores[metric]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            found = "nothing" if value is None else type(value).__name__
-            raise InputFormatError(f"dataset {name!r} has no numeric {metric!r} score (found {found})")
+            found = "null (a failed run?)" if value is None else f"a {type(value).__name__}"
+            raise InputFormatError(f"macro-average {metric}: dataset {name!r} has a {metric!r} score that is "
+                                   f"{found}, not a number")
         values.append(float(value))
     return sum(values) / len(values)
 
@@ -325,6 +329,7 @@ def _load_pair(dataset: str, predictions: str, *, strict: bool) -> tuple[MrqaGol
     return gold, load_prediction_map(predictions, strict=strict, warn=warn), warnings
 
 
+@without_gc
 def _run_mrqa(args: argparse.Namespace) -> EvalResult:
     gold, predictions, load_warnings = _load_pair(args.dataset, args.predictions, strict=args.strict)
     result = evaluate_mrqa(gold, predictions, skip_no_answer=args.skip_no_answer,
@@ -333,6 +338,7 @@ def _run_mrqa(args: argparse.Namespace) -> EvalResult:
     return result
 
 
+@without_gc
 def _run_mrqa_macro(args: argparse.Namespace) -> EvalResult:
     files: list[str] = args.files
     if len(files) % 2:

@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import combinations
 from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options
@@ -85,18 +86,20 @@ QuacPredictions = dict[str, dict[str, QuacPrediction]]
 # --------------------------------------------------------------------------- dataset
 
 
-def load_quac_dataset(path: str | os.PathLike[str]) -> list[QuacDialog]:
+def load_quac_dataset(path: str | os.PathLike[str], *, strict: bool = False) -> list[QuacDialog]:
     """Load and check a QuAC file (``{"data": [{"paragraphs": [...]}, ...]}``)."""
     name = os.fspath(path)
-    return quac_dialogs(load_json(name), path=name)
+    return quac_dialogs(load_json(name), path=name, strict=strict)
 
 
-def quac_dialogs(dataset: Any, *, path: str = "dataset") -> list[QuacDialog]:
+def quac_dialogs(dataset: Any, *, path: str = "dataset", strict: bool = False) -> list[QuacDialog]:
     """The dialogs of an already-loaded QuAC file (or its ``data`` list), checked.
 
     Every field the official scorer may read is required: a paragraph's
     ``id`` and ``context``; a qa's ``id``, ``answers`` (objects with a string
     ``text``), ``yesno`` and ``followup``.  Errors name the position and id.
+    A question id that occurs twice is scored twice, as the official scorer
+    does; with ``strict`` it is an error.
     """
     articles = dataset.get("data") if isinstance(dataset, dict) else dataset
     if not isinstance(articles, list):
@@ -108,6 +111,13 @@ def quac_dialogs(dataset: Any, *, path: str = "dataset") -> list[QuacDialog]:
             raise InputFormatError(f"data[{a}] should be an object with a 'paragraphs' list", path=path)
         for p, par in enumerate(paragraphs):
             dialogs.append(_dialog(par, f"data[{a}].paragraphs[{p}]", path))
+    if strict:
+        seen: set[str] = set()
+        for dialog in dialogs:
+            for question in dialog.questions:
+                if question.qid in seen:
+                    raise InputFormatError("question id appears more than once", path=path, qid=question.qid)
+                seen.add(question.qid)
     return dialogs
 
 
@@ -159,7 +169,10 @@ def _question_error(qa: Any, where: str, path: str) -> InputFormatError:
 def load_quac_predictions(
     path: str | os.PathLike[str], *, strict: bool = False, warn: Warn = _ignore
 ) -> QuacPredictions:
-    """Load a QuAC prediction file: JSON lines of parallel ``qid``/``best_span_str``/``yesno``/``followup`` lists."""
+    """Load a QuAC prediction file: JSON lines of parallel lists.
+
+    Each line has ``qid``, ``best_span_str``, ``yesno`` and ``followup``.
+    """
     name = os.fspath(path)
     return quac_predictions(iter_json_lines(name), path=name, strict=strict, warn=warn)
 
@@ -185,7 +198,8 @@ def quac_predictions(
         followups = _field_list(obj, "followup", path, number)
         if not qids:
             # The official qid[0] raises IndexError.
-            raise InputFormatError("'qid' is an empty list; a line needs at least one qid", path=path, line=number)
+            raise InputFormatError("'qid' is an empty list; a line needs at least one qid",
+                                   path=path, line=number)
         for qid in qids:
             if not isinstance(qid, str):
                 raise InputFormatError(f"every 'qid' should be a string, found {type(qid).__name__}",
@@ -215,7 +229,8 @@ def quac_predictions(
             dialog[qid] = QuacPrediction(span, yesno, followup)
     if repeated:
         shown = ", ".join(repr(q) for q in repeated[:5])
-        warn(f"{path}: {len(repeated)} qid(s) predicted more than once ({shown}); the last prediction is used")
+        warn(f"{path}: {len(repeated)} qid(s) predicted more than once ({shown}); "
+             "the last prediction is used")
     if misfiled:
         shown = ", ".join(misfiled[:5])
         warn(f"{path}: {len(misfiled)} qid(s) share a line with another dialog's qids ({shown}); "
@@ -277,20 +292,21 @@ def _human_f1(refs: list[TokenBag]) -> float:
     if n == 1:
         return 1.0
     best = [0.0] * n
-    for i in range(n - 1):
-        for j in range(i + 1, n):
-            f1 = refs[i].f1_v1(refs[j])  # F1 is symmetric: once per pair
-            if f1 > best[i]:
-                best[i] = f1
-            if f1 > best[j]:
-                best[j] = f1
+    for i, j in combinations(range(n), 2):
+        f1 = refs[i].f1_v1(refs[j])  # F1 is symmetric: each pair once
+        if f1 > best[i]:
+            best[i] = f1
+        if f1 > best[j]:
+            best[j] = f1
     total = 0.0
     for f1 in best:  # summed in reference order, as the official loop does
         total += f1
     return total / n
 
 
-def _model_f1(span: str, pred: TokenBag, refs: list[str], ref_bags: list[TokenBag], context: str) -> tuple[str, float]:
+def _model_f1(
+    span: str, pred: TokenBag, refs: list[str], ref_bags: list[TokenBag], context: str
+) -> tuple[str, float]:
     """The category of the best reference and ``leave_one_out_max`` (spec 6.2-6.3), refs not CANNOTANSWER."""
     scores = [pred.f1_v1(ref) for ref in ref_bags]
     top = max(scores)
@@ -299,13 +315,11 @@ def _model_f1(span: str, pred: TokenBag, refs: list[str], ref_bags: list[TokenBa
     n = len(scores)
     if n == 1:
         return category, top
-    # The mean over the n leave-one-out subsets of their max: leaving out the
-    # (first) best reference leaves the second best, leaving out any other the best.
-    second = max(scores[:k] + scores[k + 1:])
-    total = 0.0
-    for i in range(n):
-        total += second if i == k else top
-    return category, 1.0 * total / n
+    # The n leave-one-out maxima: leaving out the (first) best reference leaves
+    # the second best, leaving out any other the best; summed in the official order.
+    maxima = [top] * n
+    maxima[k] = max(scores[:k] + scores[k + 1:])
+    return category, 1.0 * sum(maxima) / n
 
 
 def _category(span: str, pred: TokenBag, ref: str, gold: TokenBag, context: str) -> str:
@@ -323,7 +337,7 @@ def _category(span: str, pred: TokenBag, ref: str, gold: TokenBag, context: str)
 
 def evaluate_quac(
     dataset: Any,
-    predictions: Mapping[str, Mapping[str, QuacPrediction]],
+    predictions: Mapping[str, Mapping[str, QuacPrediction]] | Sequence[Any],
     *,
     min_f1: float = DEFAULT_MIN_F1,
     allow_undefined: bool = False,
@@ -332,7 +346,8 @@ def evaluate_quac(
     """``eval_fn`` of scorer.py (spec 6.4): the official metrics, x100, unrounded.
 
     ``dataset`` is a list of :class:`QuacDialog` (from :func:`load_quac_dataset`)
-    or the loaded JSON; ``predictions`` comes from :func:`load_quac_predictions`.
+    or the loaded JSON; ``predictions`` comes from :func:`load_quac_predictions`
+    or is the list of loaded prediction lines.
     Per-example records, in dataset order: ``id``, ``dialog_id``,
     ``refs_after_handle_cannot``, ``human_f1``, ``category``, ``model_f1``,
     ``yesno_correct``, ``followup_correct``, ``missing`` and ``filtered``
@@ -343,6 +358,8 @@ def evaluate_quac(
         dataset if isinstance(dataset, list) and all(isinstance(d, QuacDialog) for d in dataset)
         else quac_dialogs(dataset, path=dataset_path)
     )
+    if not isinstance(predictions, Mapping):
+        predictions = quac_predictions(enumerate(predictions, start=1))
     if not any(d.questions for d in dialogs):
         raise InputFormatError("the dataset has no questions; every QuAC metric would be undefined",
                                path=dataset_path)
@@ -451,7 +468,9 @@ def _evaluate(
     return EvalResult(metrics, per_example, warnings)
 
 
-def _metrics(totals: _Totals, min_f1: float, allow_undefined: bool, path: str) -> tuple[dict[str, Any], list[str]]:
+def _metrics(
+    totals: _Totals, min_f1: float, allow_undefined: bool, path: str
+) -> tuple[dict[str, Any], list[str]]:
     """The output JSON (scorer.py:199-206), or an error for a metric the official divides by zero on."""
     undefined: dict[str, str] = {}
     if totals.total_qs == 0:
@@ -509,7 +528,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--val_file", required=True, help="the QuAC dataset (val_v0.2.json)")
     parser.add_argument("--model_output", required=True, help="predictions, JSON lines")
-    parser.add_argument("--o", metavar="OUT.json", help="also write the metrics JSON here, as the official does")
+    parser.add_argument("--o", metavar="OUT.json",
+                        help="also write the metrics JSON here, as the official does")
     parser.add_argument("--min_f1", type=float, default=DEFAULT_MIN_F1,
                         help="leave out questions whose human F1 is below this (default 0.4)")
     parser.add_argument("--verbose", action="store_true", help="accepted for compatibility; ignored")
@@ -523,7 +543,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> EvalResult:
     load_warnings: list[str] = []
     with gc_paused():
-        dialogs = load_quac_dataset(args.val_file)
+        dialogs = load_quac_dataset(args.val_file, strict=args.strict)
         predictions = load_quac_predictions(args.model_output, strict=args.strict, warn=load_warnings.append)
     result = evaluate_quac(dialogs, predictions, min_f1=args.min_f1, allow_undefined=args.undefined_as_null,
                            dataset_path=args.val_file)

@@ -59,6 +59,7 @@ from scoring.squad import (
     prediction_text,
     report_duplicate_qids,
     squad_questions,
+    without_gc,
 )
 
 # Field names accepted for the difficulty label on a qa, in the order they are looked up.
@@ -99,13 +100,13 @@ def _aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "total": total,
         "detection_accuracy": 100.0 * sum(r["detection_correct"] for r in records) / total,
         "answerable_total": len(answerable),
-        "unanswerable_total": len(unanswerable),
     }
     if answerable:
         n = len(answerable)
         out["answerable_detection_accuracy"] = 100.0 * sum(r["detection_correct"] for r in answerable) / n
         out["answerable_exact"] = 100.0 * sum(r["exact"] for r in answerable) / n
         out["answerable_f1"] = 100.0 * sum(r["f1"] for r in answerable) / n
+    out["unanswerable_total"] = len(unanswerable)
     if unanswerable:
         n = len(unanswerable)
         out["unanswerable_detection_accuracy"] = 100.0 * sum(r["detection_correct"] for r in unanswerable) / n
@@ -190,6 +191,7 @@ def evaluate_unanswerable(
     return EvalResult(metrics, per_example, warnings)
 
 
+@without_gc
 def _run(args: argparse.Namespace) -> EvalResult:
     load_warnings: list[str] = []
     dataset = load_squad_dataset(args.dataset)
@@ -216,6 +218,8 @@ questions, answerable_exact and answerable_f1 (SQuAD 2.0 normalisation),
 exact and f1 over all questions, with counts; the same per level under
 "levels".  A metric over an empty set of questions is left out.  Every
 question needs a prediction unless --missing-as-empty (missing = "").
+There is no official script, so nothing is rounded and --official-rounding
+changes nothing.
 """
 
 
@@ -236,6 +240,5 @@ def register(subparsers: Any) -> None:
                         help="predict unanswerable where the no-answer probability exceeds this (default 1.0)")
     parser.add_argument("--missing-as-empty", action="store_true",
                         help="treat a missing prediction as \"\" (unanswerable) instead of failing")
-    # No official script exists, so there is no official rounding to reproduce.
-    add_common_options(parser, rounding=False)
+    add_common_options(parser)
     parser.set_defaults(run=_run)

@@ -1,1 +1,1 @@
-"""Speed benchmarks of ``python -m scoring`` against a bare JSON-loading yardstick."""
+"""Speed benchmarks; ``bench_scoring`` times ``python -m scoring`` against a bare JSON-loading yardstick."""

@@ -189,7 +189,8 @@ def test_the_benchmark_runs_end_to_end_and_reports_every_command(tmp_path: Path)
         assert r["status"] in ("PASS", "MISS", "N/A"), (name, r["detail"])
         if r["status"] != "N/A":
             assert r["ours_s"] > 0 and r["yardstick_s"] > 0 and r["ratio"] > 0
-            assert len(r["ours_runs"]) == 1
+            assert len(r["ours_runs"]) == len(r["ours_cpu_runs"]) == 1
+            assert r["cpu_ratio"] is None or r["cpu_ratio"] > 0
 
 
 def test_a_scorer_that_fails_is_reported_as_fail_not_timed(tmp_path: Path) -> None:

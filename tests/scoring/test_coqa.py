@@ -407,3 +407,18 @@ def test_bad_data_files_are_named_by_story(tmp_path: Path, capsys: pytest.Captur
     for data, needles in broken:
         data_file.write_text(json.dumps(data), encoding="utf-8")
         _assert_one_line_error(capsys, ["--data-file", data_file, "--pred-file", pred_file], str(data_file), *needles)
+
+
+def test_cli_human_on_a_single_gold_turn_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = {"data": [_story("s1", "cnn", [["a b"], ["c"]])]}
+    data_file, _ = _files(tmp_path, data, [])
+    _assert_one_line_error(capsys, ["--data-file", data_file, "--human"], str(data_file), "story 's1' turn 1",
+                           "single gold")
+
+
+def test_the_python_api_takes_the_loaded_json_as_well() -> None:
+    data = {"data": [_story("s1", "science", [["x y", "x"]])]}
+    preds = [{"id": "s1", "turn_id": 1, "answer": "x"}]
+    result = coqa.evaluate_coqa(data, preds)
+    assert result.metrics["science"] == {"em": 50.0, "f1": pytest.approx(100 * (2 / 3 + 1) / 2), "turns": 1}
+    assert coqa.evaluate_coqa_human(data).metrics["science"]["em"] == 0.0

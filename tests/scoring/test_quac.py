@@ -79,7 +79,9 @@ def _ref_human_f1(refs: list[str]) -> float:
     return total / len(refs)
 
 
-def _ref_eval(data: dict[str, Any], lines: list[dict[str, Any]], min_f1: float = 0.4) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _ref_eval(
+    data: dict[str, Any], lines: list[dict[str, Any]], min_f1: float = 0.4
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     preds: dict[str, dict[str, tuple[str, Any, Any]]] = {}
     for line in lines:
         did = line["qid"][0].split("_q#")[0]
@@ -141,8 +143,7 @@ def _ref_eval(data: dict[str, Any], lines: list[dict[str, Any]], min_f1: float =
 
 
 def _evaluate(data: dict[str, Any], lines: list[dict[str, Any]], **kwargs: Any) -> Any:
-    preds = quac.quac_predictions(enumerate(lines, start=1))
-    return quac.evaluate_quac(data, preds, **kwargs)
+    return quac.evaluate_quac(data, lines, **kwargs)  # the loaded JSON, as the platform may pass it
 
 
 # --------------------------------------------------------------------------- golden cases
@@ -542,3 +543,21 @@ def test_strict_mode_rejects_lists_of_different_lengths(tmp_path: Path, capsys: 
     assert code == 0 and "different lengths" in err and "D_a_q#1" in err  # cut short, as zip() does: q#1 missing
     _assert_one_line_error(capsys, ["--val_file", val, "--model_output", pred, "--strict"], "line 1",
                            "different lengths")
+
+
+def test_a_repeated_question_id_is_scored_twice_unless_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _dataset(("D_a", "alpha beta", [("D_a_q#0", ["alpha"]), ("D_a_q#0", ["beta"]), ("D_a_q#1", [CANNOT])]))
+    val, pred = _write(tmp_path, data, [_line(("D_a_q#0", "alpha"), ("D_a_q#1", CANNOT))])
+    code, out, _ = _cli(capsys, "--val_file", val, "--model_output", pred)
+    assert code == 0 and out["unfiltered_f1"] == pytest.approx(200 / 3, rel=REL)
+    _assert_one_line_error(capsys, ["--val_file", val, "--model_output", pred, "--strict"], "'D_a_q#0'",
+                           "more than once")
+
+
+def test_many_missing_predictions_are_summarised(tmp_path: Path) -> None:
+    questions = [(f"D_a_q#{i}", ["alpha"]) for i in range(30)] + [("D_a_q#30", [CANNOT])]
+    data = _dataset(("D_a", "alpha", questions))
+    result = _evaluate(data, [_line(("D_a_q#30", CANNOT))])
+    assert len(result.warnings) == quac.MAX_LISTED_WARNINGS + 1
+    assert result.warnings[-1].startswith("... and 10 more")
+    assert result.metrics["f1"] == pytest.approx(100 / 31, rel=REL)
