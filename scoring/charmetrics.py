@@ -14,6 +14,12 @@ source, a question type, a bootstrap resample) is scored by summing, never
 by re-scoring.  The two flavours differ only in how the sums become a number:
 :func:`coco_bleu` (1e-15/1e-9 pseudo-smoothing, spec 4.4) and :func:`mrc_bleu`
 (no smoothing, divisions by zero are errors, spec 5.4).
+
+Counting clipped n-gram matches is nearly all of the work.
+:func:`clipped_matches` is the per-question definition (and the path for
+small inputs); :func:`batch_clipped_matches` gives the same integers for a
+whole corpus with a few sorts of packed integer keys in numpy, which is what
+keeps a 20,000-question evaluation within a few seconds.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import add
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from rapidfuzz.distance import LCSseq
 
@@ -41,6 +47,14 @@ COCO_TINY = 1e-15
 _SEPARATOR = "\n"
 
 _lcs_similarity = LCSseq.similarity
+
+
+_is_str = str.__instancecheck__
+
+
+def is_string_list(value: object) -> TypeGuard[list[str]]:
+    """``value`` is a list whose items are all strings (checked at C speed: loaders call this per line)."""
+    return isinstance(value, list) and all(map(_is_str, value))
 
 
 def strip_whitespace(text: str) -> str:

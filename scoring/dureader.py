@@ -52,6 +52,7 @@ from scoring.charmetrics import (
     char_bleu_stats_batch,
     coco_bleu,
     coco_rouge_l,
+    is_string_list,
     mean_or_nan,
     strip_whitespace,
     sum_bleu_stats,
@@ -183,7 +184,7 @@ _ENTITY_NOT_LIST = (
 
 
 def _string_list(value: Any, what: str, *, where: str, line: int, qid: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+    if not is_string_list(value):
         raise InputFormatError(f"field {what!r} should be a list of strings", path=where, line=line, qid=str(qid))
     return value
 
@@ -447,7 +448,7 @@ class EntityCounts:
 
 
 def _entity_list(value: Any, what: str, q: DuReaderQuestion) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+    if not is_string_list(value):
         raise InputFormatError(f"{what} should be a list of strings", path=q.where, line=q.line, qid=str(q.qid))
     return value
 

@@ -47,6 +47,7 @@ from scoring.charmetrics import (
     clipped_matches,
     closest_ref_len,
     guess_counts,
+    is_string_list,
     lcs_length,
     mrc_bleu,
     strip_whitespace,
@@ -102,14 +103,12 @@ def question_from_line(obj: Any, *, where: str, line: int, reference: bool) -> M
     answers = obj["answers"]
     if answers is None:
         answers = []  # normalize() returns a falsy value unchanged; both sides then treat it as "no answer"
-    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+    if not is_string_list(answers):
         raise InputFormatError("field 'answers' should be a list of strings", path=where, line=line, qid=str(qid))
     entities: list[list[str]] = []
     if reference:
         raw_entities = obj.get("entity_answers", [])
-        if not isinstance(raw_entities, list) or not all(
-            isinstance(group, list) and all(isinstance(e, str) for e in group) for group in raw_entities
-        ):
+        if not isinstance(raw_entities, list) or not all(map(is_string_list, raw_entities)):
             raise InputFormatError("field 'entity_answers' should be a list of lists of strings",
                                    path=where, line=line, qid=str(qid))
         entities = [[strip_whitespace(e) for e in group] for group in raw_entities]

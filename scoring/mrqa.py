@@ -25,6 +25,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options
@@ -177,7 +178,12 @@ def evaluate_mrqa(
         label = dataset
         gold_path = "gold"
         warnings = []
+        for qid, golds in answers.items():
+            if isinstance(golds, str) or not all(isinstance(g, str) for g in golds):
+                raise InputFormatError("the gold answers should be a list of strings", path=gold_path, qid=qid)
     scorer = CachedScorer()
+    answered = [predictions[qid] for qid in answers if qid in predictions]
+    scorer.prime(chain(chain.from_iterable(answers.values()), (p for p in answered if isinstance(p, str))))
     exact_total = 0
     f1_total = 0.0
     total = 0

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from scoring import dureader
+from scoring import charmetrics, dureader
 from scoring.charmetrics import (
     BleuStats,
+    batch_clipped_matches,
     char_bleu_stats,
     clipped_matches,
     coco_bleu,
@@ -182,6 +183,54 @@ def test_clipped_matches_equal_the_counter_definition_on_random_strings() -> Non
         assert clipped_matches(cand, refs) == [_naive_matches(cand, refs, n) for n in range(1, 5)], (cand, refs)
 
 
+@pytest.fixture
+def numpy_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Send every batch, however small, through the vectorised path, in tiny chunks."""
+    monkeypatch.setattr(charmetrics, "_BATCH_MIN_ITEMS", 0)
+    monkeypatch.setattr(charmetrics, "_MIN_CHUNK_ITEMS", 1)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 16, 2048])
+def test_batch_matches_equal_the_plain_function(
+    numpy_everywhere: None, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    monkeypatch.setattr(charmetrics, "_CHUNK_ITEMS", chunk)
+    rng = random.Random(chunk)
+    for _ in range(40):
+        alphabet = rng.choice(["ab", "abc", "甲乙丙", "abcdefghij", "\x00\x01a\U0001f600\ud800", "x"])
+        items = []
+        for _ in range(rng.randint(0, 80)):
+            cand = "".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 2, 3, 4, 7, 20])))
+            refs = ["".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 3, 5, 12])))
+                    for _ in range(rng.choice([0, 1, 2, 3, 9]))]
+            items.append((cand, refs))
+        assert batch_clipped_matches(items) == [clipped_matches(c, r) for c, r in items]
+
+
+def test_batch_with_many_references_per_pair(numpy_everywhere: None) -> None:
+    rng = random.Random(9)
+    items = [("".join(rng.choice("甲乙丙丁") for _ in range(30)),
+              ["".join(rng.choice("甲乙丙丁") for _ in range(rng.randint(0, 10))) for _ in range(40)])
+             for _ in range(50)]
+    assert batch_clipped_matches(items) == [clipped_matches(c, r) for c, r in items]
+
+
+def test_batch_falls_back_when_the_alphabet_is_too_large_for_64_bit_keys(numpy_everywhere: None) -> None:
+    # 70,000 distinct characters need 17 bits each: four of them and a slot exceed 64 bits.
+    chars = [chr(0x10000 + i) for i in range(70_000)]
+    items = [("".join(chars[i:i + 700]), ["".join(chars[i + 350:i + 1400])]) for i in range(0, 69_000, 690)]
+    assert batch_clipped_matches(items) == [clipped_matches(c, r) for c, r in items]
+
+
+def test_gc_is_paused_only_inside_the_block() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with dureader.gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
 def test_overlapping_ngrams_are_counted_as_the_official_does() -> None:
     # "aaaa" has three "aa" 2-grams; str.count would say two.
     assert clipped_matches("aaaa", ["aaaa"]) == [4, 3, 2, 1]
@@ -303,7 +352,7 @@ def test_per_example_records_reproduce_every_source_and_type(tmp_path: Path) -> 
     rng = random.Random(1)
     chars = "甲乙丙丁戊己庚辛壬癸"
     refs, preds = [], []
-    for i in range(60):
+    for i in range(150):
         qtype = rng.choice(["DESCRIPTION", "ENTITY", "YES_NO"])
         answers = ["".join(rng.choice(chars) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(1, 3))]
         yesno = [rng.choice(["Yes", "No", "Depends"]) for _ in answers] if qtype == "YES_NO" else []
@@ -324,6 +373,23 @@ def test_per_example_records_reproduce_every_source_and_type(tmp_path: Path) -> 
         assert by_type["DESCRIPTION"]["Bleu-4"] == pytest.approx(desc[0]["value"], rel=REL)
     stats = [BleuStats.from_record(r) for r in result.per_example]
     assert all(len(s.correct) == 4 for s in stats)
+
+
+def test_the_vectorised_and_plain_paths_give_the_same_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(2)
+    chars = "甲乙丙丁戊己庚辛壬癸abc"
+    refs, preds = [], []
+    for i in range(200):
+        answers = ["".join(rng.choice(chars) for _ in range(rng.randint(0, 25))) for _ in range(rng.randint(1, 3))]
+        refs.append(_ref(i, answers, rng.choice(["DESCRIPTION", "ENTITY"]), rng.choice(["search", "zhidao"])))
+        preds.append(_pred(i, [rng.choice(answers)[::-1] + rng.choice(chars)]))
+    fast = _eval(tmp_path, refs, preds, "main")
+    monkeypatch.setattr(charmetrics, "_BATCH_MIN_ITEMS", 10**9)
+    plain = _eval(tmp_path, refs, preds, "main")
+    assert fast.metrics == plain.metrics
+    assert fast.per_example == plain.per_example
 
 
 # --------------------------------------------------------------------------- command line

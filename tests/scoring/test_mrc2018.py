@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scoring import dureader, mrc2018
+from scoring import charmetrics, dureader, mrc2018
 from scoring.charmetrics import BleuTotals, mrc_bleu
 from scoring.cli import main
 from scoring.errors import UndefinedMetricError
@@ -229,6 +229,29 @@ def test_per_example_records_aggregate_to_the_corpus_values_and_break_down_by_ty
                             alpha=0.5, beta=2.0)
     assert by_type["ENTITY"]["BLEU-4"] == pytest.approx(only_entity.metrics["BLEU-4"], rel=REL)
     assert by_type["ENTITY"]["ROUGE-L"] == pytest.approx(only_entity.metrics["ROUGE-L"], rel=REL)
+
+
+def test_the_vectorised_and_plain_paths_give_the_same_metrics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(8)
+    chars = "甲乙丙丁戊己庚辛壬癸"
+    refs, preds = [], []
+    for i in range(200):
+        qtype = rng.choice(["DESCRIPTION", "ENTITY", "YES_NO"])
+        answers = ["".join(rng.choice(chars) for _ in range(rng.randint(4, 20))) for _ in range(rng.randint(1, 3))]
+        yesno = [rng.choice(["Yes", "No"]) for _ in answers] if qtype == "YES_NO" else []
+        entities = [[a[1:3], a[-2:]] for a in answers] if qtype == "ENTITY" else [[] for _ in answers]
+        refs.append(_ref(i, answers, qtype, yesno, entities))
+        preds.append(_pred(i, [rng.choice(answers)[2:] + rng.choice(chars)], yesno[-1:]))
+    fast = _evaluate(tmp_path, refs, preds, alpha=0.7, beta=1.5)
+    monkeypatch.setattr(charmetrics, "_BATCH_MIN_ITEMS", 10**9)
+    plain = _evaluate(tmp_path, refs, preds, alpha=0.7, beta=1.5)
+    assert fast.metrics == plain.metrics and fast.per_example == plain.per_example
+    single = [mrc2018.bleu_stats_with_bonus(
+        p["answers"][0], r["answers"], yn_label=(p["yesno_answers"] or [None])[0] if r["question_type"] == "YES_NO"
+        else None, yn_refs=r["yesno_answers"],
+        entities={e for g in r["entity_answers"] for e in g} or None if r["question_type"] == "ENTITY" else None,
+        alpha=0.7, beta=1.5) for p, r in zip(preds, refs, strict=True)]
+    assert [list(s.correct) for s in single] == [rec["bleu_correct"] for rec in fast.per_example]
 
 
 def test_cli_writes_per_example_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

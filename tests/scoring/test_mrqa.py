@@ -395,3 +395,5 @@ def test_loaded_predictions_work_with_the_python_api(tmp_path: Path) -> None:
     assert result.metrics == {"exact_match": 100.0, "f1": 100.0}
     with pytest.raises(ScoringError):
         evaluate_mrqa({}, {})
+    with pytest.raises(InputFormatError, match="list of strings"):
+        evaluate_mrqa({"q1": ["x", 3]}, {"q1": "x"})  # type: ignore[list-item]
