@@ -45,7 +45,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from scoring.charmetrics import (
     BleuStats,
@@ -539,7 +539,7 @@ def evaluate_dureader(
     task = normalize_task(task)
     if not references:
         raise InputFormatError("the reference file has no question", path=ref_path)
-    warnings = _coverage(predictions, references, strict=strict, pred_path=pred_path, ref_path=ref_path)
+    warnings = prediction_coverage(predictions, references, strict=strict, pred_path=pred_path, ref_path=ref_path)
     entries, extras = _entries(task, predictions, references)
     _score(entries)  # once: every source below sums these
     sources = SOURCES if task in ("main", "all") else SOURCES[:1]
@@ -600,8 +600,17 @@ def _entity_records(references: Mapping[Any, DuReaderQuestion], predictions: Map
     return out
 
 
-def _coverage(preds: Mapping[Any, DuReaderQuestion], refs: Mapping[Any, DuReaderQuestion], *, strict: bool,
-              pred_path: str, ref_path: str) -> list[str]:
+class LocatedQuestion(Protocol):
+    """A question read from a file: its id and where it was read (file, line)."""
+
+    qid: Any
+    where: str
+    line: int | None
+
+
+def prediction_coverage(preds: Mapping[Any, LocatedQuestion], refs: Mapping[Any, LocatedQuestion], *,
+                        strict: bool, pred_path: str, ref_path: str) -> list[str]:
+    """Missing and unknown prediction ids: errors with ``strict``, else warnings (DuReader and MRC2018 alike)."""
     missing = [qid for qid in refs if qid not in preds]
     unknown = [qid for qid in preds if qid not in refs]
     if strict and missing:

@@ -54,13 +54,12 @@ from scoring.charmetrics import (
     sum_bleu_stats,
 )
 from scoring.cli import add_common_options
-from scoring.dureader import gc_paused, iter_json_lines_official
+from scoring.dureader import gc_paused, iter_json_lines_official, prediction_coverage
 from scoring.errors import InputFormatError, ScoringError, UndefinedMetricError
 from scoring.result import EvalResult
 
 GAMMA = 1.2
 MAX_ORDER = 4
-MAX_LISTED_IDS = 5
 
 
 # --------------------------------------------------------------------------- reading
@@ -246,7 +245,7 @@ def evaluate_mrc2018(
     _check_weight("beta", beta)
     if not references:
         raise InputFormatError("the reference file has no question", path=ref_path)
-    warnings = _coverage(predictions, references, strict=strict, pred_path=pred_path, ref_path=ref_path)
+    warnings = prediction_coverage(predictions, references, strict=strict, pred_path=pred_path, ref_path=ref_path)
     rows: list[_Scored] = []
     for q in references.values():
         if not q.answers:
@@ -307,32 +306,6 @@ def _check_yesno(q: Mrc2018Question, pred: Mrc2018Question | None, label: Any, *
     if not isinstance(label, str) and not empty_cand and pred is not None:
         raise InputFormatError(f"predicted yes/no label {label!r} should be a string", path=pred.where,
                                line=pred.line, qid=str(q.qid))
-
-
-def _coverage(preds: Mapping[Any, Mrc2018Question], refs: Mapping[Any, Mrc2018Question], *, strict: bool,
-              pred_path: str, ref_path: str) -> list[str]:
-    missing = [qid for qid in refs if qid not in preds]
-    unknown = [qid for qid in preds if qid not in refs]
-    if strict and missing:
-        raise InputFormatError(f"no prediction for this reference question ({len(missing)} missing in all)",
-                               path=pred_path, qid=str(missing[0]))
-    if strict and unknown:
-        p = preds[unknown[0]]
-        raise InputFormatError(f"this question_id is not in the reference file {ref_path} "
-                               f"({len(unknown)} unknown in all)", path=p.where, line=p.line, qid=str(p.qid))
-    warnings = []
-    if missing:
-        warnings.append(f"{pred_path}: {len(missing)} of {len(refs)} reference questions have no prediction "
-                        f"and are scored as empty answers: {_ids(missing)}")
-    if unknown:
-        warnings.append(f"{pred_path}: {len(unknown)} predictions are for questions not in {ref_path} "
-                        f"and are ignored: {_ids(unknown)}")
-    return warnings
-
-
-def _ids(qids: Sequence[Any]) -> str:
-    listed = ", ".join(repr(q) for q in qids[:MAX_LISTED_IDS])
-    return listed + (f" and {len(qids) - MAX_LISTED_IDS} more" if len(qids) > MAX_LISTED_IDS else "")
 
 
 # --------------------------------------------------------------------------- per-example helpers
