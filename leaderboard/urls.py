@@ -20,6 +20,7 @@ urlpatterns = [
     path("c/<slug:slug>/", challenges.challenge_detail, name="challenge"),
     path("c/<slug:slug>/team/", accounts.team_page, name="team"),
     path("c/<slug:slug>/submit/", submissions.submit, name="submit"),
+    path("c/<slug:slug>/submit/system/", submissions.submit_system, name="submit-system"),
     path("c/<slug:slug>/submissions/", submissions.submission_list, name="submission-list"),
     path("c/<slug:slug>/submissions/<int:pk>/", submissions.submission_detail, name="submission-detail"),
     path("c/<slug:slug>/submissions/<int:pk>/file/", submissions.submission_download, name="submission-download"),
@@ -40,6 +41,12 @@ urlpatterns = [
         submissions_api.SubmissionListCreateApi.as_view(),
         name="api-submissions",
     ),
+    path(
+        "api/v1/challenges/<slug:slug>/systems/",
+        submissions_api.SystemCreateApi.as_view(),
+        name="api-systems",
+    ),
+    path("api/v1/submissions/<int:pk>/log/", submissions_api.SubmissionLogApi.as_view(), name="api-submission-log"),
     path("api/v1/submissions/<int:pk>/", submissions_api.SubmissionDetailApi.as_view(), name="api-submission"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

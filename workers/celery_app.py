@@ -10,15 +10,10 @@ update first.
 
 from __future__ import annotations
 
-import os
-
-import django
 from celery import Celery
+from django.conf import settings  # Django is set up by workers/__init__.py
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
-django.setup()
-
-from django.conf import settings  # noqa: E402  (needs django.setup() first)
+REAP = "readerboard.reap"
 
 app = Celery("readerboard")
 app.conf.update(
@@ -31,5 +26,16 @@ app.conf.update(
     # Redis redelivers an unacknowledged message after this long; longer than any run.
     broker_transport_options={"visibility_timeout": 6 * 3600},
     worker_hijack_root_logger=False,
+    # The reaper runs on the "control" queue, so that a worker busy with a long run
+    # (queue "systems") never delays it; stale reap messages expire unread.
+    beat_schedule={
+        "reap": {
+            "task": REAP,
+            "schedule": settings.REAP_EVERY_S,
+            "options": {"queue": "control", "expires": settings.REAP_EVERY_S},
+        }
+    },
+    beat_schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"),
+    task_routes={REAP: {"queue": "control"}},
 )
 app.autodiscover_tasks(["workers"], related_name="tasks", force=True)

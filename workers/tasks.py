@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+from celery.signals import worker_ready
 from django.db import OperationalError
 
-from leaderboard.core.tasks import EVALUATE_SUBMISSION
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, send_task
+from leaderboard.submissions.models import Submission
 from leaderboard.submissions.services import submission_evaluate
-from workers.celery_app import app
+from leaderboard.submissions.system_services import task_for
+from workers.celery_app import REAP, app
+from workers.dispatch import lost_messages_redispatch
+from workers.systems import runs_reap, system_evaluate
+
+logger = logging.getLogger(__name__)
 
 
 @app.task(
@@ -17,3 +27,27 @@ from workers.celery_app import app
 )
 def evaluate_submission(submission_id: int) -> None:
     submission_evaluate(submission_id)
+
+
+@app.task(name=RUN_SYSTEM, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def run_system(submission_id: int) -> None:
+    system_evaluate(submission_id)
+
+
+@app.task(name=REAP)
+def reap() -> None:
+    """Periodic: re-queue runs whose worker died, then re-send messages the broker lost."""
+    reaped = runs_reap()
+    for submission in Submission.objects.filter(pk__in=reaped.requeued):
+        send_task(task_for(submission), submission.pk)
+    lost_messages_redispatch()
+
+
+@worker_ready.connect
+def _reap_on_start(**_: Any) -> None:
+    # A worker restarted after a crash frees its predecessor's runs at once,
+    # instead of waiting for their leases to expire.
+    try:
+        reap()
+    except Exception:
+        logger.exception("reaping at start-up failed")

@@ -11,6 +11,11 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 ENVELOPE_BYTES = 64 * 1024
 
 
+def _is_system_upload(path: str) -> bool:
+    # Systems (image archives, bundles) have their own endpoints and their own, larger limit.
+    return path.endswith(("/submit/system/", "/systems/"))
+
+
 class UploadSizeLimitMiddleware:
     """Answer 413 to a request whose declared Content-Length exceeds the upload limit.
 
@@ -26,6 +31,8 @@ class UploadSizeLimitMiddleware:
         # Settings are read per request so that tests (and reloads) can change the limit.
         if request.path.startswith("/admin/"):
             limit = settings.MAX_GOLD_UPLOAD_BYTES
+        elif _is_system_upload(request.path):
+            limit = settings.MAX_SYSTEM_UPLOAD_BYTES
         else:
             limit = settings.MAX_PREDICTION_UPLOAD_BYTES
         try:

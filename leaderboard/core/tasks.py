@@ -10,6 +10,7 @@ right after the commit instead.
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -18,11 +19,19 @@ from celery import Celery
 from django.conf import settings
 from django.db import transaction
 
-# Task name -> the service it runs.  workers/tasks.py registers tasks under these names.
+logger = logging.getLogger(__name__)
+
+# Task names; workers/tasks.py registers tasks under them.
 EVALUATE_SUBMISSION = "readerboard.evaluate_submission"
+RUN_SYSTEM = "readerboard.run_system"
+# Services eager mode may run in-process.  Running a system needs a worker with a
+# container engine, so RUN_SYSTEM has none: in eager mode the submission stays queued.
 TASK_SERVICES: dict[str, str] = {
     EVALUATE_SUBMISSION: "leaderboard.submissions.services:submission_evaluate",
 }
+# Systems run for minutes and scoring a file takes seconds: separate queues, so a
+# long run never holds up the scores of prediction files.
+TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RUN_SYSTEM: "systems"}
 
 
 @cache
@@ -38,8 +47,24 @@ def _service(task_name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
+def send_task(task_name: str, object_id: int) -> None:
+    celery_client().send_task(task_name, args=[object_id], queue=TASK_QUEUES[task_name])
+
+
 def enqueue_on_commit(task_name: str, object_id: int) -> None:
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        transaction.on_commit(lambda: _service(task_name)(object_id))
-    else:
-        transaction.on_commit(lambda: celery_client().send_task(task_name, args=[object_id]))
+        if task_name in TASK_SERVICES:
+            transaction.on_commit(lambda: _service(task_name)(object_id))
+        else:
+            logger.warning("%s(%s) needs a worker; eager mode leaves it queued", task_name, object_id)
+        return
+
+    def send() -> None:
+        # A broker that is down must not turn a committed submission into an error
+        # page: the reaper sends queued submissions again once the broker is back.
+        try:
+            send_task(task_name, object_id)
+        except Exception:
+            logger.exception("could not send %s(%s); the reaper will send it again", task_name, object_id)
+
+    transaction.on_commit(send)

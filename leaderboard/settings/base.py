@@ -120,6 +120,11 @@ STORAGES = {
 # Upload limits: requests larger than this are refused before they are read whole.
 MAX_PREDICTION_UPLOAD_BYTES = env_int("MAX_PREDICTION_UPLOAD_BYTES", 50 * 1024 * 1024)
 MAX_GOLD_UPLOAD_BYTES = env_int("MAX_GOLD_UPLOAD_BYTES", 500 * 1024 * 1024)
+# Systems: a `docker save` archive or a code bundle (separate endpoints, so the larger
+# limit never applies to prediction uploads).
+MAX_SYSTEM_UPLOAD_BYTES = env_int("MAX_SYSTEM_UPLOAD_BYTES", 2 * 1024 * 1024 * 1024)
+MAX_IMAGE_UNCOMPRESSED_BYTES = env_int("MAX_IMAGE_UNCOMPRESSED_BYTES", 6 * 1024 * 1024 * 1024)
+MAX_BUNDLE_UNCOMPRESSED_BYTES = env_int("MAX_BUNDLE_UNCOMPRESSED_BYTES", 512 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
@@ -141,6 +146,19 @@ SPECTACULAR_SETTINGS = {
 # Celery: the web app only sends tasks by name after commit (it never imports workers/).
 CELERY_BROKER_URL = env("BROKER_URL", "redis://127.0.0.1:6379/0")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
+
+# Running systems.  A worker renews its lease on a run every RUN_HEARTBEAT_S; a run
+# whose lease is older than RUN_LEASE_S lost its worker and is re-queued, at most
+# MAX_RUN_ATTEMPTS times in all.  The reaper (Celery beat) looks every REAP_EVERY_S.
+CONTAINER_RUNTIME = env("CONTAINER_RUNTIME", "")  # "" = the engine's default (runc); or "runsc"
+RUNS_DIR = Path(env("RUNS_DIR", str(VAR_DIR / "runs")))
+RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))
+RUN_LEASE_S = float(env("RUN_LEASE_S", "60"))
+SCORING_LEASE_S = float(env("SCORING_LEASE_S", "1800"))
+REAP_EVERY_S = float(env("REAP_EVERY_S", "15"))
+MAX_RUN_ATTEMPTS = env_int("MAX_RUN_ATTEMPTS", 3)
+# A queued submission whose message is nowhere (a broker that lost it) is sent again after this long.
+REDISPATCH_AFTER_S = float(env("REDISPATCH_AFTER_S", "60"))
 
 LOGGING = {
     "version": 1,

@@ -25,6 +25,7 @@ from leaderboard.submissions.selectors import (
     submissions_of_team,
 )
 from leaderboard.submissions.services import submission_create_predictions
+from leaderboard.submissions.system_services import submission_create_system
 
 
 class SubmissionOutput(serializers.Serializer[Submission]):
@@ -38,8 +39,14 @@ class SubmissionOutput(serializers.Serializer[Submission]):
     description = serializers.CharField()
     sha256 = serializers.CharField()
     created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     primary_score = serializers.FloatField(allow_null=True)
+    image_digest = serializers.CharField()
+    attempts = serializers.IntegerField()
+    exit_code = serializers.IntegerField(allow_null=True)
+    run_seconds = serializers.FloatField(allow_null=True)
+    runtime = serializers.CharField()
 
 
 def submission_payload(submission: Submission, *, is_organizer: bool) -> dict[str, Any]:
@@ -94,15 +101,67 @@ class SubmissionListCreateApi(APIView):
         return Response(submission_payload(submission, is_organizer=False), status=status.HTTP_201_CREATED)
 
 
+class SystemInput(serializers.Serializer[Any]):
+    phase = serializers.SlugField()
+    kind = serializers.ChoiceField(choices=["docker_image", "code_bundle"])
+    file = serializers.FileField(help_text="`docker save` archive (tar, optionally gzipped) or a zip with run.py/run.sh")
+    description = serializers.CharField(max_length=300, required=False, default="")
+
+
+class SystemCreateApi(APIView):
+    """Submit a system: it runs sandboxed on the phase's hidden inputs, and its output is scored."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request=SystemInput, responses={201: SubmissionOutput})
+    def post(self, request: Request, slug: str) -> Response:
+        challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+        team = team_of_user(user=request.user, challenge=challenge)
+        if team is None:
+            raise ServiceError("you are not in a team for this challenge; create or join one first")
+        data = SystemInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        phase = challenge.phases.filter(slug=data.validated_data["phase"]).first()
+        if phase is None:
+            raise NotFound(f"no phase {data.validated_data['phase']!r} in this challenge", field="phase")
+        submission = submission_create_system(
+            team=team,
+            phase=phase,
+            user=request.user,  # type: ignore[arg-type]
+            upload=data.validated_data["file"],
+            kind=data.validated_data["kind"],
+            description=data.validated_data["description"],
+        )
+        return Response(submission_payload(submission, is_organizer=False), status=status.HTTP_201_CREATED)
+
+
+def _visible_submission(request: Request, pk: int) -> tuple[Submission, bool]:
+    """The submission if the caller's team owns it or the caller organizes; 404 otherwise."""
+    submission = get_object_or_404(Submission.objects.select_related("phase__challenge", "team"), pk=pk)
+    challenge = submission.phase.challenge
+    is_organizer = user_is_organizer(user=request.user, challenge=challenge)
+    team = team_of_user(user=request.user, challenge=challenge)
+    if not is_organizer and (team is None or team.pk != submission.team_id):
+        raise Http404("no such submission")
+    return submission, is_organizer
+
+
+class SubmissionLogApi(APIView):
+    """The run's log (stdout and stderr, capped): for the owning team and organizers only."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: {"type": "object", "properties": {"log": {"type": "string"}}}})
+    def get(self, request: Request, pk: int) -> Response:
+        submission, _ = _visible_submission(request, pk)
+        return Response({"id": submission.pk, "status": submission.status, "log": submission.log})
+
+
 class SubmissionDetailApi(APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses=SubmissionOutput)
     def get(self, request: Request, pk: int) -> Response:
-        submission = get_object_or_404(Submission.objects.select_related("phase__challenge", "team"), pk=pk)
-        challenge = submission.phase.challenge
-        is_organizer = user_is_organizer(user=request.user, challenge=challenge)
-        team = team_of_user(user=request.user, challenge=challenge)
-        if not is_organizer and (team is None or team.pk != submission.team_id):
-            raise Http404("no such submission")
+        submission, is_organizer = _visible_submission(request, pk)
         return Response(submission_payload(submission, is_organizer=is_organizer))

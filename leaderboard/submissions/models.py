@@ -59,9 +59,28 @@ class Submission(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    # Containerised systems (kinds docker_image and code_bundle).
+    # The image id (sha256 of its config) read from the upload: what runs is pinned by it.
+    image_digest = models.CharField(max_length=80, blank=True)
+    # Runs: a worker holds a lease while it runs a system and renews it with heartbeats;
+    # a run whose lease expired is re-queued (its worker died), never left "running".
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    run_seconds = models.FloatField(null=True, blank=True)
+    runtime = models.CharField(max_length=20, blank=True)
+    # stdout and stderr of the run, capped; shown to the team and organizers only.
+    log = models.TextField(blank=True)
+
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["phase", "team", "status"])]
+        indexes = [
+            models.Index(fields=["phase", "team", "status"]),
+            models.Index(fields=["status", "queued_at"]),
+        ]
 
     def __str__(self) -> str:
         return f"submission {self.pk} ({self.status})"

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.models import Dataset, Phase
+from leaderboard.challenges.models import Dataset, DatasetFile, Phase, SubmissionKind
+from leaderboard.challenges.suites import suite_for
 from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission
+from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings
 
 QUOTA_WINDOW = dt.timedelta(hours=24)
 
@@ -63,14 +66,77 @@ def quota_usage(*, team: Team, phase: Phase, now: dt.datetime | None = None) -> 
     )
 
 
+_SYSTEM_KINDS = (SubmissionKind.DOCKER_IMAGE, SubmissionKind.CODE_BUNDLE)
+
+
 def submission_queue_position(*, submission: Submission) -> int | None:
-    """1 for the next submission a worker will take; None once it has started."""
+    """1 for the next submission a worker will take; None once it has started.
+
+    Systems and prediction files wait in separate queues (a run takes minutes,
+    scoring a file seconds), so a submission counts only those of its own queue.
+    """
     if submission.status not in (Status.SUBMITTED, Status.QUEUED):
         return None
-    ahead = Submission.objects.filter(status__in=(Status.SUBMITTED, Status.QUEUED)).filter(
-        Q(created_at__lt=submission.created_at) | Q(created_at=submission.created_at, id__lt=submission.id)
+    same_queue = (
+        Q(kind__in=_SYSTEM_KINDS) if submission.kind in _SYSTEM_KINDS else ~Q(kind__in=_SYSTEM_KINDS)
+    )
+    mine = submission.queued_at or submission.created_at
+    ahead = (
+        Submission.objects.filter(status__in=(Status.SUBMITTED, Status.QUEUED))
+        .filter(same_queue)
+        .filter(Q(queued_at__lt=mine) | Q(queued_at=mine, id__lt=submission.id))
     )
     return ahead.count() + 1
+
+
+_INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader"}
+
+
+def system_run_plan(*, submission: Submission) -> RunPlan:
+    """What a run of this system reads and writes: every dataset with gold for the phase's portion.
+
+    Split III datasets are included under their sealed alias (file names too)
+    until the organizers reveal them.
+    """
+    phase = submission.phase
+    challenge = phase.challenge
+    suite = suite_for(challenge)
+    system = SystemSettings.from_json(challenge.system_settings)
+    files = (
+        DatasetFile.objects.filter(dataset__challenge=challenge, portion=phase.portion)
+        .select_related("dataset")
+        .order_by("dataset__order", "dataset__slug")
+    )
+    datasets = []
+    for f in files:
+        ds = f.dataset
+        label = (ds.sealed_alias or f"Hidden-{ds.pk}") if ds.is_sealed else ds.name
+        key = slugify(label) or f"dataset-{ds.pk}"
+        datasets.append(
+            RunDataset(
+                slug=ds.slug,
+                label=label,
+                format=_INPUT_FORMATS.get(suite.key, suite.key),
+                source=f.inputs.path if f.inputs else "",
+                input_name=key + suite.gold_suffix,
+                output_name=f"{key}.json",
+                rename_header=ds.is_sealed,
+            )
+        )
+    return RunPlan(
+        submission_id=submission.pk,
+        attempt=submission.attempts,
+        kind=submission.kind,
+        challenge=challenge.slug,
+        phase=phase.slug,
+        portion=phase.portion,
+        upload_path=submission.file.path if submission.file else "",
+        image_digest=submission.image_digest,
+        base_image=system.base_image,
+        runtime=system.runtime,
+        limits=system.limits,
+        datasets=datasets,
+    )
 
 
 def submissions_of_team(*, team: Team, phase: Phase | None = None) -> QuerySet[Submission]:

@@ -8,16 +8,19 @@ redelivered message) can never both move the same submission forward.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from leaderboard.accounts.models import Membership, Team, TeamKind
@@ -131,6 +134,8 @@ def submission_create_predictions(
             original_name=name[:255],
             sha256=hashlib.sha256(raw).hexdigest(),
             size_bytes=len(raw),
+            queued_at=timezone.now(),
+            dispatched_at=timezone.now(),
         )
         submission.file.save(f"{phase.challenge.slug}-{team.pk}-{submission.sha256[:16]}.upload",
                              ContentFile(raw), save=False)
@@ -173,15 +178,23 @@ def submission_select(*, submission: Submission, user: User) -> Submission:
 
 def _fail(submission_id: int, *, reason: str, cause: str, from_statuses: Iterable[str]) -> None:
     Submission.objects.filter(pk=submission_id, status__in=list(from_statuses)).update(
-        status=Status.FAILED, failure_reason=reason[:5000], failure_cause=cause, finished_at=timezone.now()
+        status=Status.FAILED, failure_reason=reason[:5000], failure_cause=cause, finished_at=timezone.now(),
+        lease_expires_at=None,
     )
 
 
 def submission_evaluate(submission_id: int) -> None:
     """Score a queued prediction submission; safe to call twice (the second call does nothing)."""
+    now = timezone.now()
     claimed = Submission.objects.filter(
         pk=submission_id, status=Status.QUEUED, kind=SubmissionKind.PREDICTIONS
-    ).update(status=Status.SCORING, started_at=timezone.now())
+    ).update(
+        status=Status.SCORING,
+        started_at=now,
+        attempts=F("attempts") + 1,
+        # A worker that dies mid-scoring leaves this lease to expire; the reaper re-queues it.
+        lease_expires_at=now + dt.timedelta(seconds=settings.SCORING_LEASE_S),
+    )
     if claimed != 1:
         logger.info("submission %s: not queued any more (already claimed, final or gone)", submission_id)
         return
@@ -236,6 +249,7 @@ def scores_write(*, submission: Submission, results: Mapping[Dataset, DatasetRes
         )
         finished = Submission.objects.filter(pk=submission.pk, status=Status.SCORING).update(
             status=Status.FINISHED,
+            lease_expires_at=None,
             primary_score=aggregates.get(suite.primary_metric),
             scoring_version=SCORING_VERSION,
             finished_at=timezone.now(),

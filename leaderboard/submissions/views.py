@@ -20,8 +20,12 @@ from leaderboard.submissions.selectors import (
     submission_visible_scores,
     submissions_of_team,
 )
-from leaderboard.submissions.services import submission_cancel, submission_create_predictions, submission_select
-from leaderboard.submissions.selectors import submission_visible_scores
+from leaderboard.submissions.services import (
+    submission_cancel,
+    submission_create_predictions,
+    submission_select,
+)
+from leaderboard.submissions.system_services import settings_for, submission_create_system
 
 
 class UploadForm(forms.Form):
@@ -66,6 +70,56 @@ def submit(request: HttpRequest, slug: str) -> HttpResponse:
     quotas = [(p, quota_usage(team=team, phase=p)) for p in challenge.phases.all()]
     return render(
         request, "submissions/submit.html", {"challenge": challenge, "team": team, "form": form, "quotas": quotas},
+        status=status,
+    )
+
+
+class SystemForm(forms.Form):
+    phase = forms.ModelChoiceField(queryset=Phase.objects.none())
+    kind = forms.ChoiceField(choices=[("docker_image", "Docker image (docker save archive, .tar or .tar.gz)"),
+                                      ("code_bundle", "Code bundle (.zip with run.py or run.sh at the top)")])
+    file = forms.FileField()
+    description = forms.CharField(max_length=300, required=False)
+
+    def __init__(self, *args: object, challenge: Challenge, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["phase"].queryset = challenge.phases.all()  # type: ignore[attr-defined]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit_system(request: HttpRequest, slug: str) -> HttpResponse:
+    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+    team = team_of_user(user=request.user, challenge=challenge)
+    if team is None:
+        messages.info(request, "Create or join a team before you submit.")
+        return redirect("team", slug=slug)
+    form = SystemForm(request.POST or None, request.FILES or None, challenge=challenge)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                submission = submission_create_system(
+                    team=team,
+                    phase=form.cleaned_data["phase"],
+                    user=request.user,  # type: ignore[arg-type]
+                    upload=form.cleaned_data["file"],
+                    kind=form.cleaned_data["kind"],
+                    description=form.cleaned_data["description"],
+                )
+            except ServiceError as exc:
+                form.add_error(None, exc.message)
+                status = exc.status_code
+            else:
+                messages.success(request, f"System {submission.pk} accepted and queued.")
+                return redirect("submission-detail", slug=slug, pk=submission.pk)
+        else:
+            status = 400
+    system = settings_for(challenge.phases.first()) if challenge.phases.exists() else None
+    quotas = [(p, quota_usage(team=team, phase=p)) for p in challenge.phases.all()]
+    return render(
+        request, "submissions/submit_system.html",
+        {"challenge": challenge, "team": team, "form": form, "quotas": quotas, "system": system},
         status=status,
     )
 

@@ -74,9 +74,14 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 class Worker:
-    """``celery -A workers.celery_app worker`` against the test database and private storage."""
+    """``celery -A workers.celery_app worker`` against the test database and private storage.
 
-    def __init__(self, broker_url: str, log: Path) -> None:
+    ``queues`` picks what it consumes: "celery" (prediction files), "systems" (runs),
+    "control" (the reaper); ``beat`` embeds the scheduler that sends the reaper.
+    """
+
+    def __init__(self, broker_url: str, log: Path, *, queues: str = "celery", beat: bool = False,
+                 extra_env: dict[str, str] | None = None) -> None:
         from django.conf import settings
 
         self.env = {
@@ -85,19 +90,30 @@ class Worker:
             "READERBOARD_BROKER_URL": broker_url,
             "READERBOARD_DB_PATH": str(settings.DATABASES["default"]["NAME"]),
             "READERBOARD_PRIVATE_ROOT": str(settings.PRIVATE_STORAGE_ROOT),
+            "READERBOARD_VAR_DIR": str(log.parent / "var"),
             "READERBOARD_DEBUG": "0",
+            **(extra_env or {}),
         }
         self.log = log
+        self.queues = queues
+        self.beat = beat
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        command = [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "--pool=solo",
+                   "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
+                   "--without-heartbeat", "-Q", self.queues]
+        if self.beat:
+            command.append("--beat")
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "--pool=solo",
-                 "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
-                 "--without-heartbeat"],
-                cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-            )
+            self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+
+    def kill(self) -> None:
+        """kill -9: no clean-up of any kind, as when a machine loses power."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -108,3 +124,7 @@ class Worker:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
+
+
+# Fixtures for systems (engine, platform) live with their helpers; pytest finds them through here.
+from tests.workers.systems_fixtures import engine, platform  # noqa: E402,F401

@@ -1,0 +1,362 @@
+"""Writes for submitted systems: accepting uploads, and the run's lifecycle.
+
+A worker (``workers/systems.py``) drives a run through these services:
+
+    submission_run_claim     queued -> running, with a lease and an attempt number
+    submission_run_heartbeat renews the lease; False tells the worker to stop
+    submission_run_finish    running -> scoring -> finished, or failed with a reason
+    submission_run_platform_failure   back to queued (or failed, not counted)
+
+Every transition is a conditional UPDATE on (status, attempt), so a worker that
+lost its lease, a redelivered message or the reaper can never move a run that
+someone else now owns.  ``submissions_reap`` finds runs whose worker died.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.files import File
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from leaderboard.accounts.models import Team
+from leaderboard.challenges.models import DatasetFile, Phase, SubmissionKind
+from leaderboard.challenges.suites import suite_for
+from leaderboard.core.errors import PayloadTooLarge, QuotaExceeded, ServiceError
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
+from leaderboard.submissions.models import FailureCause, Status, Submission
+from leaderboard.submissions.selectors import quota_usage, system_run_plan
+from leaderboard.submissions.services import _check_can_submit, score_dataset, scores_write
+from leaderboard.submissions.systems import (
+    ArchiveError,
+    RunOutcome,
+    RunPlan,
+    SystemSettings,
+    bundle_inspect,
+    image_archive_inspect,
+)
+from leaderboard.submissions.uploads import UploadError, _decode_json, check_qids
+from scoring.errors import ScoringError
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_KINDS = (SubmissionKind.DOCKER_IMAGE, SubmissionKind.CODE_BUNDLE)
+
+
+def task_for(submission: Submission) -> str:
+    return RUN_SYSTEM if submission.kind in SYSTEM_KINDS else EVALUATE_SUBMISSION
+
+
+# --------------------------------------------------------------------------- uploads
+
+
+class _SpooledUpload(File):  # type: ignore[type-arg]
+    """A file already on disk: FileSystemStorage moves it into place instead of copying."""
+
+    def temporary_file_path(self) -> str:
+        return str(self.name)
+
+
+def _spool(upload: UploadedFile, limit: int) -> tuple[str, str, int]:
+    """Copy the upload to a private temporary file, hashing and counting; refuse past ``limit``."""
+    if upload.size is not None and upload.size > limit:
+        raise PayloadTooLarge(f"{upload.name}: {upload.size} bytes; the limit for systems is {limit} bytes")
+    spool_dir = Path(settings.PRIVATE_STORAGE_ROOT) / "spool"
+    spool_dir.mkdir(parents=True, exist_ok=True)
+    fd, path = tempfile.mkstemp(dir=spool_dir, suffix=".upload")
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in upload.chunks():
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(f"{upload.name}: larger than the limit for systems of {limit} bytes")
+                digest.update(chunk)
+                out.write(chunk)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path, digest.hexdigest(), size
+
+
+def submission_create_system(
+    *,
+    team: Team,
+    phase: Phase,
+    user: User,
+    upload: UploadedFile,
+    kind: str,
+    description: str = "",
+) -> Submission:
+    """Check an image archive or code bundle whole, then store and queue it, inside the quota."""
+    if kind not in SYSTEM_KINDS:
+        raise ServiceError(f"unknown kind of system {kind!r}: use docker_image or code_bundle", field="kind")
+    _check_can_submit(team=team, phase=phase, user=user, kind=kind)
+    name = upload.name or ("image.tar" if kind == SubmissionKind.DOCKER_IMAGE else "bundle.zip")
+    path, sha256, size = _spool(upload, settings.MAX_SYSTEM_UPLOAD_BYTES)
+    try:
+        digest = ""
+        try:
+            if kind == SubmissionKind.DOCKER_IMAGE:
+                digest = image_archive_inspect(path, max_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES).image_id
+            else:
+                bundle_inspect(path, max_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES)
+        except ArchiveError as exc:
+            raise UploadError(f"{name}: {exc}") from None
+        with transaction.atomic():
+            # Serialise submissions of one team: the quota count and the insert must not interleave.
+            Team.objects.select_for_update().filter(pk=team.pk).first()
+            refusal = quota_usage(team=team, phase=phase).refusal()
+            if refusal:
+                raise QuotaExceeded(refusal)
+            now = timezone.now()
+            submission = Submission(
+                team=team, phase=phase, submitted_by=user, kind=kind, status=Status.QUEUED,
+                description=description[:300], original_name=name[:255], sha256=sha256, size_bytes=size,
+                image_digest=digest, queued_at=now, dispatched_at=now,
+            )
+            suffix = ".tar" if kind == SubmissionKind.DOCKER_IMAGE else ".zip"
+            submission.file.save(
+                f"{phase.challenge.slug}-{team.pk}-{sha256[:16]}{suffix}", _SpooledUpload(open(path, "rb"), path),
+                save=False,
+            )
+            try:
+                submission.save()
+            except Exception:
+                submission.file.delete(save=False)
+                raise
+            enqueue_on_commit(RUN_SYSTEM, submission.pk)
+        return submission
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def submission_run_claim(submission_id: int, *, worker: str) -> RunPlan | None:
+    """Take a queued system for running; None if someone else has it or it is final."""
+    now = timezone.now()
+    with transaction.atomic():
+        current = Submission.objects.filter(pk=submission_id, status=Status.QUEUED, kind__in=SYSTEM_KINDS).first()
+        if current is None:
+            return None
+        claimed = Submission.objects.filter(pk=submission_id, status=Status.QUEUED, attempts=current.attempts).update(
+            status=Status.RUNNING,
+            attempts=current.attempts + 1,
+            worker=worker[:200],
+            lease_expires_at=now + dt.timedelta(seconds=settings.RUN_LEASE_S),
+            started_at=now,
+        )
+        if claimed != 1:
+            return None
+    submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
+    return system_run_plan(submission=submission)
+
+
+def submission_run_heartbeat(submission_id: int, *, attempt: int) -> bool:
+    """Renew the lease; False when the run is no longer ours (cancelled, or re-queued by the reaper)."""
+    renewed = Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt).update(
+        lease_expires_at=timezone.now() + dt.timedelta(seconds=settings.RUN_LEASE_S)
+    )
+    return renewed == 1
+
+
+def _mib(value: int) -> str:
+    return f"{value} MiB"
+
+
+def run_verdict(plan: RunPlan, outcome: RunOutcome) -> str | None:
+    """Why a run failed, in words a team can act on; None if it ran to a clean exit."""
+    limits = plan.limits
+    if outcome.timed_out:
+        return (f"timed out: still running after {limits.time_limit_s:g} s (the time limit) and was killed; "
+                "the log below shows how far it got")
+    if outcome.output_too_large:
+        return f"wrote more than {_mib(limits.output_mb)} to /output (the output limit) and was stopped"
+    if outcome.oom_killed:
+        return f"ran out of memory: it used more than {_mib(limits.memory_mb)} (the memory limit, swap included)"
+    if outcome.exit_code is None:
+        return "stopped without an exit code"
+    if outcome.exit_code == 137:
+        # SIGKILL that we did not send: under gVisor an out-of-memory kill is not flagged as one.
+        return (f"was killed (signal 9, exit code 137), most likely for using more than "
+                f"{_mib(limits.memory_mb)} of memory (the memory limit)")
+    if outcome.exit_code != 0:
+        return f"exited with code {outcome.exit_code}; the log below shows its last output"
+    return None
+
+
+def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutcome) -> None:
+    """Record the run (log always), then fail it with a reason or score its outputs."""
+    base = Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt)
+    submission = base.select_related("phase__challenge", "team").first()
+    if submission is None:
+        logger.info("submission %s: attempt %s is no longer the running one; result dropped", submission_id, attempt)
+        return
+    plan = system_run_plan(submission=submission)
+    record = {
+        "log": outcome.logs,
+        "exit_code": outcome.exit_code,
+        "run_seconds": outcome.duration_s,
+        "runtime": outcome.runtime,
+        "lease_expires_at": None,
+    }
+    reason = run_verdict(plan, outcome)
+    if reason is not None:
+        base.update(status=Status.FAILED, failure_reason=reason, failure_cause=FailureCause.PARTICIPANT,
+                    finished_at=timezone.now(), **record)
+        return
+    # Scoring has its own lease: a worker that dies while scoring is noticed too.
+    moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(
+        seconds=settings.SCORING_LEASE_S), **{k: v for k, v in record.items() if k != "lease_expires_at"})
+    if moved != 1:
+        return
+    submission.refresh_from_db()
+    try:
+        results = {}
+        files = _dataset_files(plan)
+        for ds in plan.datasets:
+            where = f"/output/{ds.output_name} (dataset {ds.label})"
+            if ds.slug in outcome.output_errors:
+                raise UploadError(f"dataset {ds.label}: {outcome.output_errors[ds.slug]}")
+            predictions = _decode_json(outcome.outputs[ds.slug], where)
+            dataset_file = files[ds.slug]
+            suite_for(submission.phase.challenge).check_predictions(predictions, where=where)
+            check_qids(predictions, qids=dataset_file.qids, where=where)
+            results[dataset_file.dataset] = score_dataset(
+                submission=submission, dataset_file=dataset_file, predictions=predictions
+            )
+        scores_write(submission=submission, results=results)
+    except (ScoringError, UploadError) as exc:
+        message = exc.message if isinstance(exc, UploadError) else str(exc)
+        Submission.objects.filter(pk=submission_id, status=Status.SCORING).update(
+            status=Status.FAILED, failure_reason=f"invalid output: {message}"[:5000],
+            failure_cause=FailureCause.PARTICIPANT, finished_at=timezone.now(), lease_expires_at=None,
+        )
+    except Exception:
+        logger.exception("submission %s: scoring the run's output failed", submission_id)
+        Submission.objects.filter(pk=submission_id, status=Status.SCORING).update(
+            status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=timezone.now(),
+            failure_reason="the platform failed while scoring this run; it does not count against your quota",
+            lease_expires_at=None,
+        )
+
+
+def _dataset_files(plan: RunPlan) -> dict[str, DatasetFile]:
+    files = DatasetFile.objects.filter(
+        dataset__challenge__slug=plan.challenge, portion=plan.portion, dataset__slug__in=[d.slug for d in plan.datasets]
+    ).select_related("dataset")
+    return {f.dataset.slug: f for f in files}
+
+
+def submission_run_fail(submission_id: int, *, attempt: int, reason: str, log: str = "") -> None:
+    """The submission itself cannot run (an image that does not load, a bad bundle): counted."""
+    Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt).update(
+        status=Status.FAILED, failure_reason=reason[:5000], failure_cause=FailureCause.PARTICIPANT,
+        finished_at=timezone.now(), lease_expires_at=None, log=log,
+    )
+
+
+def submission_run_platform_failure(submission_id: int, *, attempt: int, reason: str) -> bool:
+    """The platform failed the run: queue it again while attempts remain. True if re-queued."""
+    base = Submission.objects.filter(pk=submission_id, status__in=(Status.RUNNING, Status.SCORING), attempts=attempt)
+    if attempt < settings.MAX_RUN_ATTEMPTS:
+        now = timezone.now()
+        requeued = base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=now)
+        if requeued:
+            logger.warning("submission %s: attempt %s failed (%s); queued again", submission_id, attempt, reason)
+            return True
+        return False
+    base.update(
+        status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=timezone.now(), lease_expires_at=None,
+        failure_reason=(f"the platform could not run this submission ({reason}) after {attempt} attempts; "
+                        "it does not count against your quota"),
+    )
+    return False
+
+
+# --------------------------------------------------------------------------- the reaper
+
+
+@dataclass
+class Reaped:
+    requeued: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+
+    @property
+    def stopped(self) -> list[int]:
+        return self.requeued + self.failed
+
+
+def submissions_reap(*, dead_workers: Iterable[str] = (), now: dt.datetime | None = None) -> Reaped:
+    """Runs (and scorings) whose worker is gone: queue them again, or fail them after too many tries.
+
+    A worker is gone when its lease expired, or when it is named in ``dead_workers``
+    (a worker that restarted on the same host knows its predecessor's process is dead).
+    """
+    now = now or timezone.now()
+    stale = Q(lease_expires_at__lt=now)
+    dead = [w for w in dead_workers if w]
+    if dead:
+        stale |= Q(worker__in=dead)
+    reaped = Reaped()
+    candidates = Submission.objects.filter(stale, status__in=(Status.RUNNING, Status.SCORING)).values_list(
+        "pk", "attempts", "status"
+    )
+    for pk, attempts, status in candidates:
+        base = Submission.objects.filter(pk=pk, status=status, attempts=attempts)
+        if attempts < settings.MAX_RUN_ATTEMPTS:
+            if base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=now):
+                reaped.requeued.append(pk)
+        elif base.update(
+            status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=now, lease_expires_at=None,
+            failure_reason=(f"the worker running this submission stopped {attempts} times; "
+                            "it does not count against your quota"),
+        ):
+            reaped.failed.append(pk)
+    if reaped.stopped:
+        logger.warning("reaper: re-queued %s, failed %s", reaped.requeued, reaped.failed)
+    return reaped
+
+
+def submissions_lost_in_queue(*, queues: Collection[str], now: dt.datetime | None = None) -> list[tuple[int, str]]:
+    """Queued submissions sent long ago and still not started: (id, task) to send again.
+
+    ``queues`` are the broker queues found empty: a submission still waiting for
+    one of them lost its message (a broker restarted without its data, a send
+    that failed).  A duplicate is harmless, as every claim is conditional.
+    """
+    now = now or timezone.now()
+    cutoff = now - dt.timedelta(seconds=settings.REDISPATCH_AFTER_S)
+    waiting = (
+        Submission.objects.filter(status=Status.QUEUED)
+        .filter(Q(dispatched_at__lt=cutoff) | Q(dispatched_at__isnull=True, created_at__lt=cutoff))
+        .order_by("queued_at", "created_at", "pk")
+    )
+    lost = [(s.pk, task_for(s)) for s in waiting if TASK_QUEUES[task_for(s)] in queues]
+    Submission.objects.filter(pk__in=[pk for pk, _ in lost]).update(dispatched_at=now)
+    return lost
+
+
+def settings_for(phase: Phase) -> SystemSettings:
+    return SystemSettings.from_json(phase.challenge.system_settings)
+
+
+def manifest_json(plan: RunPlan) -> str:
+    return json.dumps(plan.manifest(), indent=2, ensure_ascii=False)

@@ -1,0 +1,133 @@
+"""Fixtures for tests that run submitted systems: a real Docker engine, Redis and Celery workers."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from leaderboard.challenges.models import SubmissionKind
+from leaderboard.core import tasks
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE
+from tests.leaderboard.conftest import Cast
+from tests.workers.conftest import RedisServer, Worker
+
+HERE = Path(__file__).resolve().parent
+SYSTEMS = HERE / "systems"
+
+# Small limits so hostile systems are stopped quickly; heartbeats and leases short so
+# the fault tests see a dead worker's run re-queued within seconds.
+TEST_LIMITS = {"cpus": 1, "memory_mb": 256, "pids": 64, "nofile": 256, "tmp_mb": 32, "output_mb": 16,
+               "time_limit_s": 20, "log_bytes": 64 * 1024}
+FAST_LEASES = {
+    "READERBOARD_RUN_HEARTBEAT_S": "1",
+    "READERBOARD_RUN_LEASE_S": "6",
+    "READERBOARD_REAP_EVERY_S": "2",
+    "READERBOARD_REDISPATCH_AFTER_S": "4",
+}
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI") == "true"
+
+
+@pytest.fixture(scope="session")
+def engine() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine here"
+        message = f"no Docker engine ({exc}); deploy/setup.sh installs and starts it"
+        if _in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        client.images.get(DEFAULT_BASE_IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"the base image {DEFAULT_BASE_IMAGE} is missing; deploy/images/build.sh builds it")
+    return client
+
+
+def bundle(*files: tuple[str, str | bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, content in files:
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+def script_bundle(path: Path) -> bytes:
+    return bundle(("run.py", path.read_text()))
+
+
+@dataclass
+class Platform:
+    cast: Cast
+    redis: RedisServer
+    workers: list[Worker]
+    tmp: Path
+
+    def submit(self, content: bytes, *, kind: str = SubmissionKind.CODE_BUNDLE, phase: str = "test",
+               name: str = "system.zip", who: str = "alice") -> int:
+        client = self.cast.client(who)
+        response = client.post(
+            f"/api/v1/challenges/{self.cast.challenge.slug}/systems/",
+            {"phase": phase, "kind": kind, "file": SimpleUploadedFile(name, content)},
+        )
+        assert response.status_code == 201, response.content
+        return int(response.json()["id"])
+
+    def wait_final(self, pk: int, timeout: float = 90) -> Submission:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            submission = Submission.objects.get(pk=pk)
+            if submission.is_final:
+                return submission
+            time.sleep(0.2)
+        raise AssertionError(f"submission {pk} still {Submission.objects.get(pk=pk).status} after {timeout}s\n"
+                             + self.logs())
+
+    def logs(self) -> str:
+        return "\n".join(w.log.read_text(errors="replace")[-4000:] for w in self.workers if w.log.exists())
+
+
+def system_phases(cast: Cast, limits: dict[str, object] | None = None) -> None:
+    for phase in (cast.dev, cast.test):
+        phase.allowed_kinds = ["predictions", "docker_image", "code_bundle"]
+        phase.quota_per_day = None
+        phase.save()
+    cast.challenge.system_settings = {"limits": limits or TEST_LIMITS}
+    cast.challenge.save()
+
+
+@pytest.fixture
+def platform(cast: Cast, engine: docker.DockerClient, redis_server: RedisServer, settings: object,
+             tmp_path: Path) -> Iterator[Platform]:
+    """Redis, a worker for runs, and one for prediction files and the reaper (with beat)."""
+    system_phases(cast)
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # type: ignore[attr-defined]
+    settings.CELERY_BROKER_URL = redis_server.url  # type: ignore[attr-defined]
+    tasks.celery_client.cache_clear()
+    runs = Worker(redis_server.url, tmp_path / "runs.log", queues="systems", extra_env=FAST_LEASES)
+    control = Worker(redis_server.url, tmp_path / "control.log", queues="celery,control", beat=True,
+                     extra_env=FAST_LEASES)
+    runs.start()
+    control.start()
+    try:
+        yield Platform(cast, redis_server, [runs, control], tmp_path)
+    finally:
+        for worker in (runs, control):
+            worker.stop()
+        tasks.celery_client.cache_clear()
+        for container in engine.containers.list(all=True, filters={"label": "readerboard.submission"}):
+            container.remove(force=True)

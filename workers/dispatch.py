@@ -1,0 +1,50 @@
+"""Sending submissions to the broker again: after a platform failure, a reaped run, or a lost message."""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from django.conf import settings
+
+from leaderboard.core.tasks import TASK_QUEUES, send_task
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.system_services import submissions_lost_in_queue, task_for
+
+logger = logging.getLogger(__name__)
+
+
+def dispatch_again(submission_id: int) -> None:
+    submission = Submission.objects.filter(pk=submission_id).first()
+    if submission is not None:
+        send_task(task_for(submission), submission_id)
+
+
+def broker_queue_lengths() -> dict[str, int] | None:
+    """Messages waiting per queue, or None when the broker cannot be asked (not Redis, or down)."""
+    url = settings.CELERY_BROKER_URL
+    if not url.startswith(("redis://", "rediss://")):
+        return None
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=5)
+        return {queue: int(client.llen(queue)) for queue in set(TASK_QUEUES.values())}
+    except redis.RedisError as exc:
+        logger.warning("cannot read the broker's queues: %s", exc)
+        return None
+
+
+def lost_messages_redispatch() -> list[int]:
+    """Send again queued submissions whose message is nowhere: their queue is empty, yet they wait."""
+    lengths = broker_queue_lengths()
+    if lengths is None:
+        return []
+    empty = {queue for queue, n in lengths.items() if n == 0}
+    if not empty:
+        return []
+    sent = []
+    for pk, task in submissions_lost_in_queue(queues=empty):
+        send_task(task, pk)
+        sent.append(pk)
+    if sent:
+        logger.warning("re-sent %s queued submission(s) whose messages were lost: %s", len(sent), sent)
+    return sent
