@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard.accounts.models import Team
+from leaderboard.accounts.models import Team, TeamKind
 from leaderboard.challenges.models import DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import PayloadTooLarge, QuotaExceeded, ServiceError
@@ -93,6 +94,40 @@ def _spool(upload: UploadedFile, limit: int) -> tuple[str, str, int]:
     return path, digest.hexdigest(), size
 
 
+def _check_archive(path: str, *, kind: str, name: str) -> str:
+    """Inspect an uploaded image archive or bundle; return the image id (pin) for images."""
+    try:
+        if kind == SubmissionKind.DOCKER_IMAGE:
+            return image_archive_inspect(path, max_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES).image_id
+        bundle_inspect(path, max_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES)
+        return ""
+    except ArchiveError as exc:
+        raise UploadError(f"{name}: {exc}") from None
+
+
+def _store_and_queue(
+    *, team: Team, phase: Phase, user: User | None, kind: str, name: str, path: str, sha256: str, size: int,
+    digest: str, description: str,
+) -> Submission:
+    now = timezone.now()
+    submission = Submission(
+        team=team, phase=phase, submitted_by=user, kind=kind, status=Status.QUEUED,
+        description=description[:300], original_name=name[:255], sha256=sha256, size_bytes=size,
+        image_digest=digest, queued_at=now, dispatched_at=now,
+    )
+    suffix = ".tar" if kind == SubmissionKind.DOCKER_IMAGE else ".zip"
+    with open(path, "rb") as fh:
+        submission.file.save(f"{phase.challenge.slug}-{team.pk}-{sha256[:16]}{suffix}", _SpooledUpload(fh, path),
+                             save=False)
+    try:
+        submission.save()
+    except Exception:
+        submission.file.delete(save=False)
+        raise
+    enqueue_on_commit(RUN_SYSTEM, submission.pk)
+    return submission
+
+
 def submission_create_system(
     *,
     team: Team,
@@ -109,41 +144,49 @@ def submission_create_system(
     name = upload.name or ("image.tar" if kind == SubmissionKind.DOCKER_IMAGE else "bundle.zip")
     path, sha256, size = _spool(upload, settings.MAX_SYSTEM_UPLOAD_BYTES)
     try:
-        digest = ""
-        try:
-            if kind == SubmissionKind.DOCKER_IMAGE:
-                digest = image_archive_inspect(path, max_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES).image_id
-            else:
-                bundle_inspect(path, max_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES)
-        except ArchiveError as exc:
-            raise UploadError(f"{name}: {exc}") from None
+        digest = _check_archive(path, kind=kind, name=name)
         with transaction.atomic():
             # Serialise submissions of one team: the quota count and the insert must not interleave.
             Team.objects.select_for_update().filter(pk=team.pk).first()
             refusal = quota_usage(team=team, phase=phase).refusal()
             if refusal:
                 raise QuotaExceeded(refusal)
-            now = timezone.now()
-            submission = Submission(
-                team=team, phase=phase, submitted_by=user, kind=kind, status=Status.QUEUED,
-                description=description[:300], original_name=name[:255], sha256=sha256, size_bytes=size,
-                image_digest=digest, queued_at=now, dispatched_at=now,
-            )
-            suffix = ".tar" if kind == SubmissionKind.DOCKER_IMAGE else ".zip"
-            submission.file.save(
-                f"{phase.challenge.slug}-{team.pk}-{sha256[:16]}{suffix}", _SpooledUpload(open(path, "rb"), path),
-                save=False,
-            )
-            try:
-                submission.save()
-            except Exception:
-                submission.file.delete(save=False)
-                raise
-            enqueue_on_commit(RUN_SYSTEM, submission.pk)
-        return submission
+            return _store_and_queue(team=team, phase=phase, user=user, kind=kind, name=name, path=path,
+                                    sha256=sha256, size=size, digest=digest, description=description)
     finally:
         if os.path.exists(path):
             os.unlink(path)
+
+
+def baseline_system_submit(*, phase: Phase, team_name: str, path: str, kind: str, description: str = "") -> Submission:
+    """Organizers: run a system as a marked baseline row (no quota, no membership needed)."""
+    if kind not in SYSTEM_KINDS:
+        raise ServiceError(f"unknown kind of system {kind!r}: use docker_image or code_bundle")
+    team, _ = Team.objects.get_or_create(
+        challenge=phase.challenge, name=team_name[:100],
+        defaults={"kind": TeamKind.BASELINE,
+                  "join_code": hashlib.sha256(f"{phase.challenge.slug}:{team_name}".encode()).hexdigest()[:32]},
+    )
+    if team.kind != TeamKind.BASELINE:
+        raise ServiceError(f"{team_name}: a participant team already has that name")
+    digest = _check_archive(path, kind=kind, name=os.path.basename(path))
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(chunk)
+    spool_dir = Path(settings.PRIVATE_STORAGE_ROOT) / "spool"
+    spool_dir.mkdir(parents=True, exist_ok=True)
+    fd, copy = tempfile.mkstemp(dir=spool_dir)
+    os.close(fd)
+    shutil.copyfile(path, copy)
+    try:
+        with transaction.atomic():
+            return _store_and_queue(team=team, phase=phase, user=None, kind=kind, name=os.path.basename(path),
+                                    path=copy, sha256=sha.hexdigest(), size=os.path.getsize(copy), digest=digest,
+                                    description=description)
+    finally:
+        if os.path.exists(copy):
+            os.unlink(copy)
 
 
 # --------------------------------------------------------------------------- the run
