@@ -1,0 +1,174 @@
+"""The platform's overhead per submitted system, with runc and with gVisor (runsc).
+
+``python -m tests.benchmarks.bench_systems [--runs 10] [--datasets 12] [--runtimes runc,runsc] [--json OUT]``
+
+A trivial system (tests/workers/systems/trivial: the first three words of each
+context) is submitted as a code bundle through the service, ``--runs`` times per
+runtime, one after the other, to a throwaway challenge with ``--datasets`` small
+MRQA datasets (test portions of the committed demo data, reused in turn).  For
+each submission:
+
+    total     = upload accepted (the service returned, committed) -> scores visible (finished)
+    container = the run's own wall time, as the runner measured it (start -> exit)
+    overhead  = total - container
+
+Everything is real: Redis, a Celery worker per queue, the Docker engine.  Needs
+root, the engine and the base image (deploy/setup.sh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "deploy" / "demo" / "data" / "mrqa"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="timed submissions per runtime")
+    parser.add_argument("--datasets", type=int, default=12)
+    parser.add_argument("--runtimes", default="runc,runsc")
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    return parser.parse_args(argv)
+
+
+def setup_django(tmp: Path) -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings.dev"
+    os.environ["READERBOARD_VAR_DIR"] = str(tmp / "var")
+    os.environ["READERBOARD_DB_PATH"] = str(tmp / "db.sqlite3")
+    os.environ["READERBOARD_PRIVATE_ROOT"] = str(tmp / "private")
+    os.environ["READERBOARD_LOG_LEVEL"] = "WARNING"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def spec(n: int) -> str:
+    files = sorted(DEMO.glob("*.test.jsonl.gz"))
+    datasets = []
+    for i in range(n):
+        path = files[i % len(files)]
+        split = "II" if i % 2 else "III"
+        alias = f", sealed_alias: Hidden-{i:02d}" if split == "III" else ""
+        datasets.append(f"  - {{slug: d{i:02d}, name: D{i:02d}-{path.name.split('.')[0]}, split: {split}{alias},"
+                        f" files: {{test: {path}}}}}")
+    return "\n".join([
+        "slug: bench-systems",
+        "title: Overhead benchmark",
+        "metric_suite: mrqa",
+        "phases:",
+        "  - {slug: test, name: Test, kind: test, portion: test, opens_at: 2020-01-01T00:00:00Z,",
+        "     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [code_bundle]}",
+        "datasets:",
+        *datasets,
+        "",
+    ])
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-systems-"))
+    setup_django(tmp)
+    import io
+    import zipfile
+
+    from django.contrib.auth.models import User
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from leaderboard.accounts.services import team_create
+    from leaderboard.challenges.services import challenge_load
+    from leaderboard.core import tasks
+    from leaderboard.submissions.models import Status, Submission
+    from leaderboard.submissions.system_services import submission_create_system
+    from tests.workers.conftest import RedisServer, Worker
+
+    spec_path = tmp / "spec.yaml"
+    spec_path.write_text(spec(args.datasets))
+    challenge = challenge_load(spec_path=spec_path)
+    phase = challenge.phases.get(slug="test")
+    user = User.objects.create_user("bench", password="bench-pw")
+    team = team_create(challenge=challenge, owner=user, name="Bench")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.write(REPO / "tests" / "workers" / "systems" / "trivial" / "run.py", "run.py")
+    bundle = buffer.getvalue()
+
+    redis = RedisServer(tmp)
+    redis.start()
+    from django.conf import settings
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.CELERY_BROKER_URL = redis.url
+    tasks.celery_client.cache_clear()
+    workers = [Worker(redis.url, tmp / "runs.log", queues="systems"),
+               Worker(redis.url, tmp / "control.log", queues="celery,control", beat=True)]
+    for worker in workers:
+        worker.start()
+    results: dict[str, Any] = {"datasets": args.datasets, "runs": args.runs, "runtimes": {}}
+    try:
+        for runtime in args.runtimes.split(","):
+            challenge.system_settings = {"runtime": runtime}
+            challenge.save()
+            rows = []
+            for i in range(args.runs + 1):  # the first is a warm-up (worker start, page cache)
+                upload = SimpleUploadedFile("trivial.zip", bundle)
+                submission = submission_create_system(team=team, phase=phase, user=user, upload=upload,
+                                                      kind="code_bundle")
+                accepted = time.perf_counter()
+                while True:
+                    status = Submission.objects.filter(pk=submission.pk).values_list("status", flat=True).get()
+                    if status in (Status.FINISHED, Status.FAILED, Status.CANCELLED):
+                        break
+                    time.sleep(0.01)
+                visible = time.perf_counter()
+                done = Submission.objects.get(pk=submission.pk)
+                if done.status != Status.FINISHED:
+                    print(f"{runtime}: submission failed: {done.failure_reason}\n{done.log}", file=sys.stderr)
+                    return 1
+                if i == 0:
+                    continue
+                total = visible - accepted
+                container = done.run_seconds or 0.0
+                rows.append({"total_s": total, "container_s": container, "overhead_s": total - container})
+            summary = {
+                key: {"median": statistics.median(r[key] for r in rows),
+                      "p95": percentile([r[key] for r in rows], 0.95),
+                      "min": min(r[key] for r in rows)}
+                for key in ("total_s", "container_s", "overhead_s")
+            }
+            results["runtimes"][runtime] = {"summary": summary, "rows": rows}
+            print(f"{runtime:6s} total {summary['total_s']['median']:.2f} s  container {summary['container_s']['median']:.2f} s"
+                  f"  overhead median {summary['overhead_s']['median']:.2f} s (p95 {summary['overhead_s']['p95']:.2f},"
+                  f" min {summary['overhead_s']['min']:.2f})  over {len(rows)} runs x {args.datasets} datasets")
+    finally:
+        for worker in workers:
+            worker.stop()
+        redis.stop()
+        tasks.celery_client.cache_clear()
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
