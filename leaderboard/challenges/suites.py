@@ -4,26 +4,32 @@ This is the only place the platform talks to ``scoring/``.  A suite validates
 gold files when organizers upload them (and produces the answer-free inputs
 that participants' systems read), checks the shape of prediction uploads,
 scores one dataset, and aggregates per-dataset metrics into the columns that
-rank teams (MRQA's macro-F1, per split).
+rank teams (MRQA's macro-F1, per split; F1 for SQuAD 2.0, QuAC and CoQA).
+
+Metric names are lowercase ``[a-z0-9_]`` (they are Score rows and board keys),
+except MRC2018's question-type suffixes, which keep DuReader's labels.
 """
 
 from __future__ import annotations
 
 import gzip
-import math
 import io
 import json
+import math
 import os
+import re
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from scoring.errors import InputFormatError
+from scoring.errors import InputFormatError, ScoringError
 
 if TYPE_CHECKING:
     from leaderboard.challenges.models import Challenge, Dataset
+    from scoring.coqa import CoqaGold, TurnKey
+    from scoring.quac import QuacDialog, QuacPrediction
 
 # Bumped whenever a change to scoring/ can change a number; stored on every score.
 SCORING_VERSION = "scoring-1"
@@ -72,14 +78,52 @@ class Suite(Protocol):
     def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]: ...
 
 
-def _with_temp_file(content: bytes, suffix: str, fn: Callable[[str], Any]) -> Any:
+def _inspect_gold_file(
+    content: bytes, *, filename: str, suffix: str, inspect: Callable[[str], GoldInfo]
+) -> GoldInfo:
+    """Run a suite's ``inspect`` on an uploaded gold file, and check what every suite needs.
+
+    The file is validated by the same scoring/ loader that reads it at scoring
+    time (those take paths, and gunzip by magic number), so scoring never meets
+    a defect this check would have refused.  Errors name the uploaded file, not
+    the temporary copy, because organizers only know the former.
+    """
     fd, path = tempfile.mkstemp(suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(content)
-        return fn(path)
+        try:
+            info = inspect(path)
+        except ScoringError as exc:
+            raise _renamed(exc, path, filename) from None
     finally:
         os.unlink(path)
+    if not info.qids:
+        # Every metric would divide by zero, and prediction uploads could never be checked.
+        raise InputFormatError("the gold file has no questions", path=filename)
+    # Uploads are {qid: answer} checked against this list, so two questions sharing an id
+    # (in MRC2018 even 123 and "123") could never both be answered.
+    seen: set[str] = set()
+    for qid in info.qids:
+        if qid in seen:
+            raise InputFormatError("question id appears more than once", path=filename, qid=qid)
+        seen.add(qid)
+    return info
+
+
+def _renamed(exc: ScoringError, temp_path: str, filename: str) -> ScoringError:
+    path = filename if exc.path in (None, temp_path) else exc.path
+    return type(exc)(exc.message.replace(temp_path, filename), path=path, line=exc.line, qid=exc.qid)
+
+
+def _json_bytes(document: Any) -> bytes:
+    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+
+
+def _names_an_answer(key: str) -> bool:
+    # answers, plausible_answers, orig_answer, additional_answers, answer_start, and any
+    # variant a converter adds, as MRQA's strip_answers does: a list of names would miss one.
+    return "answer" in key.lower()
 
 
 def _check_string_answers(predictions: Any, where: str) -> None:
@@ -96,6 +140,18 @@ def _mean(values: Sequence[float | None]) -> float | None:
     if not values or any(v is None for v in values):
         return None
     return sum(v for v in values if v is not None) / len(values)
+
+
+def _mean_of_each_metric(per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
+    """The macro average of every metric any dataset has.
+
+    A metric some dataset lacks (no unanswerable question there, no level
+    labels...) averages to None rather than to the mean of the others: a mean
+    over a subset would be mislabelled, and over a single sealed dataset it
+    would publish that dataset's score under another name.
+    """
+    keys = sorted({k for m in per_dataset.values() for k in m})
+    return {k: _mean([m.get(k) for m in per_dataset.values()]) for k in keys}
 
 
 @dataclass
@@ -126,7 +182,7 @@ class MrqaSuite:
                 out.write(stripped)
             return GoldInfo(qids=list(gold.questions), inputs=buffer.getvalue())
 
-        return _with_temp_file(content, self.gold_suffix, inspect)  # type: ignore[no-any-return]
+        return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
     def check_predictions(self, predictions: Any, *, where: str) -> None:
         _check_string_answers(predictions, where)
@@ -193,7 +249,7 @@ class Mrc2018Suite:
             inputs = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in stripped).encode("utf-8")
             return GoldInfo(qids=[str(qid) for qid in refs], inputs=inputs)
 
-        return _with_temp_file(content, self.gold_suffix, inspect)  # type: ignore[no-any-return]
+        return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
     def check_predictions(self, predictions: Any, *, where: str) -> None:
         if not isinstance(predictions, dict):
@@ -240,8 +296,7 @@ class Mrc2018Suite:
         return DatasetResult(metrics=metrics, per_example=result.per_example)
 
     def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
-        keys = sorted({k for m in per_dataset.values() for k in m})
-        return {k: _mean([m.get(k) for m in per_dataset.values()]) for k in keys}
+        return _mean_of_each_metric(per_dataset)
 
 
 _DUREADER_ANSWER_FIELDS = frozenset(
@@ -254,7 +309,448 @@ def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-SUITES: dict[str, Suite] = {"mrqa": MrqaSuite(), "mrc2018": Mrc2018Suite()}
+# --------------------------------------------------------------------------- SQuAD 2.0
+
+
+class _Squad2Gold(NamedTuple):
+    dataset: dict[str, Any]
+    # Difficulty label -> its part of the level_<name>_* metric names.
+    level_names: dict[str, str]
+    # Whether a question's level (or its lack of one) tells if it is answerable.
+    levels_reveal_answerability: bool
+
+
+# Level names go into metric names, which are at most 64 characters.
+_LEVEL_NAME_MAX = 16
+
+
+def _level_name(label: str) -> str:
+    """'LEVEL1' -> '1', 'Level 2' -> '2', 'easy' -> 'easy'."""
+    name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+    if name.startswith("level"):
+        name = name[len("level"):].lstrip("_")
+    return name
+
+
+def _read_squad2(path: str) -> _Squad2Gold:
+    """A SQuAD 2.0 gold file, checked as strictly as the platform needs."""
+    from scoring import squad
+    from scoring.unanswerable import question_level
+
+    dataset = squad.load_squad_dataset(path)
+    questions = squad.squad_questions(dataset, path=path)
+    squad.report_duplicate_qids(questions, path=path, strict=True, warnings=[], consequence="")
+    level_names: dict[str, str] = {}
+    label_of_name: dict[str, str] = {}
+    answerability_by_level: dict[str | None, set[bool]] = {}
+    for question in questions:
+        if not isinstance(question.qa.get("question"), str):
+            raise InputFormatError(f"{question.where} should have a string 'question'", path=path, qid=question.qid)
+        label = question_level(question, path=path)
+        answerability_by_level.setdefault(label, set()).add(bool(question.answers))
+        if label is None or label in level_names:
+            continue
+        name = _level_name(label)
+        if not name or len(name) > _LEVEL_NAME_MAX:
+            raise InputFormatError(
+                f"{question.where}: difficulty level {label!r} cannot name a metric; use a short label like 'LEVEL1'",
+                path=path, qid=question.qid,
+            )
+        if name in label_of_name:
+            raise InputFormatError(
+                f"{question.where}: difficulty levels {label_of_name[name]!r} and {label!r} would share the "
+                f"metric names level_{name}_*; rename one",
+                path=path, qid=question.qid,
+            )
+        level_names[label] = name
+        label_of_name[name] = label
+    reveals = bool(level_names) and any(len(kinds) < 2 for kinds in answerability_by_level.values())
+    return _Squad2Gold(dataset, level_names, reveals)
+
+
+@lru_cache(maxsize=32)
+def _squad2_gold(path: str, mtime: float) -> _Squad2Gold:
+    # See _mrqa_gold.
+    return _read_squad2(path)
+
+
+def _squad2_inputs(gold: _Squad2Gold) -> dict[str, Any]:
+    from scoring.unanswerable import LEVEL_FIELDS
+
+    # A difficulty level is not an answer, but Nakanishi-style data labels only the
+    # unanswerable questions, so there the label's mere presence is is_impossible under
+    # another name; it is withheld whenever some level (or "no level") has only one kind.
+    dropped_levels = set(LEVEL_FIELDS) if gold.levels_reveal_answerability else set()
+
+    def hidden(key: str) -> bool:
+        return _names_an_answer(key) or key == "is_impossible" or key in dropped_levels
+
+    return {
+        **gold.dataset,
+        "data": [
+            {
+                **article,
+                "paragraphs": [
+                    {**paragraph, "qas": [{k: v for k, v in qa.items() if not hidden(k)} for qa in paragraph["qas"]]}
+                    for paragraph in article["paragraphs"]
+                ],
+            }
+            for article in gold.dataset["data"]
+        ],
+    }
+
+
+@dataclass
+class Squad2Suite:
+    """SQuAD 2.0 (evaluate-v2.0.py) with unanswerable-question detection, overall and per difficulty level.
+
+    Predictions are {qid: answer}, "" to abstain.  Every question needs one (the
+    upload check enforces it), so scoring keeps the official strictness.
+    """
+
+    key: str = "squad2"
+    gold_suffix: str = ".json"
+    primary_metric: str = "f1"
+    dataset_columns: Sequence[Column] = (
+        Column("f1", "F1"), Column("exact", "EM"), Column("hasans_f1", "HasAns F1"), Column("noans_f1", "NoAns F1"),
+    )
+    aggregate_columns: Sequence[Column] = field(
+        default_factory=lambda: [
+            Column("f1", "F1"),
+            Column("exact", "EM"),
+            Column("hasans_f1", "HasAns F1"),
+            Column("noans_f1", "NoAns F1"),
+        ]
+    )
+
+    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
+        def inspect(path: str) -> GoldInfo:
+            gold = _read_squad2(path)
+            qids = [qa["id"] for article in gold.dataset["data"] for paragraph in article["paragraphs"]
+                    for qa in paragraph["qas"]]
+            return GoldInfo(qids=qids, inputs=_json_bytes(_squad2_inputs(gold)))
+
+        return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
+
+    def check_predictions(self, predictions: Any, *, where: str) -> None:
+        _check_string_answers(predictions, where)
+
+    def score(self, gold_path: str, predictions: Any, options: Mapping[str, Any]) -> DatasetResult:
+        from scoring import squad, unanswerable
+
+        gold = _squad2_gold(gold_path, os.path.getmtime(gold_path))
+        official = squad.evaluate_squad_v2(gold.dataset, predictions, strict=True, dataset_path=gold_path)
+        detection = unanswerable.evaluate_unanswerable(gold.dataset, predictions, strict=True, dataset_path=gold_path)
+        metrics: dict[str, float | None] = {"exact": official.metrics["exact"], "f1": official.metrics["f1"]}
+        # evaluate-v2.0.py leaves HasAns_* / NoAns_* out when no question is of that kind;
+        # so do we, rather than store a number for an empty set.
+        for prefix in ("HasAns", "NoAns"):
+            if f"{prefix}_total" in official.metrics:
+                metrics[f"{prefix.lower()}_exact"] = official.metrics[f"{prefix}_exact"]
+                metrics[f"{prefix.lower()}_f1"] = official.metrics[f"{prefix}_f1"]
+        # The suite is also "detection": predicting "" exactly is the abstention, whatever
+        # the levels, so this is defined for every SQuAD 2.0 file.
+        metrics["detection_acc"] = detection.metrics["detection_accuracy"]
+        for label, values in detection.metrics.get("levels", {}).items():
+            name = gold.level_names[label]
+            metrics[f"level_{name}_detection_acc"] = values["detection_accuracy"]
+            metrics[f"level_{name}_exact"] = values["exact"]
+            metrics[f"level_{name}_f1"] = values["f1"]
+        by_id = {record["id"]: record for record in detection.per_example}
+        per_example = [
+            {
+                **record,
+                "level": by_id[record["id"]]["level"],
+                "predicted_unanswerable": by_id[record["id"]]["predicted_unanswerable"],
+                "detection_correct": by_id[record["id"]]["detection_correct"],
+            }
+            for record in official.per_example
+        ]
+        return DatasetResult(metrics=metrics, per_example=per_example)
+
+    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
+        return _mean_of_each_metric(per_dataset)
+
+
+# --------------------------------------------------------------------------- QuAC
+
+# QuAC's dialog acts (scorer.py compares them as strings).
+_QUAC_YESNO = frozenset({"y", "n", "x"})
+_QUAC_FOLLOWUP = frozenset({"y", "n", "m"})
+# A plain-string answer asserts no dialog act: "x" is "not a yes/no question" and "m"
+# "follow-up: maybe", QuAC's neutral labels.  They still count in yesno_acc and followup_acc.
+_QUAC_DEFAULT_YESNO = "x"
+_QUAC_DEFAULT_FOLLOWUP = "m"
+# scoring.quac's official keys -> platform metric names.
+_QUAC_METRICS = {
+    "f1": "f1",
+    "HEQ": "heq_q",
+    "DHEQ": "heq_d",
+    "yes/no": "yesno_acc",
+    "followup": "followup_acc",
+    "unanswerable_acc": "unanswerable_acc",
+    "unfiltered_f1": "unfiltered_f1",
+}
+_QUAC_ANSWER_SHAPE = '{"answer": "...", "yesno": "y|n|x", "followup": "y|n|m"}'
+
+
+def _read_quac(path: str) -> tuple[dict[str, Any], list[QuacDialog]]:
+    """A QuAC gold file, checked: the scorer's fields, question texts, and dialog acts it can match."""
+    from scoring import quac
+    from scoring.io import load_json
+
+    document = load_json(path)
+    if not isinstance(document, dict):
+        raise InputFormatError("expected a QuAC dataset: a JSON object with a 'data' list", path=path)
+    dialogs = quac.quac_dialogs(document, path=path, strict=True)
+    for a, article in enumerate(document["data"]):
+        for p, paragraph in enumerate(article["paragraphs"]):
+            for q, qa in enumerate(paragraph["qas"]):
+                where = f"data[{a}].paragraphs[{p}].qas[{q}]"
+                if not isinstance(qa.get("question"), str):
+                    raise InputFormatError(f"{where} should have a string 'question'", path=path, qid=qa["id"])
+                # A gold act outside QuAC's labels could never be predicted right.
+                for key, allowed in (("yesno", _QUAC_YESNO), ("followup", _QUAC_FOLLOWUP)):
+                    if not isinstance(qa[key], str) or qa[key] not in allowed:
+                        raise InputFormatError(
+                            f"{where}: {key!r} should be one of {', '.join(sorted(allowed))}, found {qa[key]!r}",
+                            path=path, qid=qa["id"],
+                        )
+    return document, dialogs
+
+
+@lru_cache(maxsize=32)
+def _quac_gold(path: str, mtime: float) -> list[QuacDialog]:
+    # See _mrqa_gold.
+    from scoring import quac
+
+    return quac.load_quac_dataset(path, strict=True)
+
+
+def _quac_inputs(document: dict[str, Any]) -> dict[str, Any]:
+    # Every question of a dialog is kept, so a system sees the dialog history as questions.
+    # QuAC's official setting also gives it the previous turns' gold answers, but on a
+    # hidden test set those turns are scored too: their answers would be given away.
+    # Systems therefore condition on their own earlier answers, not gold ones.
+    def hidden(key: str) -> bool:
+        return _names_an_answer(key) or key in ("yesno", "followup")
+
+    return {
+        **document,
+        "data": [
+            {
+                **article,
+                "paragraphs": [
+                    {**paragraph, "qas": [{k: v for k, v in qa.items() if not hidden(k)} for qa in paragraph["qas"]]}
+                    for paragraph in article["paragraphs"]
+                ],
+            }
+            for article in document["data"]
+        ],
+    }
+
+
+def _quac_predictions(dialogs: Sequence[QuacDialog], predictions: Mapping[str, Any]) -> dict[str, dict[str, QuacPrediction]]:
+    """Platform answers filed by dialog, as scoring.quac's loader files official prediction lines.
+
+    The official scorer files a line under the dialog named by its first qid's
+    prefix (``qid.split("_q#")[0]``); the gold says which dialog each qid is in,
+    so each answer is filed there and a qid without that prefix is not lost.
+    """
+    from scoring.quac import QuacPrediction
+
+    out: dict[str, dict[str, QuacPrediction]] = {}
+    for dialog in dialogs:
+        filed = out.setdefault(dialog.dialog_id, {})
+        for question in dialog.questions:
+            if question.qid not in predictions:
+                continue  # scored 0, as the official scorer does (uploads cannot omit one)
+            answer = predictions[question.qid]
+            if isinstance(answer, str):
+                filed[question.qid] = QuacPrediction(answer, _QUAC_DEFAULT_YESNO, _QUAC_DEFAULT_FOLLOWUP)
+            else:
+                filed[question.qid] = QuacPrediction(
+                    answer["answer"],
+                    answer.get("yesno", _QUAC_DEFAULT_YESNO),
+                    answer.get("followup", _QUAC_DEFAULT_FOLLOWUP),
+                )
+    return out
+
+
+@dataclass
+class QuacSuite:
+    """QuAC (scorer.py): F1, HEQ-Q, HEQ-D, yes/no and follow-up accuracy; F1 ranks.
+
+    Predictions are {qid: answer} or {qid: {"answer", "yesno", "followup"}};
+    "CANNOTANSWER" is the no-answer string, as in QuAC.
+    """
+
+    key: str = "quac"
+    gold_suffix: str = ".json"
+    primary_metric: str = "f1"
+    dataset_columns: Sequence[Column] = (Column("f1", "F1"), Column("heq_q", "HEQ-Q"), Column("heq_d", "HEQ-D"))
+    aggregate_columns: Sequence[Column] = field(
+        default_factory=lambda: [Column("f1", "F1"), Column("heq_q", "HEQ-Q"), Column("heq_d", "HEQ-D")]
+    )
+
+    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
+        def inspect(path: str) -> GoldInfo:
+            document, dialogs = _read_quac(path)
+            qids = [question.qid for dialog in dialogs for question in dialog.questions]
+            return GoldInfo(qids=qids, inputs=_json_bytes(_quac_inputs(document)))
+
+        return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
+
+    def check_predictions(self, predictions: Any, *, where: str) -> None:
+        if not isinstance(predictions, dict):
+            raise InputFormatError(
+                f"expected a JSON object {{qid: answer}}, found {type(predictions).__name__}", path=where
+            )
+        for qid, answer in predictions.items():
+            if isinstance(answer, str):
+                continue
+            if not isinstance(answer, dict) or not isinstance(answer.get("answer"), str):
+                raise InputFormatError(f"the answer should be a string or {_QUAC_ANSWER_SHAPE}", path=where, qid=qid)
+            unknown = sorted(set(answer) - {"answer", "yesno", "followup"})
+            if unknown:
+                # Most likely a misspelt act ("follow_up"), which would silently score as the default.
+                raise InputFormatError(
+                    f"unknown field(s) {', '.join(map(repr, unknown))}; expected {_QUAC_ANSWER_SHAPE}",
+                    path=where, qid=qid,
+                )
+            for key, allowed in (("yesno", _QUAC_YESNO), ("followup", _QUAC_FOLLOWUP)):
+                value = answer.get(key)
+                if key in answer and (not isinstance(value, str) or value not in allowed):
+                    raise InputFormatError(
+                        f"{key!r} should be one of {', '.join(sorted(allowed))}, found {value!r}", path=where, qid=qid
+                    )
+
+    def score(self, gold_path: str, predictions: Any, options: Mapping[str, Any]) -> DatasetResult:
+        from scoring import quac
+
+        # Uploads were checked when submitted; this is cheap, and the conversion relies on it.
+        self.check_predictions(predictions, where="predictions")
+        dialogs = _quac_gold(gold_path, os.path.getmtime(gold_path))
+        # allow_undefined: with every question predicted, only unanswerable_acc can be
+        # undefined (a dataset without CANNOTANSWER questions), and that must not fail
+        # every submission; it is stored as None.
+        result = quac.evaluate_quac(
+            dialogs, _quac_predictions(dialogs, predictions),
+            min_f1=float(options.get("min_f1", quac.DEFAULT_MIN_F1)), allow_undefined=True, dataset_path=gold_path,
+        )
+        metrics: dict[str, float | None] = {name: result.metrics[key] for key, name in _QUAC_METRICS.items()}
+        # Per-question records are kept for significance tests and breakdowns, not to
+        # republish the hidden references.
+        per_example = [{k: v for k, v in r.items() if k != "refs_after_handle_cannot"} for r in result.per_example]
+        return DatasetResult(metrics=metrics, per_example=per_example)
+
+    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
+        return _mean_of_each_metric(per_dataset)
+
+
+# --------------------------------------------------------------------------- CoQA
+
+
+def coqa_qid(story_id: Hashable, turn_id: Hashable) -> str:
+    """The platform's question id of a CoQA turn.
+
+    CoQA has no question ids, only (story id, turn id) pairs, and the official
+    predictions are a list of {"id", "turn_id", "answer"}; uploads here are
+    {qid: answer} like every other suite's.
+    """
+    return f"{story_id}_{turn_id}"
+
+
+def _read_coqa(path: str) -> tuple[dict[str, Any], CoqaGold]:
+    from scoring import coqa
+    from scoring.io import load_json
+
+    document = load_json(path)
+    gold = coqa.coqa_gold(document, path=path, strict=True)
+    for s, story in enumerate(document["data"]):
+        for i, question in enumerate(story["questions"]):
+            if not isinstance(question.get("input_text"), str):
+                raise InputFormatError(
+                    f"data[{s}] (story {story['id']!r}): questions[{i}] should have a string 'input_text'",
+                    path=path, qid=coqa_qid(story["id"], question["turn_id"]),
+                )
+    return document, gold
+
+
+@lru_cache(maxsize=32)
+def _coqa_gold(path: str, mtime: float) -> tuple[CoqaGold, dict[str, TurnKey]]:
+    # See _mrqa_gold.  The qid -> (story id, turn id) map keeps the turn id's JSON type,
+    # which the official dict lookup depends on.
+    _, gold = _read_coqa(path)
+    return gold, {coqa_qid(*key): key for key in gold.turns}
+
+
+def _coqa_metric_prefix(bucket: str) -> str:
+    # evaluate-v1.0.py's buckets: "overall", "in_domain", "mid-high_school"...
+    return "" if bucket == "overall" else re.sub(r"[^a-z0-9]+", "_", bucket.lower()) + "_"
+
+
+@dataclass
+class CoqaSuite:
+    """CoQA (evaluate-v1.0.py): F1 and EM overall, in and out of domain, and by source; F1 ranks.
+
+    Predictions are {"<story id>_<turn id>": answer} (see :func:`coqa_qid`).
+    """
+
+    key: str = "coqa"
+    gold_suffix: str = ".json"
+    primary_metric: str = "f1"
+    dataset_columns: Sequence[Column] = (Column("f1", "F1"), Column("em", "EM"))
+    aggregate_columns: Sequence[Column] = field(
+        default_factory=lambda: [
+            Column("f1", "F1"),
+            Column("em", "EM"),
+            Column("in_domain_f1", "In-domain F1"),
+            Column("out_domain_f1", "Out-of-domain F1"),
+        ]
+    )
+
+    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
+        def inspect(path: str) -> GoldInfo:
+            document, gold = _read_coqa(path)
+            stories = [{k: v for k, v in story.items() if not _names_an_answer(k)} for story in document["data"]]
+            return GoldInfo(qids=[coqa_qid(*key) for key in gold.turns],
+                            inputs=_json_bytes({**document, "data": stories}))
+
+        return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
+
+    def check_predictions(self, predictions: Any, *, where: str) -> None:
+        _check_string_answers(predictions, where)
+
+    def score(self, gold_path: str, predictions: Any, options: Mapping[str, Any]) -> DatasetResult:
+        from scoring import coqa
+
+        _check_string_answers(predictions, "predictions")
+        gold, keys = _coqa_gold(gold_path, os.path.getmtime(gold_path))
+        result = coqa.evaluate_coqa(gold, {keys[qid]: answer for qid, answer in predictions.items() if qid in keys})
+        metrics: dict[str, float | None] = {}
+        for bucket in ("overall", *(b for b in result.metrics if b != "overall")):
+            cell = result.metrics[bucket]
+            # The official script prints 0.0 for a domain or source without turns; a
+            # board would show that as a score, so it is left out.
+            if cell["turns"]:
+                prefix = _coqa_metric_prefix(bucket)
+                metrics[f"{prefix}f1"] = cell["f1"]
+                metrics[f"{prefix}em"] = cell["em"]
+        per_example = [{**r, "qid": coqa_qid(r["id"], r["turn_id"])} for r in result.per_example]
+        return DatasetResult(metrics=metrics, per_example=per_example)
+
+    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
+        return _mean_of_each_metric(per_dataset)
+
+
+SUITES: dict[str, Suite] = {
+    "mrqa": MrqaSuite(),
+    "mrc2018": Mrc2018Suite(),
+    "squad2": Squad2Suite(),
+    "quac": QuacSuite(),
+    "coqa": CoqaSuite(),
+}
 
 
 def suite_for(challenge: Challenge) -> Suite:
