@@ -26,8 +26,23 @@ if ! (exec 3<>"/dev/tcp/127.0.0.1/${REDIS_PORT}") 2>/dev/null; then
     >var/redis.log 2>&1 &
   pids+=($!)
 fi
-$PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO >var/worker.log 2>&1 &
+# Two workers: one runs submitted systems (minutes each); the other scores prediction
+# files and runs the reaper (--beat), so neither waits for the other.
+$PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO -Q systems -n systems@%h \
+  >var/worker-systems.log 2>&1 &
 pids+=($!)
+$PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO -Q celery,control -n scoring@%h --beat \
+  >var/worker.log 2>&1 &
+pids+=($!)
+
+# The baseline system runs on the hidden test data like any team's and ranks as a marked row.
+if [ "${READERBOARD_SKIP_ENGINE:-0}" != "1" ]; then
+  image_id=$(docker image inspect -f '{{.Id}}' readerboard/baseline:latest)
+  archive="var/baseline-${image_id#sha256:}.tar"
+  [ -f "$archive" ] || { rm -f var/baseline-*.tar; docker save readerboard/baseline:latest -o "$archive"; }
+  $PY manage.py system_submit mrqa-demo test "$archive" --once \
+    --team "Baseline: sentence overlap" --description "deploy/images/baseline: word-overlap sentence, short span"
+fi
 
 cat <<MSG
 
@@ -37,7 +52,9 @@ cat <<MSG
     alice     / alice-demo-pw       (participant)
     bob       / bob-demo-pw         (participant)
   Boards: /c/mrqa-demo/board/dev/   /c/mrc2018-demo/board/dev/   /c/mrqa2019/board/test/
-  API schema: /api/schema/    Logs: var/worker.log, var/redis.log
+  API schema: /api/schema/    Logs: var/worker.log, var/worker-systems.log, var/redis.log
+  The baseline system is running on the hidden test data; its row appears on
+  /c/mrqa-demo/board/test/ when it finishes (about a minute).
 
 MSG
 $PY manage.py runserver "0.0.0.0:${PORT}" --noreload

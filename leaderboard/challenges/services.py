@@ -27,6 +27,7 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.systems import SystemSettings
 from scoring.errors import ScoringError
 
 
@@ -82,6 +83,11 @@ def challenge_load(*, spec_path: Path) -> Challenge:
     base_dir = spec_path.parent
     slug = _get(spec, "slug", "challenge")
     suite = _choice(_get(spec, "metric_suite", slug), MetricSuite, f"{slug}.metric_suite")
+    try:
+        # Validated here so a typo in a limit fails the load, not a run weeks later.
+        systems = SystemSettings.from_json(spec.get("systems")).as_json() if spec.get("systems") else {}
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{slug}.systems: {exc}") from None
 
     with transaction.atomic():
         challenge, _ = Challenge.objects.update_or_create(
@@ -93,6 +99,7 @@ def challenge_load(*, spec_path: Path) -> Challenge:
                 "suite_options": spec.get("suite_options") or {},
                 "ranking_rule": _choice(spec.get("ranking_rule", RankingRule.BEST), RankingRule, f"{slug}.ranking_rule"),
                 "is_public": bool(spec.get("is_public", True)),
+                "system_settings": systems,
             },
         )
         for username in spec.get("staff", []) or []:

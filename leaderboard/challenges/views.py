@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
 from leaderboard.challenges.models import Challenge
 from leaderboard.rankings.selectors import board_datasets, dataset_label
+from leaderboard.submissions.systems import SystemSettings
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -25,6 +26,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
         for ds in challenge.datasets.all()
     ]
     boards = [(p, board_datasets(phase=p)) for p in phases]
+    takes_systems = any(k in ("docker_image", "code_bundle") for p in phases for k in p.allowed_kinds)
     return render(
         request,
         "challenges/detail.html",
@@ -35,5 +37,6 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "boards": boards,
             "team": team_of_user(user=request.user, challenge=challenge),
             "is_organizer": is_organizer,
+            "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
         },
     )

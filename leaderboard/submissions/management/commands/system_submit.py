@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from leaderboard.challenges.models import Phase
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.models import ACTIVE_STATUSES, Status, Submission
 from leaderboard.submissions.system_services import baseline_system_submit
 
 
@@ -23,11 +24,18 @@ class Command(BaseCommand):
         parser.add_argument("--kind", choices=["docker_image", "code_bundle"], default=None,
                             help="default: code_bundle for .zip files, docker_image otherwise")
         parser.add_argument("--description", default="")
+        parser.add_argument("--once", action="store_true",
+                            help="do nothing if this team already has a queued, running or finished submission")
 
     def handle(self, *args: Any, **options: Any) -> None:
         phase = Phase.objects.filter(challenge__slug=options["challenge"], slug=options["phase"]).first()
         if phase is None:
             raise CommandError(f"no phase {options['phase']!r} in challenge {options['challenge']!r}")
+        if options["once"] and Submission.objects.filter(
+            phase=phase, team__name=options["team"], status__in=[*ACTIVE_STATUSES, Status.FINISHED]
+        ).exists():
+            self.stdout.write(f"{options['team']} already has a submission in {phase}; nothing to do")
+            return
         kind = options["kind"] or ("code_bundle" if options["file"].endswith(".zip") else "docker_image")
         try:
             submission = baseline_system_submit(phase=phase, team_name=options["team"], path=options["file"],
