@@ -1,0 +1,60 @@
+"""A team submits a system through the form and watches it in Chromium: queue position, running,
+finished, scores and log, with no manual reload (real worker, Redis and Docker engine)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from leaderboard.submissions.models import Status, Submission
+from tests.leaderboard.test_browser import browser  # noqa: F401  (the Chromium fixture)
+from tests.workers.systems_fixtures import Platform
+from tests.workers.test_faults import slow_bundle, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-system.png"
+
+
+def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
+    platform: Platform, live_server, browser, tmp_path: Path  # type: ignore[no-untyped-def]  # noqa: F811
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver = browser
+    wait = WebDriverWait(driver, 120)
+    base = live_server.url
+    # Another team's system holds the only runner, so ours waits in the queue first.
+    ahead = platform.submit(slow_bundle(), who="charlie")
+    wait_for(lambda: Submission.objects.get(pk=ahead).status == Status.RUNNING, 60, "the first run", platform)
+
+    driver.get(f"{base}/accounts/login/")
+    driver.find_element(By.ID, "id_username").send_keys("alice")
+    driver.find_element(By.ID, "id_password").send_keys("alice-pw")
+    driver.find_element(By.CSS_SELECTOR, "form button, form input[type=submit]").click()
+    driver.get(f"{base}/c/demo/")
+    assert "How your system runs" in driver.find_element(By.ID, "contract").text
+    assert "256 MiB" in driver.find_element(By.ID, "contract").text  # the challenge's own limits
+
+    archive = tmp_path / "slow.zip"
+    archive.write_bytes(slow_bundle())
+    driver.get(f"{base}/c/demo/submit/system/")
+    Select(driver.find_element(By.ID, "id_phase")).select_by_value(str(platform.cast.test.pk))
+    Select(driver.find_element(By.ID, "id_kind")).select_by_value("code_bundle")
+    driver.find_element(By.ID, "id_file").send_keys(str(archive))
+    driver.find_element(By.ID, "system-submit").click()
+
+    wait.until(ec.presence_of_element_located((By.ID, "status")))
+    assert driver.find_element(By.ID, "status").text == "queued"
+    assert driver.find_element(By.ID, "queue-position").text == "1"
+    # The page follows the run by itself: running, then finished with scores and the log.
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "running"))
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "finished"))
+    assert driver.find_elements(By.CSS_SELECTOR, "#scores tr")
+    assert "slept; answering now" in driver.find_element(By.ID, "log").text
+    assert "Hidden-07" in driver.find_element(By.ID, "scores").text
+    assert "CoQA" not in driver.page_source  # the sealed dataset's name is nowhere on the page
+    driver.save_screenshot(str(SCREENSHOT))
