@@ -10,7 +10,7 @@ echo "== mypy --strict scoring"
 echo "== import layering (workers -> leaderboard -> scoring)"
 .venv/bin/lint-imports
 echo "== ruff"
-.venv/bin/ruff check scoring tests
+.venv/bin/ruff check scoring tests deploy/images workers
 echo "== pytest"
 set +e
 .venv/bin/python -m pytest "$@"
