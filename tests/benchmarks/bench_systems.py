@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from leaderboard.core import tasks
     from leaderboard.submissions.models import Status, Submission
     from leaderboard.submissions.system_services import submission_create_system
-    from tests.workers.conftest import RedisServer, Worker
+    from tests.workers.processes import RedisServer, Worker
 
     spec_path = tmp / "spec.yaml"
     spec_path.write_text(spec(args.datasets))

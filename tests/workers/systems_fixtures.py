@@ -20,7 +20,7 @@ from leaderboard.core import tasks
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE
 from tests.leaderboard.conftest import Cast
-from tests.workers.conftest import RedisServer, Worker
+from tests.workers.processes import RedisServer, Worker
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = HERE / "systems"

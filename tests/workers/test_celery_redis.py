@@ -11,7 +11,7 @@ from django.test import Client
 from leaderboard.core import tasks
 from leaderboard.submissions.models import Status, Submission
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
-from tests.workers.conftest import RedisServer, Worker
+from tests.workers.processes import RedisServer, Worker
 
 
 def _wait_final(pk: int, timeout: float = 60) -> Submission:

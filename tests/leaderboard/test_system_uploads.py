@@ -1,0 +1,183 @@
+"""Uploading systems (image archives, code bundles): refused whole with a clear 4xx, or stored and queued.
+
+No engine is needed here: archives are built by hand, byte for byte what ``docker save`` writes
+(manifest.json, the config blob, layer tars), so every refusal happens before anything runs.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import html
+import io
+import json
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from leaderboard.submissions.models import Status, Submission
+from tests.leaderboard.conftest import Cast
+from tests.workers.systems_fixtures import system_phases
+
+CHANNELS = ["api", "web"]
+
+
+def tar_of(members: dict[str, bytes], *, gz: bool = False) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    raw = buffer.getvalue()
+    return gzip.compress(raw) if gz else raw
+
+
+def image_archive(*, config: dict | None = None, manifest: object = None, extra: dict[str, bytes] | None = None,
+                  gz: bool = False) -> tuple[bytes, str]:
+    layer = tar_of({"run.py": b"print('hello')\n"})
+    layer_name = hashlib.sha256(layer).hexdigest() + "/layer.tar"
+    config_bytes = json.dumps(config or {"architecture": "amd64", "os": "linux",
+                                         "config": {"Cmd": ["python3", "/run.py"]},
+                                         "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+    config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
+    if manifest is None:
+        manifest = [{"Config": config_name, "RepoTags": ["readerboard/python:bookworm"], "Layers": [layer_name]}]
+    members = {config_name: config_bytes, layer_name: layer, "manifest.json": json.dumps(manifest).encode()}
+    members.update(extra or {})
+    return tar_of(members, gz=gz), "sha256:" + hashlib.sha256(config_bytes).hexdigest()
+
+
+def bundle_of(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(zipfile.ZipInfo(name), data)
+    return buffer.getvalue()
+
+
+def stored_files() -> set[Path]:
+    root = Path(settings.PRIVATE_STORAGE_ROOT)
+    return {p for p in root.rglob("*") if p.is_file() and "gold" not in p.parts and "inputs" not in p.parts}
+
+
+@pytest.fixture
+def systems(cast: Cast) -> Cast:
+    system_phases(cast)
+    return cast
+
+
+@pytest.fixture
+def nothing_stored(systems: Cast) -> Iterator[None]:
+    before_rows = Submission.objects.count()
+    before_files = stored_files()
+    yield
+    assert Submission.objects.count() == before_rows
+    assert stored_files() == before_files, "a refused upload left a file behind (spool included)"
+
+
+def post(cast: Cast, channel: str, content: bytes, *, kind: str, name: str, who: str = "alice") -> tuple[int, str]:
+    client = cast.client(who)
+    upload = SimpleUploadedFile(name, content)
+    if channel == "api":
+        response = client.post("/api/v1/challenges/demo/systems/", {"phase": "test", "kind": kind, "file": upload})
+        body = response.json()
+        return response.status_code, body.get("detail", json.dumps(body))
+    response = client.post("/c/demo/submit/system/", {"phase": cast.test.pk, "kind": kind, "file": upload})
+    return response.status_code, html.unescape(response.content.decode())
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_an_image_archive_is_stored_pinned_by_its_id_and_queued(systems: Cast, channel: str) -> None:
+    content, image_id = image_archive(gz=True)
+    status, _ = post(systems, channel, content, kind="docker_image", name="mine.tar.gz")
+    assert status in (201, 302)
+    submission = Submission.objects.get()
+    assert submission.status == Status.QUEUED and submission.image_digest == image_id
+    assert submission.queued_at is not None
+    assert Path(submission.file.path).read_bytes() == content
+    assert not list((Path(settings.PRIVATE_STORAGE_ROOT) / "spool").iterdir())
+
+
+CASES = {
+    "not an archive": (b"just some text", "docker_image", "x.tar", ["not a tar archive"]),
+    "no manifest": (tar_of({"a.json": b"{}"}), "docker_image", "x.tar", ["no manifest.json", "docker save"]),
+    "two images": (image_archive(manifest=[{}, {}])[0], "docker_image", "x.tar", ["holds 2 images"]),
+    "path traversal": (image_archive(extra={"../../etc/cron.d/x": b"boom"})[0], "docker_image", "x.tar",
+                       ["unsafe member name", "../../etc/cron.d/x"]),
+    "missing layer": (image_archive(manifest=[{"Config": "nope.json", "Layers": []}])[0], "docker_image", "x.tar",
+                      ["names 'nope.json', which is not in the archive"]),
+    "a VOLUME": (image_archive(config={"os": "linux", "architecture": "amd64",
+                                       "config": {"Volumes": {"/data": {}}}})[0],
+                 "docker_image", "x.tar", ["declares VOLUME /data"]),
+    "arm image": (image_archive(config={"os": "linux", "architecture": "arm64", "config": {}})[0],
+                  "docker_image", "x.tar", ["linux/arm64", "linux/amd64 is needed"]),
+    "truncated gzip": (image_archive(gz=True)[0][:200], "docker_image", "x.tar.gz", ["x.tar.gz:"]),
+    "bundle not a zip": (b"PK not really", "code_bundle", "b.zip", ["not a zip archive"]),
+    "bundle without run.py": (bundle_of({"main.py": b"print(1)"}), "code_bundle", "b.zip",
+                              ["no run.sh or run.py at the top"]),
+    "bundle in a folder": (bundle_of({"mine/run.py": b"print(1)"}), "code_bundle", "b.zip",
+                           ["not inside a folder"]),
+    "bundle traversal": (bundle_of({"run.py": b"", "../evil.py": b"x"}), "code_bundle", "b.zip",
+                         ["unsafe path '../evil.py'"]),
+}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_bad_system_upload_is_refused_whole_and_says_why(
+    systems: Cast, nothing_stored: None, channel: str, case: str
+) -> None:
+    content, kind, name, fragments = CASES[case]
+    status, message = post(systems, channel, content, kind=kind, name=name)
+    assert status == 400, message[:500]
+    for fragment in fragments:
+        assert fragment in message, (fragment, message[:2000])
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_an_image_over_the_size_limit_is_413(systems: Cast, nothing_stored: None, channel: str, settings) -> None:
+    content, _ = image_archive()
+    settings.MAX_SYSTEM_UPLOAD_BYTES = len(content) - 1
+    status, message = post(systems, channel, content, kind="docker_image", name="big.tar")
+    assert status == 413
+    assert "big.tar" in message and "limit" in message
+
+
+def test_a_huge_system_request_is_413_before_its_body_is_read(systems: Cast, nothing_stored: None,
+                                                              settings) -> None:
+    settings.MAX_SYSTEM_UPLOAD_BYTES = 1000
+    response = systems.client("alice").post(
+        "/api/v1/challenges/demo/systems/", data=b"x" * 200_000, content_type="application/octet-stream"
+    )
+    assert response.status_code == 413
+    assert "limited to 1000 bytes" in response.json()["detail"]
+
+
+def test_a_phase_that_takes_only_predictions_refuses_systems(cast: Cast) -> None:
+    content, _ = image_archive()
+    status, message = post(cast, "api", content, kind="docker_image", name="x.tar")
+    assert status == 400
+    assert "does not accept docker_image submissions" in message
+    assert not Submission.objects.exists()
+
+
+def test_the_log_is_shown_to_the_team_and_organizers_only(systems: Cast) -> None:
+    content, _ = image_archive()
+    post(systems, "api", content, kind="docker_image", name="x.tar")
+    submission = Submission.objects.get()
+    Submission.objects.filter(pk=submission.pk).update(log="SECRET-LOG-LINE")
+    url = f"/api/v1/submissions/{submission.pk}/log/"
+    for who, expected in [("alice", 200), ("bob", 200), ("oscar", 200), ("charlie", 404), ("dave", 404),
+                          (None, 401)]:
+        response = systems.client(who).get(url)
+        assert response.status_code in ((expected,) if expected != 401 else (401, 403)), who
+        assert ("SECRET-LOG-LINE" in response.content.decode()) == (expected == 200), who
+    page = f"/c/demo/submissions/{submission.pk}/"
+    assert "SECRET-LOG-LINE" in systems.client("alice").get(page).content.decode()
+    assert systems.client("charlie").get(page).status_code == 404
