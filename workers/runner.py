@@ -43,6 +43,7 @@ SANDBOX_USER = "10001:10001"
 SANDBOX_UID = 10001
 LABEL_SUBMISSION = "readerboard.submission"
 LABEL_ATTEMPT = "readerboard.attempt"
+GVISOR_PIDS_HEADROOM = 512
 
 
 class PlatformError(Exception):
@@ -142,6 +143,12 @@ def directory_bytes(path: Path) -> int:
     return total
 
 
+def _filled(path: Path) -> bool:
+    """A capped output area with no room left: the system hit the cap (ENOSPC), its output is cut."""
+    stats = os.statvfs(path)
+    return stats.f_bavail == 0 or stats.f_favail == 0
+
+
 def runs_cleanup(root: Path) -> None:
     """Release output mounts and folders that runs of a dead worker left behind."""
     if not root.is_dir():
@@ -178,6 +185,8 @@ def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
         "memswap_limit": memory,  # equal to the memory limit: no swap on top
         "nano_cpus": int(lim.cpus * 1e9),
         "pids_limit": lim.pids,
+        # No RLIMIT_NPROC under runc: it counts every process of uid 10001 on the host,
+        # so one team's fork bomb would stop another team's run from forking.
         "ulimits": [
             docker.types.Ulimit(name="nofile", soft=lim.nofile, hard=lim.nofile),
             docker.types.Ulimit(name="core", soft=0, hard=0),
@@ -201,6 +210,13 @@ def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
     }
     if spec.runtime:
         kwargs["runtime"] = spec.runtime
+    if spec.runtime == "runsc":
+        # gVisor's own kernel runs as host threads in the same pids cgroup (an idle sandbox
+        # has ~40, and each guest process adds some): at the bare limit the sandbox itself
+        # dies.  The guest's processes are limited by gVisor's RLIMIT_NPROC instead, which
+        # counts only this sandbox's processes.
+        kwargs["pids_limit"] = lim.pids + GVISOR_PIDS_HEADROOM
+        kwargs["ulimits"].append(docker.types.Ulimit(name="nproc", soft=lim.pids, hard=lim.pids))
     return kwargs
 
 
@@ -282,7 +298,9 @@ def run_container(
         except docker.errors.APIError as exc:
             raw = f"[logs unavailable: {exc}]".encode()
         report.logs = cap_log(raw, spec.limits.log_bytes)
-        if not report.output_too_large and directory_bytes(spec.output_dir) > limit_bytes:
+        if not report.output_too_large and (
+            directory_bytes(spec.output_dir) > limit_bytes or (output_capped and _filled(spec.output_dir))
+        ):
             report.output_too_large = True
         return report
     except docker.errors.APIError as exc:

@@ -35,6 +35,7 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     driver.find_element(By.ID, "id_username").send_keys("alice")
     driver.find_element(By.ID, "id_password").send_keys("alice-pw")
     driver.find_element(By.CSS_SELECTOR, "form button, form input[type=submit]").click()
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "header.top nav"), "alice"))
     driver.get(f"{base}/c/demo/")
     assert "How your system runs" in driver.find_element(By.ID, "contract").text
     assert "256 MiB" in driver.find_element(By.ID, "contract").text  # the challenge's own limits
