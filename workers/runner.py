@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -147,15 +146,6 @@ def _filled(path: Path) -> bool:
     """A capped output area with no room left: the system hit the cap (ENOSPC), its output is cut."""
     stats = os.statvfs(path)
     return stats.f_bavail == 0 or stats.f_favail == 0
-
-
-def runs_cleanup(root: Path) -> None:
-    """Release output mounts and folders that runs of a dead worker left behind."""
-    if not root.is_dir():
-        return
-    for run_dir in root.iterdir():
-        output_area_release(run_dir / "output")
-        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- running

@@ -71,7 +71,7 @@ def _read_upload(upload: UploadedFile, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _check_can_submit(*, team: Team, phase: Phase, user: User, kind: str) -> None:
+def submission_check_can_submit(*, team: Team, phase: Phase, user: User, kind: str) -> None:
     if team.challenge_id != phase.challenge_id:
         raise ServiceError("this team does not take part in that challenge")
     if not Membership.objects.filter(team=team, user=user).exists():
@@ -97,7 +97,7 @@ def submission_create_predictions(
     dataset_hint: str | None = None,
 ) -> Submission:
     """Validate a prediction upload whole, then store and queue it, inside the team's quota."""
-    _check_can_submit(team=team, phase=phase, user=user, kind=SubmissionKind.PREDICTIONS)
+    submission_check_can_submit(team=team, phase=phase, user=user, kind=SubmissionKind.PREDICTIONS)
     raw = _read_upload(upload, limit_bytes)
     name = upload.name or "predictions.json"
     targets = phase_prediction_targets(phase=phase)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -40,7 +39,7 @@ from leaderboard.core.errors import PayloadTooLarge, QuotaExceeded, ServiceError
 from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
 from leaderboard.submissions.models import FailureCause, Status, Submission
 from leaderboard.submissions.selectors import quota_usage, system_run_plan
-from leaderboard.submissions.services import _check_can_submit, score_dataset, scores_write
+from leaderboard.submissions.services import score_dataset, scores_write, submission_check_can_submit
 from leaderboard.submissions.systems import (
     ArchiveError,
     RunOutcome,
@@ -49,7 +48,7 @@ from leaderboard.submissions.systems import (
     bundle_inspect,
     image_archive_inspect,
 )
-from leaderboard.submissions.uploads import UploadError, _decode_json, check_qids
+from leaderboard.submissions.uploads import UploadError, check_qids, decode_json
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)
@@ -140,7 +139,7 @@ def submission_create_system(
     """Check an image archive or code bundle whole, then store and queue it, inside the quota."""
     if kind not in SYSTEM_KINDS:
         raise ServiceError(f"unknown kind of system {kind!r}: use docker_image or code_bundle", field="kind")
-    _check_can_submit(team=team, phase=phase, user=user, kind=kind)
+    submission_check_can_submit(team=team, phase=phase, user=user, kind=kind)
     name = upload.name or ("image.tar" if kind == SubmissionKind.DOCKER_IMAGE else "bundle.zip")
     path, sha256, size = _spool(upload, settings.MAX_SYSTEM_UPLOAD_BYTES)
     try:
@@ -278,7 +277,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
             where = f"/output/{ds.output_name} (dataset {ds.label})"
             if ds.slug in outcome.output_errors:
                 raise UploadError(f"dataset {ds.label}: {outcome.output_errors[ds.slug]}")
-            predictions = _decode_json(outcome.outputs[ds.slug], where)
+            predictions = decode_json(outcome.outputs[ds.slug], where)
             dataset_file = files[ds.slug]
             suite_for(submission.phase.challenge).check_predictions(predictions, where=where)
             check_qids(predictions, qids=dataset_file.qids, where=where)
@@ -399,7 +398,3 @@ def submissions_lost_in_queue(*, queues: Collection[str], now: dt.datetime | Non
 
 def settings_for(phase: Phase) -> SystemSettings:
     return SystemSettings.from_json(phase.challenge.system_settings)
-
-
-def manifest_json(plan: RunPlan) -> str:
-    return json.dumps(plan.manifest(), indent=2, ensure_ascii=False)

@@ -38,7 +38,7 @@ class DatasetTarget:
     qids: Sequence[str]
 
 
-def _decode_json(raw: bytes, where: str) -> Any:
+def decode_json(raw: bytes, where: str) -> Any:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -93,7 +93,7 @@ def _read_zip(raw: bytes, filename: str) -> dict[str, Any]:
         key = path.stem
         if key in out:
             raise UploadError(f"{filename}: two members for dataset {key!r}")
-        out[key] = _decode_json(data, f"{filename}:{member.filename}")
+        out[key] = decode_json(data, f"{filename}:{member.filename}")
     if not out:
         raise UploadError(f"{filename}: the archive holds no .json file")
     return out
@@ -118,7 +118,7 @@ def parse_upload(
     if raw[:4] == b"PK\x03\x04":
         per_key = _read_zip(raw, filename)
     else:
-        document = _decode_json(raw, filename)
+        document = decode_json(raw, filename)
         if not isinstance(document, dict):
             raise UploadError(
                 f"{filename}: expected a JSON object ({{dataset: {{qid: answer}}}} or {{qid: answer}}), "
