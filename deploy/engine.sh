@@ -7,17 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(docker.io runsc debootstrap)
-need_apt=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need_apt+=("$pkg")
-done
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "engine: installing ${need_apt[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-fi
+source deploy/lib.sh
+apt_ensure engine docker.io runsc debootstrap
 
 # gVisor: the sandbox's own kernel; ptrace works where KVM is not available.
 # --network=none: even a container given a network would have none.

@@ -6,18 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server chromium chromium-driver)
-
-need_apt=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need_apt+=("$pkg")
-done
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "setup: installing system packages: ${need_apt[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-fi
+source deploy/lib.sh
+apt_ensure setup redis-server chromium chromium-driver
 
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -15,8 +15,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import (
@@ -66,6 +67,19 @@ class SubmissionInput(serializers.Serializer[Any]):
     dataset = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+def _team_and_phase(request: Request, slug: str, data: serializers.Serializer[Any]) -> tuple[Team, Phase]:
+    """The caller's team in the challenge and the phase the (validated) input names."""
+    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+    team = team_of_user(user=request.user, challenge=challenge)
+    if team is None:
+        raise ServiceError("you are not in a team for this challenge; create or join one first")
+    data.is_valid(raise_exception=True)
+    phase = challenge.phases.filter(slug=data.validated_data["phase"]).first()
+    if phase is None:
+        raise NotFound(f"no phase {data.validated_data['phase']!r} in this challenge", field="phase")
+    return team, phase
+
+
 class SubmissionListCreateApi(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser, FormParser]
@@ -80,15 +94,8 @@ class SubmissionListCreateApi(APIView):
 
     @extend_schema(request=SubmissionInput, responses={201: SubmissionOutput})
     def post(self, request: Request, slug: str) -> Response:
-        challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
-        team = team_of_user(user=request.user, challenge=challenge)
-        if team is None:
-            raise ServiceError("you are not in a team for this challenge; create or join one first")
         data = SubmissionInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        phase = challenge.phases.filter(slug=data.validated_data["phase"]).first()
-        if phase is None:
-            raise NotFound(f"no phase {data.validated_data['phase']!r} in this challenge", field="phase")
+        team, phase = _team_and_phase(request, slug, data)
         submission = submission_create_predictions(
             team=team,
             phase=phase,
@@ -116,15 +123,8 @@ class SystemCreateApi(APIView):
 
     @extend_schema(request=SystemInput, responses={201: SubmissionOutput})
     def post(self, request: Request, slug: str) -> Response:
-        challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
-        team = team_of_user(user=request.user, challenge=challenge)
-        if team is None:
-            raise ServiceError("you are not in a team for this challenge; create or join one first")
         data = SystemInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        phase = challenge.phases.filter(slug=data.validated_data["phase"]).first()
-        if phase is None:
-            raise NotFound(f"no phase {data.validated_data['phase']!r} in this challenge", field="phase")
+        team, phase = _team_and_phase(request, slug, data)
         submission = submission_create_system(
             team=team,
             phase=phase,

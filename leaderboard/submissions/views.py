@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -10,6 +13,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
 from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.core.errors import ServiceError
@@ -38,27 +42,32 @@ class UploadForm(forms.Form):
         self.fields["phase"].queryset = challenge.phases.all()  # type: ignore[attr-defined]
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def submit(request: HttpRequest, slug: str) -> HttpResponse:
+class SystemForm(UploadForm):
+    kind = forms.ChoiceField(choices=[("docker_image", "Docker image (docker save archive, .tar or .tar.gz)"),
+                                      ("code_bundle", "Code bundle (.zip with run.py or run.sh at the top)")])
+    field_order = ["phase", "kind", "file", "description"]
+
+
+def _upload_page(
+    request: HttpRequest,
+    slug: str,
+    *,
+    form_class: type[UploadForm],
+    template: str,
+    create: Callable[[Team, dict[str, Any]], Submission],
+) -> HttpResponse:
+    """The upload form of a challenge: validate, hand to the service, show its error or the submission."""
     challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
     team = team_of_user(user=request.user, challenge=challenge)
     if team is None:
         messages.info(request, "Create or join a team before you submit.")
         return redirect("team", slug=slug)
-    form = UploadForm(request.POST or None, request.FILES or None, challenge=challenge)
+    form = form_class(request.POST or None, request.FILES or None, challenge=challenge)
     status = 200
     if request.method == "POST":
         if form.is_valid():
             try:
-                submission = submission_create_predictions(
-                    team=team,
-                    phase=form.cleaned_data["phase"],
-                    user=request.user,  # type: ignore[arg-type]
-                    upload=form.cleaned_data["file"],
-                    limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
-                    description=form.cleaned_data["description"],
-                )
+                submission = create(team, form.cleaned_data)
             except ServiceError as exc:
                 form.add_error(None, exc.message)
                 status = exc.status_code
@@ -67,60 +76,38 @@ def submit(request: HttpRequest, slug: str) -> HttpResponse:
                 return redirect("submission-detail", slug=slug, pk=submission.pk)
         else:
             status = 400
-    quotas = [(p, quota_usage(team=team, phase=p)) for p in challenge.phases.all()]
-    return render(
-        request, "submissions/submit.html", {"challenge": challenge, "team": team, "form": form, "quotas": quotas},
-        status=status,
+    phases = list(challenge.phases.all())
+    context = {
+        "challenge": challenge,
+        "team": team,
+        "form": form,
+        "quotas": [(p, quota_usage(team=team, phase=p)) for p in phases],
+        "system": settings_for(phases[0]) if phases else None,
+    }
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit(request: HttpRequest, slug: str) -> HttpResponse:
+    return _upload_page(
+        request, slug, form_class=UploadForm, template="submissions/submit.html",
+        create=lambda team, data: submission_create_predictions(
+            team=team, phase=data["phase"], user=request.user,  # type: ignore[arg-type]
+            upload=data["file"], limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES, description=data["description"],
+        ),
     )
-
-
-class SystemForm(forms.Form):
-    phase = forms.ModelChoiceField(queryset=Phase.objects.none())
-    kind = forms.ChoiceField(choices=[("docker_image", "Docker image (docker save archive, .tar or .tar.gz)"),
-                                      ("code_bundle", "Code bundle (.zip with run.py or run.sh at the top)")])
-    file = forms.FileField()
-    description = forms.CharField(max_length=300, required=False)
-
-    def __init__(self, *args: object, challenge: Challenge, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.fields["phase"].queryset = challenge.phases.all()  # type: ignore[attr-defined]
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def submit_system(request: HttpRequest, slug: str) -> HttpResponse:
-    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
-    team = team_of_user(user=request.user, challenge=challenge)
-    if team is None:
-        messages.info(request, "Create or join a team before you submit.")
-        return redirect("team", slug=slug)
-    form = SystemForm(request.POST or None, request.FILES or None, challenge=challenge)
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            try:
-                submission = submission_create_system(
-                    team=team,
-                    phase=form.cleaned_data["phase"],
-                    user=request.user,  # type: ignore[arg-type]
-                    upload=form.cleaned_data["file"],
-                    kind=form.cleaned_data["kind"],
-                    description=form.cleaned_data["description"],
-                )
-            except ServiceError as exc:
-                form.add_error(None, exc.message)
-                status = exc.status_code
-            else:
-                messages.success(request, f"System {submission.pk} accepted and queued.")
-                return redirect("submission-detail", slug=slug, pk=submission.pk)
-        else:
-            status = 400
-    system = settings_for(challenge.phases.first()) if challenge.phases.exists() else None
-    quotas = [(p, quota_usage(team=team, phase=p)) for p in challenge.phases.all()]
-    return render(
-        request, "submissions/submit_system.html",
-        {"challenge": challenge, "team": team, "form": form, "quotas": quotas, "system": system},
-        status=status,
+    return _upload_page(
+        request, slug, form_class=SystemForm, template="submissions/submit_system.html",
+        create=lambda team, data: submission_create_system(
+            team=team, phase=data["phase"], user=request.user,  # type: ignore[arg-type]
+            upload=data["file"], kind=data["kind"], description=data["description"],
+        ),
     )
 
 
