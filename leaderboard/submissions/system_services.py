@@ -230,13 +230,14 @@ def run_verdict(plan: RunPlan, outcome: RunOutcome) -> str | None:
         return (f"timed out: still running after {limits.time_limit_s:g} s (the time limit) and was killed; "
                 "the log below shows how far it got")
     if outcome.output_too_large:
-        return f"wrote more than {_mib(limits.output_mb)} to /output (the output limit) and was stopped"
+        return f"wrote more than {_mib(limits.output_mb)} to /output (the output limit); nothing of it is scored"
     if outcome.oom_killed:
         return f"ran out of memory: it used more than {_mib(limits.memory_mb)} (the memory limit, swap included)"
     if outcome.exit_code is None:
         return "stopped without an exit code"
     if outcome.exit_code == 137:
-        # SIGKILL that we did not send: under gVisor an out-of-memory kill is not flagged as one.
+        # A SIGKILL the runner did not send and the engine did not flag as an OOM kill: most
+        # often the kernel's OOM killer picking one process of several in the container.
         return (f"was killed (signal 9, exit code 137), most likely for using more than "
                 f"{_mib(limits.memory_mb)} of memory (the memory limit)")
     if outcome.exit_code != 0:

@@ -28,7 +28,7 @@ TIME_LIMITS = {"runc": 10, "runsc": 30}
 REASONS = {
     "timeout": "timed out: still running after",
     "oom": ("ran out of memory", "was killed (signal 9"),
-    "output_too_large": ("to /output (the output limit)", "larger than the output limit"),
+    "output_too_large": ("to /output (the output limit); nothing of it is scored", "larger than the output limit"),
     "invalid_output": "invalid output",
     "output_missing": "output missing",
 }
