@@ -161,8 +161,12 @@ class ImageArchive:
 def open_tar(path: str | os.PathLike[str]) -> tarfile.TarFile:
     try:
         return tarfile.open(path, mode="r:*")
+    except tarfile.ReadError:
+        # tarfile's own message lists every compression it tried; the cause is simpler.
+        raise ArchiveError("not a tar archive: upload what `docker save IMAGE -o image.tar` writes "
+                           "(gzip allowed)") from None
     except (tarfile.TarError, OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ArchiveError(f"not a tar archive from `docker save` (optionally gzipped): {exc}") from None
+        raise ArchiveError(f"not a readable tar archive: {exc}") from None
 
 
 def _member_name(name: str) -> str:
