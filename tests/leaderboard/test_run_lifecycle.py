@@ -1,0 +1,154 @@
+"""The run lifecycle's state machine, without an engine: claims, leases, the reaper, verdicts, quotas.
+
+The services are what a worker calls; here they are called directly with outcomes a run could have,
+so every transition and refusal is checked quickly.  The real runs are in tests/workers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import zipfile
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
+
+from leaderboard.submissions.models import FailureCause, Score, Status, Submission
+from leaderboard.submissions.selectors import quota_usage
+from leaderboard.submissions.system_services import (
+    submission_create_system,
+    submission_run_claim,
+    submission_run_finish,
+    submission_run_heartbeat,
+    submission_run_platform_failure,
+    submissions_lost_in_queue,
+    submissions_reap,
+)
+from leaderboard.submissions.systems import RunOutcome
+from tests.leaderboard.conftest import DEMO_DATA, Cast, mrqa_gold
+from tests.workers.systems_fixtures import system_phases
+
+pytestmark = pytest.mark.django_db
+
+
+def bundle() -> SimpleUploadedFile:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("run.py", "print('hi')\n")
+    return SimpleUploadedFile("system.zip", buffer.getvalue())
+
+
+@pytest.fixture
+def queued(cast: Cast) -> Submission:
+    system_phases(cast)
+    return submission_create_system(team=cast.alpha, phase=cast.test, user=cast.alice, upload=bundle(),
+                                    kind="code_bundle")
+
+
+def outcome(**changes: object) -> RunOutcome:
+    base = {"exit_code": 0, "timed_out": False, "oom_killed": False, "output_too_large": False,
+            "duration_s": 1.5, "logs": "the log", "runtime": "runc"}
+    base.update(changes)
+    return RunOutcome(**base)  # type: ignore[arg-type]
+
+
+def gold_outputs() -> dict[str, bytes]:
+    import json
+
+    return {slug: json.dumps({q: a[0] for q, a in mrqa_gold(DEMO_DATA / "mrqa" / name).items()}).encode()
+            for slug, name in [("xquad-en", "XQuAD-en.test.jsonl.gz"), ("coqa", "CoQA.test.jsonl.gz")]}
+
+
+def test_a_claim_is_taken_once(queued: Submission) -> None:
+    plan = submission_run_claim(queued.pk, worker="host:1")
+    assert plan is not None and plan.attempt == 1
+    assert [d.label for d in plan.datasets] == ["XQuAD-en", "Hidden-07"]  # the sealed one by its alias only
+    assert submission_run_claim(queued.pk, worker="host:2") is None
+    queued.refresh_from_db()
+    assert queued.status == Status.RUNNING and queued.worker == "host:1" and queued.lease_expires_at is not None
+
+
+def test_a_clean_run_is_scored_and_its_log_kept(queued: Submission) -> None:
+    plan = submission_run_claim(queued.pk, worker="host:1")
+    assert plan is not None
+    submission_run_finish(queued.pk, attempt=1, outcome=outcome(outputs=gold_outputs()))
+    queued.refresh_from_db()
+    assert queued.status == Status.FINISHED and queued.log == "the log" and queued.run_seconds == 1.5
+    assert Score.objects.get(submission=queued, dataset__isnull=True, metric="macro_f1").value == pytest.approx(100)
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"timed_out": True, "exit_code": None}, "timed out: still running after 20 s (the time limit)"),
+    ({"oom_killed": True, "exit_code": 137}, "ran out of memory: it used more than 256 MiB"),
+    ({"output_too_large": True}, "wrote more than 16 MiB to /output (the output limit)"),
+    ({"exit_code": 3}, "exited with code 3"),
+    ({"exit_code": 137}, "was killed (signal 9, exit code 137)"),
+    ({"output_errors": {"coqa": "output missing: expected /output/hidden-07.json"}},
+     "invalid output: dataset Hidden-07: output missing: expected /output/hidden-07.json"),
+    ({"outputs": {"xquad-en": b"{not json", "coqa": b"{}"}}, "invalid output: /output/xquad-en.json"),
+])
+def test_a_failed_run_says_why_keeps_its_log_and_counts(queued: Submission, cast: Cast, changes: dict,
+                                                         reason: str) -> None:
+    submission_run_claim(queued.pk, worker="host:1")
+    if "outputs" not in changes and "output_errors" in changes:
+        changes = {**changes, "outputs": {"xquad-en": gold_outputs()["xquad-en"]}}
+    submission_run_finish(queued.pk, attempt=1, outcome=outcome(**changes))
+    queued.refresh_from_db()
+    assert queued.status == Status.FAILED
+    assert reason in queued.failure_reason
+    assert "CoQA" not in queued.failure_reason  # a sealed dataset is named by its alias
+    assert queued.failure_cause == FailureCause.PARTICIPANT and queued.log == "the log"
+    assert quota_usage(team=cast.alpha, phase=cast.test).used_total == 1
+
+
+def test_a_stale_attempt_cannot_finish_or_renew(queued: Submission) -> None:
+    submission_run_claim(queued.pk, worker="host:1")
+    reaped = submissions_reap(dead_workers=["host:1"])
+    assert reaped.requeued == [queued.pk]
+    assert not submission_run_heartbeat(queued.pk, attempt=1)
+    submission_run_claim(queued.pk, worker="host:2")
+    submission_run_finish(queued.pk, attempt=1, outcome=outcome(exit_code=9))  # the old worker, late
+    queued.refresh_from_db()
+    assert queued.status == Status.RUNNING and queued.attempts == 2
+
+
+def test_an_expired_lease_is_requeued_then_failed_after_three_attempts_without_counting(
+    queued: Submission, cast: Cast
+) -> None:
+    later = timezone.now() + dt.timedelta(hours=1)
+    for attempt in (1, 2):
+        submission_run_claim(queued.pk, worker=f"host:{attempt}")
+        assert submission_run_heartbeat(queued.pk, attempt=attempt)
+        assert submissions_reap(now=later).requeued == [queued.pk]
+    submission_run_claim(queued.pk, worker="host:3")
+    assert submissions_reap(now=later).failed == [queued.pk]
+    queued.refresh_from_db()
+    assert queued.status == Status.FAILED and queued.failure_cause == FailureCause.PLATFORM
+    assert "does not count against your quota" in queued.failure_reason
+    assert quota_usage(team=cast.alpha, phase=cast.test).used_total == 0
+
+
+def test_a_platform_failure_is_retried_then_not_counted(queued: Submission, cast: Cast) -> None:
+    for attempt in (1, 2):
+        submission_run_claim(queued.pk, worker="host:1")
+        assert submission_run_platform_failure(queued.pk, attempt=attempt, reason="engine down")
+    submission_run_claim(queued.pk, worker="host:1")
+    assert not submission_run_platform_failure(queued.pk, attempt=3, reason="engine down")
+    queued.refresh_from_db()
+    assert queued.status == Status.FAILED and "engine down" in queued.failure_reason
+    assert quota_usage(team=cast.alpha, phase=cast.test).used_total == 0
+
+
+def test_a_cancelled_run_stops_its_heartbeat(queued: Submission) -> None:
+    submission_run_claim(queued.pk, worker="host:1")
+    Submission.objects.filter(pk=queued.pk).update(status=Status.CANCELLED)
+    assert not submission_run_heartbeat(queued.pk, attempt=1)
+
+
+def test_queued_submissions_whose_message_was_lost_are_sent_again_once(queued: Submission, settings) -> None:
+    settings.REDISPATCH_AFTER_S = 0
+    assert submissions_lost_in_queue(queues={"celery"}) == []  # systems wait in their own queue
+    later = timezone.now() + dt.timedelta(seconds=5)
+    assert submissions_lost_in_queue(queues={"systems"}, now=later) == [(queued.pk, "readerboard.run_system")]
+    assert submissions_lost_in_queue(queues={"systems"}, now=later) == []  # just sent: not again at once
