@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from scoring import coqa
-from scoring.cli import main
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.text import f1_v2, normalize_answer
 from tests.conftest import shared_path
+from tests.scoring.helpers import assert_one_line_error, parametrize_golden, run_cli
 
 REL = 1e-9
 
@@ -26,10 +26,7 @@ def _close(a: Any, b: Any) -> bool:
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, Any, str]:
-    code = main(["coqa", *map(str, args)])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out) if captured.out.strip() else None
-    return code, out, captured.err
+    return run_cli(capsys, "coqa", *args)
 
 
 def _assert_same_scores(ours: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -107,18 +104,8 @@ def _evaluate(data: dict[str, Any], preds: list[dict[str, Any]], **kwargs: Any) 
 # --------------------------------------------------------------------------- golden cases
 
 
-def _cases() -> list[Path]:
-    root = shared_path("golden", "coqa")
-    return sorted(p for p in root.iterdir() if (p / "case.json").exists())
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "golden_case" in metafunc.fixturenames:
-        try:
-            cases = _cases()
-        except pytest.skip.Exception:
-            cases = []
-        metafunc.parametrize("golden_case", cases, ids=[c.name for c in cases])
+    parametrize_golden(metafunc, "golden_case", "coqa")
 
 
 def _golden_args(case: Path) -> list[str]:
@@ -350,12 +337,7 @@ def test_cli_prints_all_buckets_and_writes_the_out_file(tmp_path: Path, capsys: 
 
 
 def _assert_one_line_error(capsys: pytest.CaptureFixture[str], args: list[Any], *needles: str) -> None:
-    code, out, err = _cli(capsys, *args)
-    assert code == 1 and out is None
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
+    assert_one_line_error(capsys, ["coqa", *args], *needles)
 
 
 def test_human_and_pred_file_are_either_or(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from scoring.cli import main
 from scoring.deepread import (
     STOP_WORDS,
     DeepReadData,
@@ -24,6 +23,7 @@ from scoring.deepread import (
     precision_recall,
 )
 from scoring.errors import InputFormatError
+from tests.scoring.helpers import run_cli_text_on_error as run_cli
 
 DATA = Path(__file__).parent / "data"
 
@@ -240,12 +240,6 @@ def test_fixture_files_load() -> None:
     p = load_deepread_predictions(DATA / "deepread_pred.json")
     assert p["rm-01-2"] == Prediction(sentence="3")
     assert p["rm-01-3"] == Prediction(answer="The mailman was barked at", sentence="3")
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, json.loads(out) if code == 0 else out, err
 
 
 def test_cli_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,8 +23,8 @@ from scoring.charmetrics import (
     strip_whitespace,
     sum_bleu_stats,
 )
-from scoring.cli import main
 from tests.conftest import shared_path
+from tests.scoring.helpers import parametrize_golden, run_cli
 
 REL = 1e-9
 
@@ -35,11 +35,8 @@ def _same(a: Any, b: Any) -> bool:
     return math.isclose(a, b, rel_tol=REL, abs_tol=1e-12)
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
-    code = main(["dureader", *map(str, args)])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out) if captured.out.strip() else None
-    return code, out, captured.err
+def _cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, Any, str]:
+    return run_cli(capsys, "dureader", *args)
 
 
 def _write_lines(path: Path, rows: list[Any]) -> Path:
@@ -62,18 +59,8 @@ def _pred(qid: Any, answers: list[str], qtype: str = "DESCRIPTION", yesno: list[
 # --------------------------------------------------------------------------- golden cases
 
 
-def _cases() -> list[Path]:
-    root = shared_path("golden", "dureader")
-    return sorted(p for p in root.iterdir() if (p / "case.json").exists())
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "golden_case" in metafunc.fixturenames:
-        try:
-            cases = _cases()
-        except pytest.skip.Exception:
-            cases = []
-        metafunc.parametrize("golden_case", cases, ids=[c.name for c in cases])
+    parametrize_golden(metafunc, "golden_case", "dureader")
 
 
 def _golden_args(case: Path) -> list[str]:

@@ -12,18 +12,15 @@ import pytest
 
 from scoring import charmetrics, dureader, mrc2018
 from scoring.charmetrics import BleuTotals, mrc_bleu
-from scoring.cli import main
 from scoring.errors import UndefinedMetricError
 from tests.conftest import shared_path
+from tests.scoring.helpers import parametrize_golden, run_cli
 
 REL = 1e-9
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, Any, str]:
-    code = main(["mrc2018", *map(str, args)])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out) if captured.out.strip() else None
-    return code, out, captured.err
+    return run_cli(capsys, "mrc2018", *args)
 
 
 def _write_lines(path: Path, rows: list[Any]) -> Path:
@@ -51,13 +48,7 @@ def _evaluate(tmp_path: Path, refs: list[Any], preds: list[Any], **kwargs: Any) 
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "golden_case" in metafunc.fixturenames:
-        try:
-            root = shared_path("golden", "dureader_mrc2018")
-            cases = sorted(p for p in root.iterdir() if (p / "case.json").exists())
-        except pytest.skip.Exception:
-            cases = []
-        metafunc.parametrize("golden_case", cases, ids=[c.name for c in cases])
+    parametrize_golden(metafunc, "golden_case", "dureader_mrc2018")
 
 
 def _golden_args(case: Path) -> list[str]:

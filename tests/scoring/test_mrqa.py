@@ -24,6 +24,8 @@ from scoring.mrqa import (
 )
 from scoring.text import f1_v1, normalize_answer
 from tests.conftest import shared_path
+from tests.scoring.helpers import parametrize_golden
+from tests.scoring.helpers import run_cli as _cli
 
 REL = 1e-9
 
@@ -32,13 +34,6 @@ def _close(a: Any, b: Any) -> bool:
     if isinstance(b, (int, float)) and not isinstance(b, bool) and isinstance(a, (int, float)):
         return math.isclose(a, b, rel_tol=REL, abs_tol=1e-12)
     return bool(a == b)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, Any, str]:
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out) if captured.out.strip() else None
-    return code, out, captured.err
 
 
 def _assert_error_line(code: int, err: str, *needles: str) -> None:
@@ -80,18 +75,8 @@ HEADER = {"header": {"dataset": "Tavi", "split": "dev"}}
 # --------------------------------------------------------------------------- golden cases
 
 
-def _cases() -> list[Path]:
-    root = shared_path("golden", "mrqa")
-    return sorted(p for p in root.iterdir() if (p / "case.json").exists())
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "golden_case" in metafunc.fixturenames:
-        try:
-            cases = _cases()
-        except pytest.skip.Exception:
-            cases = []
-        metafunc.parametrize("golden_case", cases, ids=[c.name for c in cases])
+    parametrize_golden(metafunc, "golden_case", "mrqa")
 
 
 @pytest.mark.shared

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from scoring import quac
-from scoring.cli import main
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.text import TokenBag, answer_tokens, answer_tokens_many, f1_v1, normalize_answer
 from tests.conftest import shared_path
+from tests.scoring.helpers import assert_one_line_error, parametrize_golden, run_cli
 
 REL = 1e-9
 CANNOT = "CANNOTANSWER"
@@ -27,11 +27,8 @@ def _close(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
-    code = main(["quac", *map(str, args)])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out) if captured.out.strip() else None
-    return code, out, captured.err
+def _cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, Any, str]:
+    return run_cli(capsys, "quac", *args)
 
 
 # --------------------------------------------------------------------------- a plain reference
@@ -149,18 +146,8 @@ def _evaluate(data: dict[str, Any], lines: list[dict[str, Any]], **kwargs: Any) 
 # --------------------------------------------------------------------------- golden cases
 
 
-def _cases() -> list[Path]:
-    root = shared_path("golden", "quac")
-    return sorted(p for p in root.iterdir() if (p / "case.json").exists())
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "golden_case" in metafunc.fixturenames:
-        try:
-            cases = _cases()
-        except pytest.skip.Exception:
-            cases = []
-        metafunc.parametrize("golden_case", cases, ids=[c.name for c in cases])
+    parametrize_golden(metafunc, "golden_case", "quac")
 
 
 def _golden_args(case: Path) -> list[str]:
@@ -486,12 +473,7 @@ def test_cli_per_example_file_has_ids_scores_and_flags(tmp_path: Path, capsys: p
 
 
 def _assert_one_line_error(capsys: pytest.CaptureFixture[str], args: list[Any], *needles: str) -> None:
-    code, out, err = _cli(capsys, *args)
-    assert code == 1 and out is None
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
+    assert_one_line_error(capsys, ["quac", *args], *needles)
 
 
 def test_bad_prediction_lines_are_named_by_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

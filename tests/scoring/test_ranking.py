@@ -11,6 +11,7 @@ import pytest
 
 from scoring.cli import main
 from scoring.ranking import RankKey, as_score, average_ranks, rank_by, rank_rows
+from tests.scoring.helpers import run_cli_text_on_error as run_cli
 
 Row = tuple[str, Any]
 
@@ -178,12 +179,6 @@ def write(tmp_path: Path, obj: Any, name: str = "results.json") -> str:
     path = tmp_path / name
     path.write_text(json.dumps(obj), encoding="utf-8")
     return str(path)
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, json.loads(out) if code == 0 else out, err
 
 
 def names_ranks(output: Any) -> list[tuple[str, int | None]]:

@@ -11,7 +11,6 @@ import numpy.typing as npt
 import pytest
 
 from scoring.charmetrics import BleuTotals, coco_bleu, mrc_bleu
-from scoring.cli import main
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.significance import (
     BLEU4_STATS,
@@ -22,6 +21,7 @@ from scoring.significance import (
     paired_bootstrap,
     resample_counts,
 )
+from tests.scoring.helpers import run_cli_text_on_error as run_cli
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -377,12 +377,6 @@ def write_per_example(tmp_path: Path, name: str, values: list[float], datasets: 
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(records), encoding="utf-8")
     return str(path)
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, json.loads(out) if code == 0 else out, err
 
 
 def test_cli_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

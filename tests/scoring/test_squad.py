@@ -26,6 +26,8 @@ from scoring.squad import (
 )
 from scoring.text import f1_v1, f1_v2, normalize_answer
 from tests.conftest import shared_path
+from tests.scoring.helpers import parametrize_golden
+from tests.scoring.helpers import run_cli as _cli
 
 REL = 1e-9
 
@@ -36,13 +38,6 @@ def _close(a: Any, b: Any) -> bool:
     if isinstance(b, (int, float)) and not isinstance(b, bool) and isinstance(a, (int, float)):
         return math.isclose(a, b, rel_tol=REL, abs_tol=1e-12)
     return bool(a == b)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, Any, str]:
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out) if captured.out.strip() else None
-    return code, out, captured.err
 
 
 def _write(path: Path, obj: Any) -> Path:
@@ -72,20 +67,9 @@ def _assert_error_line(code: int, err: str, *needles: str) -> None:
 # --------------------------------------------------------------------------- golden cases
 
 
-def _cases(benchmark: str) -> list[Path]:
-    root = shared_path("golden", benchmark)
-    return sorted(p for p in root.iterdir() if (p / "case.json").exists())
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    # Every case folder found is a test, so hidden cases of the same kind are picked up.
-    for fixture, benchmark in (("v1_case", "squad_v1"), ("v2_case", "squad_v2")):
-        if fixture in metafunc.fixturenames:
-            try:
-                cases = _cases(benchmark)
-            except pytest.skip.Exception:
-                cases = []
-            metafunc.parametrize(fixture, cases, ids=[c.name for c in cases])
+    parametrize_golden(metafunc, "v1_case", "squad_v1")
+    parametrize_golden(metafunc, "v2_case", "squad_v2")
 
 
 def _run_golden(case: Path, command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

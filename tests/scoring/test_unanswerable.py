@@ -18,18 +18,12 @@ from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.squad import evaluate_squad_v2, load_squad_dataset
 from scoring.unanswerable import LEVEL_FIELDS, evaluate_unanswerable
 from tests.conftest import shared_path
+from tests.scoring.helpers import run_cli as _cli
 
 DATA = Path(__file__).parent / "data"
 DATASET = DATA / "unans_levels.json"
 PRED = DATA / "unans_pred.json"
 NA_PROB = DATA / "unans_na_prob.json"
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, Any, str]:
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out) if captured.out.strip() else None
-    return code, out, captured.err
 
 
 def _load(path: Path) -> Any:
