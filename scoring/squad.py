@@ -310,6 +310,50 @@ def missing_error(missing: Sequence[str], total: int, *, path: str, hint: str) -
 # --------------------------------------------------------------------------- SQuAD v1.1
 
 
+def questions_by_id(
+    dataset: Mapping[str, Any] | Sequence[Any],
+    *,
+    path: str,
+    strict: bool,
+    warnings: list[str],
+    consequence: str,
+    empty: str,
+) -> dict[str, SquadQuestion]:
+    """qid -> its last occurrence, in first-occurrence order, as the official dicts have it.
+
+    Repeated qids are reported (an error with ``strict``); no question at all is
+    an :class:`UndefinedMetricError` saying ``empty``.
+    """
+    questions = squad_questions(dataset, path=path)
+    report_duplicate_qids(questions, path=path, strict=strict, warnings=warnings, consequence=consequence)
+    by_id: dict[str, SquadQuestion] = {}
+    for question in questions:
+        by_id[question.qid] = question
+    if not by_id:
+        raise UndefinedMetricError(empty, path=path)
+    return by_id
+
+
+def missing_predictions(
+    by_id: Mapping[str, SquadQuestion],
+    predictions: Mapping[str, Any],
+    *,
+    missing_as_empty: bool,
+    path: str,
+    warnings: list[str],
+    hint: str,
+    counted_as: str,
+) -> list[str]:
+    """The qids without a prediction: an error naming them, or with ``missing_as_empty`` a warning."""
+    missing = [qid for qid in by_id if qid not in predictions]
+    if missing and not missing_as_empty:
+        raise missing_error(missing, len(by_id), path=path, hint=hint)
+    if missing:
+        warnings.append(f"{path}: {len(missing)} question(s) have no prediction and {counted_as}, "
+                        f"e.g. {missing[0]!r}")
+    return missing
+
+
 def evaluate_squad_v1(
     dataset: Mapping[str, Any] | Sequence[Any],
     predictions: Mapping[str, Any],
@@ -445,30 +489,20 @@ def evaluate_squad_v2(
     answers (the official dicts); ``strict`` makes it an error.
     """
     warnings: list[str] = []
-    questions = squad_questions(dataset, path=dataset_path)
-    report_duplicate_qids(questions, path=dataset_path, strict=strict, warnings=warnings,
-                          consequence="each is scored once, with its last occurrence's answers")
-    # qid -> last occurrence; insertion order is the first occurrence, as in the official dicts.
-    by_id: dict[str, SquadQuestion] = {}
-    for question in questions:
-        by_id[question.qid] = question
-    if not by_id:
-        raise UndefinedMetricError("the dataset has no questions (the official script divides by zero)",
-                                   path=dataset_path)
-
-    missing = [qid for qid in by_id if qid not in predictions]
-    if missing and not missing_as_empty:
-        raise missing_error(
-            missing, len(by_id), path=prediction_path,
-            hint="the official evaluate-v2.0.py crashes with KeyError here (spec 2.3); "
-                 "predict \"\" to abstain, or use --missing-as-empty",
-        )
+    by_id = questions_by_id(
+        dataset, path=dataset_path, strict=strict, warnings=warnings,
+        consequence="each is scored once, with its last occurrence's answers",
+        empty="the dataset has no questions (the official script divides by zero)",
+    )
+    missing = missing_predictions(
+        by_id, predictions, missing_as_empty=missing_as_empty, path=prediction_path, warnings=warnings,
+        hint="the official evaluate-v2.0.py crashes with KeyError here (spec 2.3); "
+             "predict \"\" to abstain, or use --missing-as-empty",
+        counted_as="are scored as abstentions (\"\")",
+    )
     preds: dict[str, str] = {}
     for qid in by_id:
         preds[qid] = prediction_text(predictions, qid, path=prediction_path) if qid in predictions else ""
-    if missing:
-        warnings.append(f"{prediction_path}: {len(missing)} question(s) have no prediction and are scored "
-                        f"as abstentions (\"\"), e.g. {missing[0]!r}")
 
     probs = _na_probs_for(by_id, missing, na_probs, path=na_prob_path)
     scorer = CachedScorer()

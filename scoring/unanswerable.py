@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scoring.cli import add_common_options
-from scoring.errors import InputFormatError, UndefinedMetricError
+from scoring.errors import InputFormatError
 from scoring.io import load_prediction_map
 from scoring.result import EvalResult
 from scoring.squad import (
@@ -55,10 +55,9 @@ from scoring.squad import (
     check_na_probs,
     load_na_probs,
     load_squad_dataset,
-    missing_error,
+    missing_predictions,
     prediction_text,
-    report_duplicate_qids,
-    squad_questions,
+    questions_by_id,
     without_gc,
 )
 
@@ -129,22 +128,15 @@ def evaluate_unanswerable(
 ) -> EvalResult:
     """Detection accuracy and answerable-question EM/F1, overall and per level (module docstring)."""
     warnings: list[str] = []
-    questions = squad_questions(dataset, path=dataset_path)
-    report_duplicate_qids(questions, path=dataset_path, strict=strict, warnings=warnings,
-                          consequence="each is scored once, with its last occurrence")
-    by_id: dict[str, SquadQuestion] = {}
-    for question in questions:
-        by_id[question.qid] = question
-    if not by_id:
-        raise UndefinedMetricError("the dataset has no questions", path=dataset_path)
-
-    missing = [qid for qid in by_id if qid not in predictions]
-    if missing and not missing_as_empty:
-        raise missing_error(missing, len(by_id), path=prediction_path,
-                            hint="predict \"\" for an unanswerable question, or use --missing-as-empty")
-    if missing:
-        warnings.append(f"{prediction_path}: {len(missing)} question(s) have no prediction and count as "
-                        f"predicted unanswerable (\"\"), e.g. {missing[0]!r}")
+    by_id = questions_by_id(
+        dataset, path=dataset_path, strict=strict, warnings=warnings,
+        consequence="each is scored once, with its last occurrence", empty="the dataset has no questions",
+    )
+    missing = missing_predictions(
+        by_id, predictions, missing_as_empty=missing_as_empty, path=prediction_path, warnings=warnings,
+        hint="predict \"\" for an unanswerable question, or use --missing-as-empty",
+        counted_as="count as predicted unanswerable (\"\")",
+    )
     if na_probs is not None:
         check_na_probs(na_probs, path=na_prob_path)
         missing_set = set(missing)
