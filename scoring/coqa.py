@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 from scoring.cli import add_common_options, write_json
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.io import gc_paused, load_json
-from scoring.result import EvalResult
+from scoring.result import EvalResult, summarise
 from scoring.text import TokenBag
 
 Warn = Callable[[str], None]
@@ -43,7 +43,6 @@ DOMAIN_NAMES = {
     "mctest": "children_stories", "gutenberg": "literature", "race": "mid-high_school", "cnn": "news",
     "wikipedia": "wikipedia", "science": "science", "reddit": "reddit",
 }
-MAX_LISTED_WARNINGS = 20
 
 TurnKey = tuple[Hashable, Hashable]  # (story id, turn id), the official dict key
 
@@ -106,7 +105,7 @@ def coqa_gold(dataset: Any, *, path: str = "dataset", strict: bool = False) -> C
                 f"{', '.join(IN_DOMAIN + OUT_DOMAIN)} (the official script fails with KeyError)",
                 path=path,
             )
-    warnings = _summarise(notices, "turn id notices")
+    warnings = summarise(notices, "turn id notices")
     if repeated:
         shown = ", ".join(f"{k[0]!r} turn {k[1]!r}" for k in repeated[:5])
         warnings.append(f"{path}: {len(repeated)} (story, turn) pair(s) appear more than once ({shown}); "
@@ -320,7 +319,7 @@ def evaluate_coqa(
             records.append({"id": story_id, "turn_id": turn_id, "source": gold.sources[story_id],
                             "em": em, "f1": f1, "missing": answer is None})
     unused = len(predictions) - (len(gold.turns) - len(missing))
-    warnings = list(gold.warnings) + _summarise(missing, "missing predictions (each scores 0)")
+    warnings = list(gold.warnings) + summarise(missing, "missing predictions (each scores 0)")
     if unused:
         warnings.append(f"{unused} prediction(s) match no (story id, turn id) of the dataset and are ignored "
                         "(turn ids must have the same JSON type as in the dataset)")
@@ -384,12 +383,6 @@ def _domain_scores(records: Sequence[dict[str, Any]], official_rounding: bool) -
     scores["out_domain"] = cell(out_em, out_f1, out_turns)
     scores["overall"] = cell(in_em + out_em, in_f1 + out_f1, in_turns + out_turns)
     return scores
-
-
-def _summarise(lines: list[str], more: str) -> list[str]:
-    if len(lines) <= MAX_LISTED_WARNINGS:
-        return lines
-    return [*lines[:MAX_LISTED_WARNINGS], f"... and {len(lines) - MAX_LISTED_WARNINGS} more {more}"]
 
 
 # --------------------------------------------------------------------------- command line

@@ -31,8 +31,8 @@ from typing import Any, NamedTuple
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.io import iter_json_lines, load_prediction_map
-from scoring.result import EvalResult
-from scoring.squad import CachedScorer, Warn, prediction_text, summarise, without_gc
+from scoring.result import EvalResult, summarise
+from scoring.squad import CachedScorer, Warn, prediction_text, without_gc
 
 # --------------------------------------------------------------------------- gold file
 

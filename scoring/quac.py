@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.io import gc_paused, iter_json_lines, load_json
-from scoring.result import EvalResult
+from scoring.result import EvalResult, summarise
 from scoring.text import TokenBag
 
 Warn = Callable[[str], None]
@@ -48,8 +48,6 @@ METRIC_KEYS = ("unfiltered_f1", "f1", "HEQ", "DHEQ", "yes/no", "followup", "unan
 EXACT, PARTIAL, NO_OVERLAP, INDEXING_ERROR, NO_ANSWER = (
     "Exact match", "Partial overlap", "No overlap", "Span indexing error", "NO ANSWER",
 )
-# The official scorer prints one line per missing prediction; past this many we summarise.
-MAX_LISTED_WARNINGS = 20
 
 
 def _ignore(_: str) -> None:
@@ -464,7 +462,7 @@ def _evaluate(
             per_example.append(record)
         totals.end_dialog(good)
     metrics, notes = _metrics(totals, min_f1, allow_undefined, dataset_path)
-    warnings = _summarise(missing, "questions without a prediction (each scores 0)") + notes
+    warnings = summarise(missing, "questions without a prediction (each scores 0)") + notes
     return EvalResult(metrics, per_example, warnings)
 
 
@@ -509,12 +507,6 @@ def _metrics(
                              if totals.unanswerables else None),
     }
     return {key: values[key] for key in METRIC_KEYS}, notes
-
-
-def _summarise(lines: list[str], more: str) -> list[str]:
-    if len(lines) <= MAX_LISTED_WARNINGS:
-        return lines
-    return [*lines[:MAX_LISTED_WARNINGS], f"... and {len(lines) - MAX_LISTED_WARNINGS} more {more}"]
 
 
 # --------------------------------------------------------------------------- command line

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+# Notices beyond this many are summarised in one line: the official scripts print one
+# line per question, which buries everything else in a platform log when a submission
+# is empty.
+MAX_LISTED_WARNINGS = 20
+
+
+def summarise(lines: Sequence[str], more: str) -> list[str]:
+    """The first :data:`MAX_LISTED_WARNINGS` lines, then one line counting the rest."""
+    if len(lines) <= MAX_LISTED_WARNINGS:
+        return list(lines)
+    rest = len(lines) - MAX_LISTED_WARNINGS
+    return [*lines[:MAX_LISTED_WARNINGS], f"... and {rest} more {more}"]
 
 
 @dataclass

@@ -30,15 +30,11 @@ from typing import Any, NamedTuple
 from scoring.cli import add_common_options, write_json
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.io import load_json, load_prediction_map
-from scoring.result import EvalResult
+from scoring.result import MAX_LISTED_WARNINGS, EvalResult, summarise
 from scoring.text import TokenKey, normalize_answer, normalize_many
 
 Warn = Callable[[str], None]
 
-# Missing-prediction notices beyond this many are summarised in one line:
-# the official scripts print one line per question, which buries everything
-# else in a platform log when a submission is empty.
-MAX_LISTED_WARNINGS = 20
 
 
 # --------------------------------------------------------------------------- scoring core
@@ -287,14 +283,6 @@ def prediction_text(predictions: Mapping[str, Any], qid: str, *, path: str) -> s
             f"the prediction should be a string, found {type(value).__name__}", path=path, qid=qid
         )
     return value
-
-
-def summarise(lines: Sequence[str], more: str) -> list[str]:
-    """The first :data:`MAX_LISTED_WARNINGS` lines, then one line counting the rest."""
-    if len(lines) <= MAX_LISTED_WARNINGS:
-        return list(lines)
-    rest = len(lines) - MAX_LISTED_WARNINGS
-    return [*lines[:MAX_LISTED_WARNINGS], f"... and {rest} more {more}"]
 
 
 def missing_error(missing: Sequence[str], total: int, *, path: str, hint: str) -> InputFormatError:

@@ -13,6 +13,7 @@ import pytest
 
 from scoring import quac
 from scoring.errors import InputFormatError, UndefinedMetricError
+from scoring.result import MAX_LISTED_WARNINGS
 from scoring.text import TokenBag, answer_tokens, answer_tokens_many, f1_v1, normalize_answer
 from tests.conftest import shared_path
 from tests.scoring.helpers import assert_one_line_error, parametrize_golden, run_cli
@@ -540,6 +541,6 @@ def test_many_missing_predictions_are_summarised(tmp_path: Path) -> None:
     questions = [(f"D_a_q#{i}", ["alpha"]) for i in range(30)] + [("D_a_q#30", [CANNOT])]
     data = _dataset(("D_a", "alpha", questions))
     result = _evaluate(data, [_line(("D_a_q#30", CANNOT))])
-    assert len(result.warnings) == quac.MAX_LISTED_WARNINGS + 1
+    assert len(result.warnings) == MAX_LISTED_WARNINGS + 1
     assert result.warnings[-1].startswith("... and 10 more")
     assert result.metrics["f1"] == pytest.approx(100 / 31, rel=REL)
