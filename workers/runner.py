@@ -120,7 +120,10 @@ def output_area(path: Path, limit_mb: int) -> Iterator[bool]:
         if not capped:
             logger.warning("output tmpfs not mounted (%s); watching its size instead", result.stderr.strip())
     if not capped:
-        os.chown(path, SANDBOX_UID, SANDBOX_UID) if os.geteuid() == 0 else path.chmod(0o777)
+        if os.geteuid() == 0:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        else:
+            path.chmod(0o777)
     try:
         yield capped
     finally:

@@ -167,7 +167,7 @@ def system_evaluate(submission_id: int) -> None:
         if submission_run_platform_failure(submission_id, attempt=attempt, reason=type(exc).__name__):
             dispatch_again(submission_id)
     finally:
-        runner.output_area_release(run_dir / "output")
+        # output_area has already unmounted the output tmpfs, whatever happened inside it.
         shutil.rmtree(run_dir, ignore_errors=True)
 
 

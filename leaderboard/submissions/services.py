@@ -24,7 +24,15 @@ from django.db.models import F
 from django.utils import timezone
 
 from leaderboard.accounts.models import Membership, Team, TeamKind
-from leaderboard.challenges.models import Dataset, DatasetFile, Phase, RankingRule, Split, SubmissionKind
+from leaderboard.challenges.models import (
+    Challenge,
+    Dataset,
+    DatasetFile,
+    Phase,
+    RankingRule,
+    Split,
+    SubmissionKind,
+)
 from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.core.tasks import EVALUATE_SUBMISSION, enqueue_on_commit
@@ -294,6 +302,19 @@ class ImportedEntry:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def baseline_team_get_or_create(*, challenge: Challenge, name: str) -> Team:
+    """The marked row for a baseline or published system; a participant team's name is refused."""
+    team, _ = Team.objects.get_or_create(
+        challenge=challenge,
+        name=name[:100],
+        defaults={"kind": TeamKind.BASELINE,
+                  "join_code": hashlib.sha256(f"{challenge.slug}:{name}".encode()).hexdigest()[:32]},
+    )
+    if team.kind != TeamKind.BASELINE:
+        raise ServiceError(f"{name}: a participant team already has that name")
+    return team
+
+
 def results_import(*, phase: Phase, entries: Iterable[ImportedEntry]) -> list[Submission]:
     """Add baseline/historical rows; re-importing the same names replaces their scores."""
     datasets = {d.slug.lower(): d for d in phase.challenge.datasets.all()}
@@ -308,14 +329,7 @@ def results_import(*, phase: Phase, entries: Iterable[ImportedEntry]) -> list[Su
                 if ds is None:
                     raise ServiceError(f"{entry.name}: no dataset called {key!r} in {phase.challenge.slug}")
                 per_dataset[ds] = metrics
-            team, _ = Team.objects.get_or_create(
-                challenge=phase.challenge,
-                name=entry.name[:100],
-                defaults={"kind": TeamKind.BASELINE, "join_code": hashlib.sha256(
-                    f"{phase.challenge.slug}:{entry.name}".encode()).hexdigest()[:32]},
-            )
-            if team.kind != TeamKind.BASELINE:
-                raise ServiceError(f"{entry.name}: a participant team already has that name")
+            team = baseline_team_get_or_create(challenge=phase.challenge, name=entry.name)
             team.affiliation = entry.affiliation
             team.reference = entry.reference
             team.save(update_fields=["affiliation", "reference"])

@@ -18,7 +18,6 @@ import datetime as dt
 import hashlib
 import logging
 import os
-import shutil
 import tempfile
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -32,19 +31,23 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard.accounts.models import Team, TeamKind
+from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import PayloadTooLarge, QuotaExceeded, ServiceError
 from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
 from leaderboard.submissions.models import FailureCause, Status, Submission
 from leaderboard.submissions.selectors import quota_usage, system_run_plan
-from leaderboard.submissions.services import score_dataset, scores_write, submission_check_can_submit
+from leaderboard.submissions.services import (
+    baseline_team_get_or_create,
+    score_dataset,
+    scores_write,
+    submission_check_can_submit,
+)
 from leaderboard.submissions.systems import (
     ArchiveError,
     RunOutcome,
     RunPlan,
-    SystemSettings,
     bundle_inspect,
     image_archive_inspect,
 )
@@ -70,7 +73,7 @@ class _SpooledUpload(File):  # type: ignore[type-arg]
         return str(self.name)
 
 
-def _spool(upload: UploadedFile, limit: int) -> tuple[str, str, int]:
+def _spool(upload: File, limit: int) -> tuple[str, str, int]:  # type: ignore[type-arg]
     """Copy the upload to a private temporary file, hashing and counting; refuse past ``limit``."""
     if upload.size is not None and upload.size > limit:
         raise PayloadTooLarge(f"{upload.name}: {upload.size} bytes; the limit for systems is {limit} bytes")
@@ -161,31 +164,18 @@ def baseline_system_submit(*, phase: Phase, team_name: str, path: str, kind: str
     """Organizers: run a system as a marked baseline row (no quota, no membership needed)."""
     if kind not in SYSTEM_KINDS:
         raise ServiceError(f"unknown kind of system {kind!r}: use docker_image or code_bundle")
-    team, _ = Team.objects.get_or_create(
-        challenge=phase.challenge, name=team_name[:100],
-        defaults={"kind": TeamKind.BASELINE,
-                  "join_code": hashlib.sha256(f"{phase.challenge.slug}:{team_name}".encode()).hexdigest()[:32]},
-    )
-    if team.kind != TeamKind.BASELINE:
-        raise ServiceError(f"{team_name}: a participant team already has that name")
-    digest = _check_archive(path, kind=kind, name=os.path.basename(path))
-    sha = hashlib.sha256()
+    name = os.path.basename(path)
+    digest = _check_archive(path, kind=kind, name=name)
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            sha.update(chunk)
-    spool_dir = Path(settings.PRIVATE_STORAGE_ROOT) / "spool"
-    spool_dir.mkdir(parents=True, exist_ok=True)
-    fd, copy = tempfile.mkstemp(dir=spool_dir)
-    os.close(fd)
-    shutil.copyfile(path, copy)
+        spooled, sha256, size = _spool(File(fh, name=name), settings.MAX_SYSTEM_UPLOAD_BYTES)
     try:
         with transaction.atomic():
-            return _store_and_queue(team=team, phase=phase, user=None, kind=kind, name=os.path.basename(path),
-                                    path=copy, sha256=sha.hexdigest(), size=os.path.getsize(copy), digest=digest,
-                                    description=description)
+            team = baseline_team_get_or_create(challenge=phase.challenge, name=team_name)
+            return _store_and_queue(team=team, phase=phase, user=None, kind=kind, name=name, path=spooled,
+                                    sha256=sha256, size=size, digest=digest, description=description)
     finally:
-        if os.path.exists(copy):
-            os.unlink(copy)
+        if os.path.exists(spooled):
+            os.unlink(spooled)
 
 
 # --------------------------------------------------------------------------- the run
@@ -395,7 +385,3 @@ def submissions_lost_in_queue(*, queues: Collection[str], now: dt.datetime | Non
     lost = [(s.pk, task_for(s)) for s in waiting if TASK_QUEUES[task_for(s)] in queues]
     Submission.objects.filter(pk__in=[pk for pk, _ in lost]).update(dispatched_at=now)
     return lost
-
-
-def settings_for(phase: Phase) -> SystemSettings:
-    return SystemSettings.from_json(phase.challenge.system_settings)

@@ -29,7 +29,8 @@ from leaderboard.submissions.services import (
     submission_create_predictions,
     submission_select,
 )
-from leaderboard.submissions.system_services import settings_for, submission_create_system
+from leaderboard.submissions.system_services import submission_create_system
+from leaderboard.submissions.systems import SystemSettings
 
 
 class UploadForm(forms.Form):
@@ -82,7 +83,7 @@ def _upload_page(
         "team": team,
         "form": form,
         "quotas": [(p, quota_usage(team=team, phase=p)) for p in phases],
-        "system": settings_for(phases[0]) if phases else None,
+        "system": SystemSettings.from_json(challenge.system_settings),
     }
     return render(request, template, context, status=status)
 

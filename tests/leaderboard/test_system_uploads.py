@@ -181,3 +181,23 @@ def test_the_log_is_shown_to_the_team_and_organizers_only(systems: Cast) -> None
     page = f"/c/demo/submissions/{submission.pk}/"
     assert "SECRET-LOG-LINE" in systems.client("alice").get(page).content.decode()
     assert systems.client("charlie").get(page).status_code == 404
+
+
+def test_an_organizers_bad_baseline_archive_creates_neither_team_nor_submission(systems: Cast, tmp_path: Path) -> None:
+    from django.core.management import CommandError, call_command
+
+    from leaderboard.accounts.models import Team
+
+    bad = tmp_path / "baseline.tar"
+    bad.write_bytes(b"not an image")
+    with pytest.raises(CommandError, match="baseline.tar: not a tar archive"):
+        call_command("system_submit", "demo", "test", str(bad), "--team", "Some baseline")
+    assert not Team.objects.filter(name="Some baseline").exists()
+    assert not Submission.objects.exists()
+    good, image_id = image_archive()
+    archive = tmp_path / "good.tar"
+    archive.write_bytes(good)
+    call_command("system_submit", "demo", "test", str(archive), "--team", "Some baseline")
+    submission = Submission.objects.get(team__name="Some baseline", team__kind="baseline")
+    assert submission.image_digest == image_id and Path(submission.file.path).read_bytes() == good
+    assert submission.sha256 == hashlib.sha256(good).hexdigest()
