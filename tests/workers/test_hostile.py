@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 SETUID_IMAGE = "readerboard-test/hostile-setuid"
-# gVisor is slower at file-system walks (snoop_answers takes 13-40 s under runsc, 1.5 s under runc).
-TIME_LIMITS = {"runc": 10, "runsc": 30}
+# gVisor traps every system call: snoop_answers, which opens each of the image's ~4,600 files, takes
+# 0.5 s under runc and 6.5 s under runsc here, and CI machines have run it more than 2.5 times slower.
+TIME_LIMITS = {"runc": 10, "runsc": 40}
 
 # What each expected outcome looks like to the team: the status and words of the reason.
 REASONS = {
