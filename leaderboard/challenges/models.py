@@ -54,6 +54,9 @@ class SubmissionKind(models.TextChoices):
     IMPORTED = "imported", "imported published result"
 
 
+# The kinds a worker runs in a container, rather than scoring a file the team uploaded.
+SYSTEM_KINDS = (SubmissionKind.DOCKER_IMAGE, SubmissionKind.CODE_BUNDLE)
+
 class Phase(models.Model):
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="phases")
     slug = models.SlugField()

@@ -6,13 +6,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.models import Challenge
-from leaderboard.rankings.selectors import board_datasets, dataset_label
+from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
+from leaderboard.rankings.selectors import dataset_label
 from leaderboard.submissions.systems import SystemSettings
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    challenges = Challenge.objects.filter(is_public=True).prefetch_related("phases")
+    challenges = Challenge.objects.filter(is_public=True)
     return render(request, "challenges/home.html", {"challenges": challenges})
 
 
@@ -25,8 +25,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
          "description": "" if ds.is_sealed and not is_organizer else ds.description}
         for ds in challenge.datasets.all()
     ]
-    boards = [(p, board_datasets(phase=p)) for p in phases]
-    takes_systems = any(k in ("docker_image", "code_bundle") for p in phases for k in p.allowed_kinds)
+    takes_systems = any(k in SYSTEM_KINDS for p in phases for k in p.allowed_kinds)
     return render(
         request,
         "challenges/detail.html",
@@ -34,7 +33,6 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "challenge": challenge,
             "phases": phases,
             "datasets": datasets,
-            "boards": boards,
             "team": team_of_user(user=request.user, challenge=challenge),
             "is_organizer": is_organizer,
             "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.models import Dataset, DatasetFile, Phase, SubmissionKind
+from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase
 from leaderboard.challenges.suites import suite_for
 from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission
 from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings
@@ -66,8 +66,6 @@ def quota_usage(*, team: Team, phase: Phase, now: dt.datetime | None = None) -> 
     )
 
 
-_SYSTEM_KINDS = (SubmissionKind.DOCKER_IMAGE, SubmissionKind.CODE_BUNDLE)
-
 
 def submission_queue_position(*, submission: Submission) -> int | None:
     """1 for the next submission a worker will take; None once it has started.
@@ -78,7 +76,7 @@ def submission_queue_position(*, submission: Submission) -> int | None:
     if submission.status not in (Status.SUBMITTED, Status.QUEUED):
         return None
     same_queue = (
-        Q(kind__in=_SYSTEM_KINDS) if submission.kind in _SYSTEM_KINDS else ~Q(kind__in=_SYSTEM_KINDS)
+        Q(kind__in=SYSTEM_KINDS) if submission.kind in SYSTEM_KINDS else ~Q(kind__in=SYSTEM_KINDS)
     )
     mine = submission.queued_at or submission.created_at
     ahead = (
@@ -139,11 +137,8 @@ def system_run_plan(*, submission: Submission) -> RunPlan:
     )
 
 
-def submissions_of_team(*, team: Team, phase: Phase | None = None) -> QuerySet[Submission]:
-    qs = Submission.objects.filter(team=team).select_related("phase", "submitted_by")
-    if phase is not None:
-        qs = qs.filter(phase=phase)
-    return qs
+def submissions_of_team(*, team: Team) -> QuerySet[Submission]:
+    return Submission.objects.filter(team=team).select_related("phase", "submitted_by")
 
 
 @dataclass(frozen=True)
