@@ -11,13 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.files.base import ContentFile
+from django.core.files.base import ContentFile, File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import F
@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from leaderboard.accounts.models import Membership, Team, TeamKind
 from leaderboard.challenges.models import (
+    SYSTEM_KINDS,
     Challenge,
     Dataset,
     DatasetFile,
@@ -33,9 +34,9 @@ from leaderboard.challenges.models import (
     Split,
     SubmissionKind,
 )
-from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, suite_for
+from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, enqueue_on_commit
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, enqueue_on_commit
 from leaderboard.submissions.models import (
     BoardEntry,
     FailureCause,
@@ -119,19 +120,11 @@ def submission_create_predictions(
     )
     suite = suite_for(phase.challenge)
     for ds, f in targets:
-        where = f"{name} [{ds.slug}]"
-        try:
-            suite.check_predictions(per_dataset[ds.slug], where=where)
-        except ScoringError as exc:
-            raise UploadError(str(exc)) from None
-        check_qids(per_dataset[ds.slug], qids=f.qids, where=where)
+        predictions_check(suite, per_dataset[ds.slug], qids=f.qids, where=f"{name} [{ds.slug}]")
 
     with transaction.atomic():
-        # Serialise submissions of one team: the quota count and the insert must not interleave.
-        Team.objects.select_for_update().filter(pk=team.pk).first()
-        refusal = quota_usage(team=team, phase=phase).refusal()
-        if refusal:
-            raise QuotaExceeded(refusal)
+        quota_enforce_locked(team=team, phase=phase)
+        now = timezone.now()
         submission = Submission(
             team=team,
             phase=phase,
@@ -142,18 +135,48 @@ def submission_create_predictions(
             original_name=name[:255],
             sha256=hashlib.sha256(raw).hexdigest(),
             size_bytes=len(raw),
-            queued_at=timezone.now(),
-            dispatched_at=timezone.now(),
+            queued_at=now,
+            dispatched_at=now,
         )
-        submission.file.save(f"{phase.challenge.slug}-{team.pk}-{submission.sha256[:16]}.upload",
-                             ContentFile(raw), save=False)
-        try:
-            submission.save()
-        except Exception:
-            submission.file.delete(save=False)
-            raise
-        enqueue_on_commit(EVALUATE_SUBMISSION, submission.pk)
+        submission_store_and_queue(submission, suffix=".upload", content=ContentFile(raw))
     return submission
+
+
+def predictions_check(suite: Suite, predictions: Any, *, qids: Sequence[str], where: str) -> None:
+    """The suite's answer format, then the qids; both fail as an UploadError naming ``where``."""
+    try:
+        suite.check_predictions(predictions, where=where)
+    except ScoringError as exc:
+        raise UploadError(str(exc)) from None
+    check_qids(predictions, qids=qids, where=where)
+
+
+def quota_enforce_locked(*, team: Team, phase: Phase) -> None:
+    """Inside a transaction: refuse past the quota, with the team's row locked until commit.
+
+    Submissions of one team are serialised this way: the quota count and the insert must not
+    interleave.
+    """
+    Team.objects.select_for_update().filter(pk=team.pk).first()
+    refusal = quota_usage(team=team, phase=phase).refusal()
+    if refusal:
+        raise QuotaExceeded(refusal)
+
+
+def submission_store_and_queue(submission: Submission, *, suffix: str, content: File) -> None:  # type: ignore[type-arg]
+    """Store the uploaded file beside the new submission and queue its task after commit."""
+    phase, team = submission.phase, submission.team
+    submission.file.save(f"{phase.challenge.slug}-{team.pk}-{submission.sha256[:16]}{suffix}", content, save=False)
+    try:
+        submission.save()
+    except Exception:
+        submission.file.delete(save=False)
+        raise
+    enqueue_on_commit(task_for(submission), submission.pk)
+
+
+def task_for(submission: Submission) -> str:
+    return RUN_SYSTEM if submission.kind in SYSTEM_KINDS else EVALUATE_SUBMISSION
 
 
 def submission_cancel(*, submission: Submission, user: User) -> Submission:
@@ -184,7 +207,7 @@ def submission_select(*, submission: Submission, user: User) -> Submission:
     return submission
 
 
-def _fail(submission_id: int, *, reason: str, cause: str, from_statuses: Iterable[str]) -> None:
+def submission_fail(submission_id: int, *, reason: str, cause: str, from_statuses: Iterable[str]) -> None:
     Submission.objects.filter(pk=submission_id, status__in=list(from_statuses)).update(
         status=Status.FAILED, failure_reason=reason[:5000], failure_cause=cause, finished_at=timezone.now(),
         lease_expires_at=None,
@@ -222,10 +245,10 @@ def submission_evaluate(submission_id: int) -> None:
         }
         scores_write(submission=submission, results=results)
     except (ScoringError, UploadError) as exc:
-        _fail(submission_id, reason=str(exc), cause=FailureCause.PARTICIPANT, from_statuses=[Status.SCORING])
+        submission_fail(submission_id, reason=str(exc), cause=FailureCause.PARTICIPANT, from_statuses=[Status.SCORING])
     except Exception:
         logger.exception("submission %s: scoring failed", submission_id)
-        _fail(
+        submission_fail(
             submission_id,
             reason="the platform failed while scoring this submission; it does not count against your quota",
             cause=FailureCause.PLATFORM,

@@ -28,21 +28,26 @@ from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.models import DatasetFile, Phase, SubmissionKind
+from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.suites import suite_for
-from leaderboard.core.errors import PayloadTooLarge, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
+from leaderboard.core.errors import PayloadTooLarge, ServiceError
+from leaderboard.core.tasks import TASK_QUEUES
 from leaderboard.submissions.models import FailureCause, Status, Submission
-from leaderboard.submissions.selectors import quota_usage, system_run_plan
+from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import (
     baseline_team_get_or_create,
+    predictions_check,
+    quota_enforce_locked,
     score_dataset,
     scores_write,
     submission_check_can_submit,
+    submission_fail,
+    submission_store_and_queue,
+    task_for,
 )
 from leaderboard.submissions.systems import (
     ArchiveError,
@@ -51,16 +56,10 @@ from leaderboard.submissions.systems import (
     bundle_inspect,
     image_archive_inspect,
 )
-from leaderboard.submissions.uploads import UploadError, check_qids, decode_json
+from leaderboard.submissions.uploads import UploadError, decode_json
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)
-
-SYSTEM_KINDS = (SubmissionKind.DOCKER_IMAGE, SubmissionKind.CODE_BUNDLE)
-
-
-def task_for(submission: Submission) -> str:
-    return RUN_SYSTEM if submission.kind in SYSTEM_KINDS else EVALUATE_SUBMISSION
 
 
 # --------------------------------------------------------------------------- uploads
@@ -119,14 +118,7 @@ def _store_and_queue(
     )
     suffix = ".tar" if kind == SubmissionKind.DOCKER_IMAGE else ".zip"
     with open(path, "rb") as fh:
-        submission.file.save(f"{phase.challenge.slug}-{team.pk}-{sha256[:16]}{suffix}", _SpooledUpload(fh, path),
-                             save=False)
-    try:
-        submission.save()
-    except Exception:
-        submission.file.delete(save=False)
-        raise
-    enqueue_on_commit(RUN_SYSTEM, submission.pk)
+        submission_store_and_queue(submission, suffix=suffix, content=_SpooledUpload(fh, path))
     return submission
 
 
@@ -148,11 +140,7 @@ def submission_create_system(
     try:
         digest = _check_archive(path, kind=kind, name=name)
         with transaction.atomic():
-            # Serialise submissions of one team: the quota count and the insert must not interleave.
-            Team.objects.select_for_update().filter(pk=team.pk).first()
-            refusal = quota_usage(team=team, phase=phase).refusal()
-            if refusal:
-                raise QuotaExceeded(refusal)
+            quota_enforce_locked(team=team, phase=phase)
             return _store_and_queue(team=team, phase=phase, user=user, kind=kind, name=name, path=path,
                                     sha256=sha256, size=size, digest=digest, description=description)
     finally:
@@ -260,34 +248,31 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         seconds=settings.SCORING_LEASE_S), **{k: v for k, v in record.items() if k != "lease_expires_at"})
     if moved != 1:
         return
-    submission.refresh_from_db()
     try:
         results = {}
         files = _dataset_files(plan)
+        suite = suite_for(submission.phase.challenge)
         for ds in plan.datasets:
             where = f"/output/{ds.output_name} (dataset {ds.label})"
             if ds.slug in outcome.output_errors:
                 raise UploadError(f"dataset {ds.label}: {outcome.output_errors[ds.slug]}")
             predictions = decode_json(outcome.outputs[ds.slug], where)
             dataset_file = files[ds.slug]
-            suite_for(submission.phase.challenge).check_predictions(predictions, where=where)
-            check_qids(predictions, qids=dataset_file.qids, where=where)
+            predictions_check(suite, predictions, qids=dataset_file.qids, where=where)
             results[dataset_file.dataset] = score_dataset(
                 submission=submission, dataset_file=dataset_file, predictions=predictions
             )
         scores_write(submission=submission, results=results)
     except (ScoringError, UploadError) as exc:
-        message = exc.message if isinstance(exc, UploadError) else str(exc)
-        Submission.objects.filter(pk=submission_id, status=Status.SCORING).update(
-            status=Status.FAILED, failure_reason=f"invalid output: {message}"[:5000],
-            failure_cause=FailureCause.PARTICIPANT, finished_at=timezone.now(), lease_expires_at=None,
-        )
+        submission_fail(submission_id, reason=f"invalid output: {exc}", cause=FailureCause.PARTICIPANT,
+                        from_statuses=[Status.SCORING])
     except Exception:
         logger.exception("submission %s: scoring the run's output failed", submission_id)
-        Submission.objects.filter(pk=submission_id, status=Status.SCORING).update(
-            status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=timezone.now(),
-            failure_reason="the platform failed while scoring this run; it does not count against your quota",
-            lease_expires_at=None,
+        submission_fail(
+            submission_id,
+            reason="the platform failed while scoring this run; it does not count against your quota",
+            cause=FailureCause.PLATFORM,
+            from_statuses=[Status.SCORING],
         )
 
 
@@ -298,30 +283,43 @@ def _dataset_files(plan: RunPlan) -> dict[str, DatasetFile]:
     return {f.dataset.slug: f for f in files}
 
 
-def submission_run_fail(submission_id: int, *, attempt: int, reason: str, log: str = "") -> None:
+def submission_run_fail(submission_id: int, *, attempt: int, reason: str) -> None:
     """The submission itself cannot run (an image that does not load, a bad bundle): counted."""
     Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt).update(
         status=Status.FAILED, failure_reason=reason[:5000], failure_cause=FailureCause.PARTICIPANT,
-        finished_at=timezone.now(), lease_expires_at=None, log=log,
+        finished_at=timezone.now(), lease_expires_at=None, log="",
     )
 
 
 def submission_run_platform_failure(submission_id: int, *, attempt: int, reason: str) -> bool:
     """The platform failed the run: queue it again while attempts remain. True if re-queued."""
     base = Submission.objects.filter(pk=submission_id, status__in=(Status.RUNNING, Status.SCORING), attempts=attempt)
-    if attempt < settings.MAX_RUN_ATTEMPTS:
-        now = timezone.now()
-        requeued = base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=now)
-        if requeued:
-            logger.warning("submission %s: attempt %s failed (%s); queued again", submission_id, attempt, reason)
-            return True
-        return False
-    base.update(
-        status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=timezone.now(), lease_expires_at=None,
+    outcome = _requeue_or_fail(
+        base, attempts=attempt, now=timezone.now(),
         failure_reason=(f"the platform could not run this submission ({reason}) after {attempt} attempts; "
                         "it does not count against your quota"),
     )
-    return False
+    if outcome == Status.QUEUED:
+        logger.warning("submission %s: attempt %s failed (%s); queued again", submission_id, attempt, reason)
+    return outcome == Status.QUEUED
+
+
+def _requeue_or_fail(
+    base: QuerySet[Submission], *, attempts: int, now: dt.datetime, failure_reason: str
+) -> Status | None:
+    """Queue the run again while attempts remain, else fail it as the platform's fault.
+
+    The new status, or None when ``base`` (a conditional filter on the run's current
+    state) no longer matches: someone else moved the run first.
+    """
+    if attempts < settings.MAX_RUN_ATTEMPTS:
+        if base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=now):
+            return Status.QUEUED
+        return None
+    if base.update(status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=now, lease_expires_at=None,
+                   failure_reason=failure_reason):
+        return Status.FAILED
+    return None
 
 
 # --------------------------------------------------------------------------- the reaper
@@ -353,15 +351,14 @@ def submissions_reap(*, dead_workers: Iterable[str] = (), now: dt.datetime | Non
         "pk", "attempts", "status"
     )
     for pk, attempts, status in candidates:
-        base = Submission.objects.filter(pk=pk, status=status, attempts=attempts)
-        if attempts < settings.MAX_RUN_ATTEMPTS:
-            if base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=now):
-                reaped.requeued.append(pk)
-        elif base.update(
-            status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=now, lease_expires_at=None,
+        outcome = _requeue_or_fail(
+            Submission.objects.filter(pk=pk, status=status, attempts=attempts), attempts=attempts, now=now,
             failure_reason=(f"the worker running this submission stopped {attempts} times; "
                             "it does not count against your quota"),
-        ):
+        )
+        if outcome == Status.QUEUED:
+            reaped.requeued.append(pk)
+        elif outcome == Status.FAILED:
             reaped.failed.append(pk)
     if reaped.stopped:
         logger.warning("reaper: re-queued %s, failed %s", reaped.requeued, reaped.failed)
