@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options, write_json
 from scoring.errors import InputFormatError, UndefinedMetricError
-from scoring.io import gc_paused, load_json
+from scoring.io import Warn, _ignore, gc_paused, load_json
 from scoring.result import EvalResult, summarise
 from scoring.text import TokenBag
-
-Warn = Callable[[str], None]
 
 IN_DOMAIN = ("mctest", "gutenberg", "race", "cnn", "wikipedia")
 OUT_DOMAIN = ("reddit", "science")
@@ -45,10 +43,6 @@ DOMAIN_NAMES = {
 }
 
 TurnKey = tuple[Hashable, Hashable]  # (story id, turn id), the official dict key
-
-
-def _ignore(_: str) -> None:
-    return None
 
 
 class CoqaGold(NamedTuple):
@@ -237,11 +231,6 @@ def _prediction_error(pred: Any, n: int, path: str) -> InputFormatError:
 # --------------------------------------------------------------------------- scoring
 
 
-def _bags(texts: Sequence[str]) -> dict[str, TokenBag]:
-    distinct = list(dict.fromkeys(texts))
-    return dict(zip(distinct, TokenBag.many(distinct)))
-
-
 def _turn_score(pred: TokenBag, golds: list[TokenBag]) -> tuple[float, float]:
     """``_compute_turn_score`` (spec 7.2): leave-one-out mean of max EM / max F1 when n > 1."""
     ems = [1 if pred.tokens == gold.tokens else 0 for gold in golds]  # equal normal forms
@@ -305,7 +294,7 @@ def evaluate_coqa(
     with gc_paused():
         texts = [text for golds in gold.turns.values() for text in golds]
         texts += [predictions[key] for key in gold.turns if key in predictions]
-        bags = _bags(texts)
+        bags = TokenBag.by_text(texts)
         records: list[dict[str, Any]] = []
         missing: list[str] = []
         for key, golds in gold.turns.items():
@@ -335,7 +324,7 @@ def evaluate_coqa_human(gold: CoqaGold | Mapping[str, Any], *, official_rounding
     if not isinstance(gold, CoqaGold):
         gold = coqa_gold(gold)
     with gc_paused():
-        bags = _bags([text for golds in gold.turns.values() for text in golds])
+        bags = TokenBag.by_text([text for golds in gold.turns.values() for text in golds])
         records: list[dict[str, Any]] = []
         for (story_id, turn_id), golds in gold.turns.items():
             if len(golds) < 2:

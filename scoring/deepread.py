@@ -332,7 +332,7 @@ def _sentence_id(value: Any, path: str, qid: str | None, what: str) -> str:
     return str(value)
 
 
-def load_deepread_data(path: str | os.PathLike[str], *, strict: bool = False) -> DeepReadData:
+def load_deepread_data(path: str | os.PathLike[str]) -> DeepReadData:
     """Read and validate a Deep Read data file (see the module docstring for the format)."""
     name = os.fspath(path)
     data = load_json(name)
@@ -589,7 +589,7 @@ def run(args: argparse.Namespace) -> EvalResult:
     if args.autsent_threshold is not None and not 0.0 < args.autsent_threshold <= 1.0:
         raise ScoringError("--autsent-threshold must be in (0, 1]")
     warnings: list[str] = []
-    data = load_deepread_data(args.data, strict=args.strict)
+    data = load_deepread_data(args.data)
     predictions = load_deepread_predictions(args.predictions, strict=args.strict, warn=warnings.append)
     result = evaluate_deepread(data, predictions, autsent_threshold=args.autsent_threshold,
                                strict=args.strict, source=args.predictions)

@@ -36,8 +36,6 @@ a row of NaN.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import json
 import math
 import os
@@ -59,8 +57,9 @@ from scoring.charmetrics import (
 )
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError
-from scoring.io import decode_text, parse_json, read_bytes
+from scoring.io import decode_text, gc_paused, parse_json, read_bytes
 from scoring.result import EvalResult
+from scoring.text import overlap_f1
 
 TASKS: tuple[str, ...] = ("main", "all", "yesno", "entity", "description")
 SOURCES: tuple[str, ...] = ("both", "search", "zhidao")
@@ -453,18 +452,6 @@ def _entity_list(value: Any, what: str, q: DuReaderQuestion) -> list[str]:
     return value
 
 
-def _local_f1(pred: list[str], ref: list[str]) -> float:
-    # local_prf (spec 4.6): multiset overlap.
-    if not pred or not ref:
-        return 0.0
-    same = sum((Counter(pred) & Counter(ref)).values())
-    if same == 0:
-        return 0.0
-    p = 1.0 * same / len(pred)
-    r = 1.0 * same / len(ref)
-    return (2 * p * r) / (p + r)
-
-
 def entity_counts(question: DuReaderQuestion, pred: DuReaderQuestion | None) -> EntityCounts:
     """compute_prf for one reference question (spec 4.6): the best reference list, then set overlaps."""
     if pred is None:
@@ -480,8 +467,10 @@ def entity_counts(question: DuReaderQuestion, pred: DuReaderQuestion | None) -> 
     ref_lists = [_entity_list(v, "every reference entity list", question) for v in question.entity_answers]
     best_f1 = 0.0
     best: list[str] | None = None
+    pred_counts = Counter(pred_list)
     for ref_list in ref_lists:
-        f1 = _local_f1(pred_list, ref_list)
+        # local_prf (spec 4.6): multiset overlap.
+        f1 = overlap_f1(pred_counts, len(pred_list), Counter(ref_list), len(ref_list))
         if f1 > best_f1:
             best, best_f1 = ref_list, f1
     if best is None:
@@ -729,23 +718,6 @@ def register(subparsers: Any) -> None:
     )
     add_common_options(parser)
     parser.set_defaults(run=run)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around bulk loading and scoring.
-
-    Nothing here creates reference cycles, and with hundreds of thousands of
-    loaded JSON containers alive every collection pass costs a lot (a fifth
-    of the run time).  The previous state is restored.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def run(args: argparse.Namespace) -> EvalResult:

@@ -146,7 +146,7 @@ def require(obj: Any, key: str, kind: type | tuple[type, ...], *, path: str, lin
     if not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise InputFormatError(
-            f"field {key!r}{what} should be {_json_name(names)}, found {_json_name(type(value).__name__)}",
+            f"field {key!r}{what} should be {_json_name(names)}, found {json_type(value)}",
             path=path, line=line, qid=qid,
         )
     return value
@@ -160,6 +160,11 @@ _JSON_NAMES = {
 
 def _json_name(py: str) -> str:
     return " or ".join(_JSON_NAMES.get(part, part) for part in py.split(" or "))
+
+
+def json_type(value: object) -> str:
+    """How an error message names a parsed JSON value's type: ``"an object"``, ``"null"``, ..."""
+    return _json_name(type(value).__name__)
 
 
 @contextmanager

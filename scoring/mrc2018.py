@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scoring.charmetrics import (
+    MAX_ORDER,
     BleuStats,
     batch_clipped_matches,
     clipped_matches,
@@ -59,7 +60,6 @@ from scoring.errors import InputFormatError, ScoringError, UndefinedMetricError
 from scoring.result import EvalResult
 
 GAMMA = 1.2
-MAX_ORDER = 4
 
 
 # --------------------------------------------------------------------------- reading

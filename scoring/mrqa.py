@@ -30,9 +30,9 @@ from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, UndefinedMetricError
-from scoring.io import iter_json_lines, load_prediction_map
+from scoring.io import Warn, iter_json_lines, load_prediction_map
 from scoring.result import EvalResult, summarise
-from scoring.squad import CachedScorer, Warn, prediction_text, without_gc
+from scoring.squad import CachedScorer, prediction_text, without_gc
 
 # --------------------------------------------------------------------------- gold file
 
@@ -169,7 +169,7 @@ def evaluate_mrqa(
     """
     label: str | None
     if isinstance(gold, MrqaGold):
-        answers: Mapping[str, Sequence[str]] = {qid: q.answers for qid, q in gold.questions.items()}
+        answers: Mapping[str, Sequence[str]] = gold.answers
         label = dataset or gold.dataset
         gold_path = gold.path
         warnings = list(gold.warnings)

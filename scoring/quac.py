@@ -28,17 +28,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import combinations
 from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, UndefinedMetricError
-from scoring.io import gc_paused, iter_json_lines, load_json
+from scoring.io import Warn, _ignore, gc_paused, iter_json_lines, load_json
 from scoring.result import EvalResult, summarise
 from scoring.text import TokenBag
-
-Warn = Callable[[str], None]
 
 CANNOTANSWER = "CANNOTANSWER"
 DEFAULT_MIN_F1 = 0.4
@@ -48,10 +46,6 @@ METRIC_KEYS = ("unfiltered_f1", "f1", "HEQ", "DHEQ", "yes/no", "followup", "unan
 EXACT, PARTIAL, NO_OVERLAP, INDEXING_ERROR, NO_ANSWER = (
     "Exact match", "Partial overlap", "No overlap", "Span indexing error", "NO ANSWER",
 )
-
-
-def _ignore(_: str) -> None:
-    return None
 
 
 class QuacQuestion(NamedTuple):
@@ -261,12 +255,6 @@ def handle_cannot(refs: list[str]) -> list[str]:
     return refs
 
 
-def _bags(texts: Iterable[str]) -> dict[str, TokenBag]:
-    """Every distinct string's tokens, normalised once, in one batch."""
-    distinct = list(dict.fromkeys(texts))
-    return dict(zip(distinct, TokenBag.many(distinct)))
-
-
 def _texts(dialogs: Sequence[QuacDialog], predictions: Mapping[str, Mapping[str, QuacPrediction]],
            refs_of: list[list[str]]) -> Iterator[str]:
     """Every string that will be tokenised: references after handle_cannot, then the prediction."""
@@ -421,7 +409,7 @@ def _evaluate(
     dataset_path: str,
 ) -> EvalResult:
     refs_of = [handle_cannot(q.refs) for d in dialogs for q in d.questions]
-    bags = _bags(_texts(dialogs, predictions, refs_of))
+    bags = TokenBag.by_text(_texts(dialogs, predictions, refs_of))
     totals = _Totals()
     per_example: list[dict[str, Any]] = []
     missing: list[str] = []

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from scoring.errors import InputFormatError
-from scoring.io import load_json
+from scoring.io import json_type, load_json
 from scoring.result import EvalResult
 
 T = TypeVar("T")
@@ -233,20 +233,20 @@ def load_results(path: str, *, strict: bool = False, warn: Callable[[str], None]
     if not isinstance(data, list):
         raise InputFormatError(
             f"expected a JSON list of entries like {{\"name\": ..., \"metrics\": {{...}}}}, "
-            f"found {_json_type(data)}", path=path)
+            f"found {json_type(data)}", path=path)
     entries: list[Entry] = []
     seen: set[str] = set()
     for number, item in enumerate(data, start=1):
         where = f" (entry {number})"
         if not isinstance(item, dict):
-            raise InputFormatError(f"entry {number} should be an object, found {_json_type(item)}", path=path)
+            raise InputFormatError(f"entry {number} should be an object, found {json_type(item)}", path=path)
         name = item.get("name")
         if not isinstance(name, str):
-            raise InputFormatError(f"entry {number} needs a string field 'name'{'' if name is None else ', found ' + _json_type(name)}",
+            raise InputFormatError(f"entry {number} needs a string field 'name'{'' if name is None else ', found ' + json_type(name)}",
                                    path=path)
         metrics = item.get("metrics", item)
         if not isinstance(metrics, dict):
-            raise InputFormatError(f"field 'metrics'{where} should be an object, found {_json_type(metrics)}",
+            raise InputFormatError(f"field 'metrics'{where} should be an object, found {json_type(metrics)}",
                                    path=path, qid=name)
         if name in seen:
             if strict:
@@ -287,7 +287,7 @@ def metric_reader(entries: Sequence[Entry], metric: str, path: str) -> Callable[
             continue
         found = True
         if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-            raise InputFormatError(f"metric {metric!r} should be a number or null, found {_json_type(raw)}",
+            raise InputFormatError(f"metric {metric!r} should be a number or null, found {json_type(raw)}",
                                    path=path, qid=entry.name)
         values[entry.line] = as_score(raw)
     if entries and not found:
@@ -378,10 +378,3 @@ def _run_average(args: argparse.Namespace, entries: list[Entry], warnings: list[
         "ranking": ranking,
     }
     return EvalResult(metrics=metrics, per_example=[{"id": r["name"], **r} for r in ranking], warnings=warnings)
-
-
-def _json_type(value: object) -> str:
-    return {
-        dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
-        bool: "a boolean", type(None): "null",
-    }.get(type(value), type(value).__name__)

@@ -57,7 +57,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scoring.errors import InputFormatError, ScoringError, UndefinedMetricError
-from scoring.io import load_json
+from scoring.io import _ignore, load_json
 from scoring.result import EvalResult
 
 FloatArray = npt.NDArray[np.float64]
@@ -409,10 +409,6 @@ class AlignedScores:
     scores: FloatArray  # (systems, questions), or (systems, questions, K) for statistic vectors
     strata: tuple[str, ...] | None  # one label per question when stratified
     filled: tuple[int, ...]  # per system: questions it lacked, scored 0 (missing="zero")
-
-
-def _ignore(_: str) -> None:
-    return None
 
 
 def align_per_example(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gc
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
@@ -29,13 +28,9 @@ from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options, write_json
 from scoring.errors import InputFormatError, UndefinedMetricError
-from scoring.io import load_json, load_prediction_map
+from scoring.io import Warn, gc_paused, load_json, load_prediction_map
 from scoring.result import MAX_LISTED_WARNINGS, EvalResult, summarise
-from scoring.text import TokenKey, normalize_answer, normalize_many
-
-Warn = Callable[[str], None]
-
-
+from scoring.text import TokenKey, normalize_answer, normalize_many, numbered
 
 # --------------------------------------------------------------------------- scoring core
 
@@ -85,7 +80,7 @@ class CachedScorer:
         keys: frozenset[TokenKey] = frozenset(tokens)
         repeats = len(keys) != len(tokens)
         if repeats:
-            keys = _numbered(tokens)
+            keys = numbered(tokens)
         bag = self._bags[norm] = (len(tokens), keys, repeats)
         return bag
 
@@ -99,9 +94,9 @@ class CachedScorer:
             gold_tokens = gold.split()
             # The official sum((Counter(p) & Counter(g)).values()), in C: when no
             # predicted token repeats, it is the number of predicted tokens found in
-            # the gold; otherwise both sides become multisets (see _numbered).
+            # the gold; otherwise both sides become multisets (see numbered).
             if pred_repeats:
-                same = len(pred_keys & _numbered(gold_tokens))
+                same = len(pred_keys & numbered(gold_tokens))
             else:
                 same = len(pred_keys.intersection(gold_tokens))
             if same:
@@ -152,19 +147,6 @@ class CachedScorer:
         if not pred:
             return 0, 0.0
         return 0, self._best_overlap(pred, gold_norms)
-
-
-def _numbered(tokens: Sequence[str]) -> frozenset[TokenKey]:
-    """The tokens as a set in which the k-th repeat of token t is ``(t, k)``.
-
-    ``len(a & b)`` of two such sets is the size of the multiset intersection.
-    """
-    seen: dict[str, int] = {}
-    keys: list[TokenKey] = []
-    for token in tokens:
-        k = seen[token] = seen.get(token, 0) + 1
-        keys.append(token if k == 1 else (token, k))
-    return frozenset(keys)
 
 
 # --------------------------------------------------------------------------- dataset
@@ -584,26 +566,17 @@ def without_gc(run: Run) -> Run:
 
     @functools.wraps(run)
     def paused(args: argparse.Namespace) -> EvalResult:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             return run(args)
-        finally:
-            if enabled:
-                gc.enable()
 
     return paused
-
-
-def _collector(warnings: list[str]) -> Warn:
-    return warnings.append
 
 
 @without_gc
 def _run_squad1(args: argparse.Namespace) -> EvalResult:
     load_warnings: list[str] = []
     dataset = load_squad_dataset(args.dataset)
-    predictions = load_prediction_map(args.predictions, strict=args.strict, warn=_collector(load_warnings))
+    predictions = load_prediction_map(args.predictions, strict=args.strict, warn=load_warnings.append)
     result = evaluate_squad_v1(dataset, predictions, strict=args.strict,
                                dataset_path=args.dataset, prediction_path=args.predictions)
     result.warnings[:0] = load_warnings
@@ -614,10 +587,10 @@ def _run_squad1(args: argparse.Namespace) -> EvalResult:
 def _run_squad2(args: argparse.Namespace) -> EvalResult:
     load_warnings: list[str] = []
     dataset = load_squad_dataset(args.dataset)
-    predictions = load_prediction_map(args.predictions, strict=args.strict, warn=_collector(load_warnings))
+    predictions = load_prediction_map(args.predictions, strict=args.strict, warn=load_warnings.append)
     na_probs = None
     if args.na_prob_file:
-        na_probs = load_na_probs(args.na_prob_file, strict=args.strict, warn=_collector(load_warnings))
+        na_probs = load_na_probs(args.na_prob_file, strict=args.strict, warn=load_warnings.append)
     result = evaluate_squad_v2(
         dataset, predictions, na_probs,
         na_prob_thresh=args.na_prob_thresh, missing_as_empty=args.missing_as_empty, strict=args.strict,

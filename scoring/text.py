@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -188,6 +188,19 @@ def normalize_many(texts: Sequence[str]) -> list[str]:
 TokenKey = str | tuple[str, int]
 
 
+def numbered(tokens: Sequence[str]) -> frozenset[TokenKey]:
+    """The tokens as a set in which the k-th repeat of token t is ``(t, k)``.
+
+    ``len(a & b)`` of two such sets is the size of the multiset intersection.
+    """
+    seen: dict[str, int] = {}
+    keys: list[TokenKey] = []
+    for token in tokens:
+        k = seen[token] = seen.get(token, 0) + 1
+        keys.append(token if k == 1 else (token, k))
+    return frozenset(keys)
+
+
 class TokenBag:
     """One normalised answer, ready to be compared with many others.
 
@@ -213,15 +226,15 @@ class TokenBag:
         """One bag per text, normalised in one batch (:func:`answer_tokens_many`)."""
         return [cls(tokens) for tokens in answer_tokens_many(texts)]
 
+    @classmethod
+    def by_text(cls, texts: Iterable[str]) -> dict[str, TokenBag]:
+        """Every distinct string's bag, normalised once, in one batch (:meth:`many`)."""
+        distinct = list(dict.fromkeys(texts))
+        return dict(zip(distinct, cls.many(distinct)))
+
     def numbered(self) -> frozenset[TokenKey]:
         if self._numbered is None:
-            seen: dict[str, int] = {}
-            keys: list[TokenKey] = []
-            for token in self.tokens:
-                k = seen.get(token, 0) + 1
-                seen[token] = k
-                keys.append(token if k == 1 else (token, k))
-            self._numbered = frozenset(keys)
+            self._numbered = numbered(self.tokens)
         return self._numbered
 
     def overlap(self, other: TokenBag) -> int:
