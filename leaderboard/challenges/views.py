@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, render
 
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
-from leaderboard.rankings.selectors import dataset_label
+from leaderboard.challenges.selectors import dataset_label
 from leaderboard.submissions.systems import SystemSettings
 
 

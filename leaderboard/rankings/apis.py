@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
@@ -10,8 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.accounts.selectors import user_is_organizer
-from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.rankings.selectors import BoardNotVisible, board_as_records, board_build, dataset_label
+from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.selectors import dataset_label
+from leaderboard.rankings.selectors import board_get, board_payload
 
 
 class ChallengeListApi(APIView):
@@ -61,15 +61,4 @@ class ChallengeDetailApi(APIView):
 class LeaderboardApi(APIView):
     @extend_schema(responses=dict)
     def get(self, request: Request, slug: str, phase_slug: str) -> Response:
-        phase = get_object_or_404(
-            Phase.objects.select_related("challenge"), challenge__slug=slug, challenge__is_public=True,
-            slug=phase_slug,
-        )
-        try:
-            board = board_build(phase=phase, viewer=request.user)
-        except BoardNotVisible as exc:
-            raise Http404(str(exc)) from None
-        return Response(
-            {"challenge": slug, "phase": phase_slug, "ranked_by": board.primary_key.removeprefix("agg:"),
-             "rows": board_as_records(board)}
-        )
+        return Response(board_payload(board_get(slug=slug, phase_slug=phase_slug, viewer=request.user)))

@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.http import Http404
+from django.shortcuts import get_object_or_404
 
 from leaderboard.accounts.models import TeamKind
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
 from leaderboard.challenges.models import Dataset, Phase
+from leaderboard.challenges.selectors import aggregate_is_one_sealed_dataset, dataset_label, metric_split
 from leaderboard.challenges.suites import suite_for
 from leaderboard.submissions.models import BoardEntry, Score, Status
 from scoring.ranking import rank_rows
@@ -61,7 +64,6 @@ class Board:
     phase: Phase
     columns: list[BoardColumn]
     rows: list[BoardRow]
-    viewer_is_organizer: bool
     primary_key: str
 
 
@@ -69,16 +71,32 @@ class BoardNotVisible(Exception):
     pass
 
 
-def dataset_label(dataset: Dataset, *, reveal_sealed: bool) -> str:
-    if dataset.is_sealed and not reveal_sealed:
-        return dataset.sealed_alias or "Hidden"
-    return dataset.name
-
-
 def board_datasets(*, phase: Phase) -> list[Dataset]:
     """Datasets that have this phase's portion, in the organizer's order."""
     datasets = Dataset.objects.filter(challenge_id=phase.challenge_id).order_by("order", "slug")
     return [ds for ds in datasets if phase.portion in ds.portions]
+
+
+def board_get(*, slug: str, phase_slug: str, viewer: Viewer) -> Board:
+    """The board at a public address: 404 for an unknown or non-public challenge or phase,
+    and for a board the viewer may not see (its existence is not confirmed either)."""
+    phase = get_object_or_404(
+        Phase.objects.select_related("challenge"), challenge__slug=slug, challenge__is_public=True, slug=phase_slug
+    )
+    try:
+        return board_build(phase=phase, viewer=viewer)
+    except BoardNotVisible as exc:
+        raise Http404(str(exc)) from None
+
+
+def board_payload(board: Board) -> dict[str, Any]:
+    """The JSON export and the API's answer: the same body."""
+    return {
+        "challenge": board.phase.challenge.slug,
+        "phase": board.phase.slug,
+        "ranked_by": board.primary_key.removeprefix("agg:"),
+        "rows": board_as_records(board),
+    }
 
 
 def board_build(*, phase: Phase, viewer: Viewer) -> Board:
@@ -94,7 +112,7 @@ def board_build(*, phase: Phase, viewer: Viewer) -> Board:
         BoardColumn(
             key=f"agg:{c.metric}", label=c.label, group="Overall", decimals=c.decimals,
             is_primary=c.metric == suite.primary_metric,
-            sealed=not is_organizer and _aggregate_is_one_sealed_dataset(c.metric, datasets),
+            sealed=not is_organizer and aggregate_is_one_sealed_dataset(c.metric, datasets),
         )
         for c in suite.aggregate_columns
         if _aggregate_applies(c.metric, datasets)
@@ -158,25 +176,13 @@ def board_build(*, phase: Phase, viewer: Viewer) -> Board:
         item.row.rank = item.rank
         item.row.tied = item.tied
         ordered.append(item.row)
-    return Board(phase=phase, columns=columns, rows=ordered, viewer_is_organizer=is_organizer, primary_key=primary)
+    return Board(phase=phase, columns=columns, rows=ordered, primary_key=primary)
 
 
 def _aggregate_applies(metric: str, datasets: list[Dataset]) -> bool:
     # Per-split macro columns appear only when the phase has datasets of that split.
-    for split in ("I", "II", "III"):
-        if metric.startswith(f"split_{split}_"):
-            return any(ds.split == split for ds in datasets)
-    return True
-
-
-def _aggregate_is_one_sealed_dataset(metric: str, datasets: list[Dataset]) -> bool:
-    # A split's macro average over a single sealed dataset *is* that dataset's score,
-    # so it stays sealed with it (Split III with one hidden dataset, say).
-    for split in ("I", "II", "III"):
-        if metric.startswith(f"split_{split}_"):
-            in_split = [ds for ds in datasets if ds.split == split]
-            return len(in_split) == 1 and in_split[0].is_sealed
-    return False
+    split = metric_split(metric)
+    return split is None or any(ds.split == split for ds in datasets)
 
 
 def board_as_records(board: Board) -> list[dict[str, Any]]:

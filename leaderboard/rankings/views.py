@@ -5,24 +5,17 @@ from __future__ import annotations
 import csv
 import io
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
-from leaderboard.challenges.models import Phase
 from leaderboard.rankings.charts import board_chart_svg
-from leaderboard.rankings.selectors import Board, BoardNotVisible, board_as_records, board_build
+from leaderboard.rankings.selectors import Board, board_as_records, board_get, board_payload
 from leaderboard.rankings.table import board_body_html
 
 
 def _board(request: HttpRequest, slug: str, phase_slug: str) -> Board:
-    phase = get_object_or_404(
-        Phase.objects.select_related("challenge"), challenge__slug=slug, challenge__is_public=True, slug=phase_slug
-    )
-    try:
-        return board_build(phase=phase, viewer=request.user)
-    except BoardNotVisible as exc:
-        raise Http404(str(exc)) from None
+    return board_get(slug=slug, phase_slug=phase_slug, viewer=request.user)
 
 
 def board_page(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:
@@ -61,15 +54,7 @@ def board_csv(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:
 
 
 def board_json(request: HttpRequest, slug: str, phase_slug: str) -> JsonResponse:
-    board = _board(request, slug, phase_slug)
-    return JsonResponse(
-        {
-            "challenge": slug,
-            "phase": phase_slug,
-            "ranked_by": board.primary_key.removeprefix("agg:"),
-            "rows": board_as_records(board),
-        }
-    )
+    return JsonResponse(board_payload(_board(request, slug, phase_slug)))
 
 
 def board_chart(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:

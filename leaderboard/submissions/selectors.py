@@ -10,7 +10,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase
+from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase
+from leaderboard.challenges.selectors import aggregate_is_one_sealed_dataset, dataset_label
 from leaderboard.challenges.suites import suite_for
 from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission
 from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings
@@ -157,20 +158,15 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
     average over that one sealed dataset, which is its score under another name.
     """
     scores = list(submission.scores.select_related("dataset").order_by("dataset__order", "metric"))
-    by_split: dict[str, set[Dataset]] = {}
-    for score in scores:
-        if score.dataset is not None:
-            by_split.setdefault(score.dataset.split, set()).add(score.dataset)
+    datasets = {score.dataset for score in scores if score.dataset is not None}
     out = []
     for score in scores:
         ds = score.dataset
         if ds is None:
-            split = next((s for s in by_split if score.metric.startswith(f"split_{s}_")), None)
-            in_split = by_split.get(split, set()) if split else set()
-            hidden = not is_organizer and len(in_split) == 1 and next(iter(in_split)).is_sealed
+            hidden = not is_organizer and aggregate_is_one_sealed_dataset(score.metric, datasets)
             out.append(VisibleScore("Overall", score.metric, None if hidden else score.value, hidden))
             continue
         sealed = ds.is_sealed and not is_organizer
-        label = (ds.sealed_alias or "Hidden") if sealed else ds.name
+        label = dataset_label(ds, reveal_sealed=is_organizer)
         out.append(VisibleScore(label, score.metric, None if sealed else score.value, sealed))
     return out
