@@ -23,10 +23,3 @@ def user_is_organizer(*, user: AbstractBaseUser | AnonymousUser, challenge: Chal
     if getattr(user, "is_superuser", False):
         return True
     return challenge.staff.filter(pk=user.pk).exists()
-
-
-def team_display_name(*, team: Team, reveal: bool) -> str:
-    """What a viewer sees as the team's name: anonymous teams stay anonymous in public."""
-    if team.is_anonymous and not reveal:
-        return "Anonymous"
-    return team.name

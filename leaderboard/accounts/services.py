@@ -16,12 +16,6 @@ def _new_join_code() -> str:
     return secrets.token_urlsafe(12)
 
 
-def user_create(*, username: str, password: str, email: str = "") -> User:
-    if User.objects.filter(username__iexact=username).exists():
-        raise Conflict(f"the username {username!r} is taken", field="username")
-    return User.objects.create_user(username=username, password=password, email=email)
-
-
 def team_create(
     *, challenge: Challenge, owner: User, name: str, is_anonymous: bool = False, affiliation: str = ""
 ) -> Team:
@@ -77,14 +71,3 @@ def team_update(*, team: Team, actor: User, is_anonymous: bool | None = None, af
         team.affiliation = affiliation
     team.save(update_fields=["is_anonymous", "affiliation"])
     return team
-
-
-def team_remove_member(*, team: Team, actor: User, member: User) -> None:
-    if actor != member:
-        _require_owner(team, actor)
-    membership = Membership.objects.filter(team=team, user=member).first()
-    if membership is None:
-        raise NotFound("that user is not in this team")
-    if membership.role == Role.OWNER and team.memberships.filter(role=Role.OWNER).count() == 1:
-        raise ServiceError("the last owner cannot leave; make another member owner first")
-    membership.delete()

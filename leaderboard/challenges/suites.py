@@ -54,14 +54,6 @@ class Column:
     decimals: int = 2
 
 
-@dataclass(frozen=True)
-class Breakdown:
-    """Per-slice metrics a suite can compute from stored per-question records."""
-
-    label: str
-    slice_key: str
-
-
 class Suite(Protocol):
     key: str
     gold_suffix: str
@@ -103,11 +95,11 @@ def _inspect_gold_file(
         raise InputFormatError("the gold file has no questions", path=filename)
     # Uploads are {qid: answer} checked against this list, so two questions sharing an id
     # (in MRC2018 even 123 and "123") could never both be answered.
-    seen: set[str] = set()
-    for qid in info.qids:
-        if qid in seen:
-            raise InputFormatError("question id appears more than once", path=filename, qid=qid)
-        seen.add(qid)
+    from scoring.squad import find_duplicates
+
+    duplicates = find_duplicates(info.qids)
+    if duplicates:
+        raise InputFormatError("question id appears more than once", path=filename, qid=duplicates[0])
     return info
 
 
@@ -385,8 +377,13 @@ def _squad2_inputs(gold: _Squad2Gold) -> dict[str, Any]:
     def hidden(key: str) -> bool:
         return _names_an_answer(key) or key == "is_impossible" or key in dropped_levels
 
+    return _without_qa_fields(gold.dataset, hidden)
+
+
+def _without_qa_fields(document: dict[str, Any], hidden: Callable[[str], bool]) -> dict[str, Any]:
+    """A SQuAD-shaped document (data -> paragraphs -> qas) without the qa fields ``hidden`` names."""
     return {
-        **gold.dataset,
+        **document,
         "data": [
             {
                 **article,
@@ -395,7 +392,7 @@ def _squad2_inputs(gold: _Squad2Gold) -> dict[str, Any]:
                     for paragraph in article["paragraphs"]
                 ],
             }
-            for article in gold.dataset["data"]
+            for article in document["data"]
         ],
     }
 
@@ -535,19 +532,7 @@ def _quac_inputs(document: dict[str, Any]) -> dict[str, Any]:
     def hidden(key: str) -> bool:
         return _names_an_answer(key) or key in ("yesno", "followup")
 
-    return {
-        **document,
-        "data": [
-            {
-                **article,
-                "paragraphs": [
-                    {**paragraph, "qas": [{k: v for k, v in qa.items() if not hidden(k)} for qa in paragraph["qas"]]}
-                    for paragraph in article["paragraphs"]
-                ],
-            }
-            for article in document["data"]
-        ],
-    }
+    return _without_qa_fields(document, hidden)
 
 
 def _quac_predictions(dialogs: Sequence[QuacDialog], predictions: Mapping[str, Any]) -> dict[str, dict[str, QuacPrediction]]:
