@@ -293,7 +293,7 @@ def bundle_inspect(path: str | os.PathLike[str], *, max_uncompressed: int) -> Bu
         if len(members) > MAX_BUNDLE_MEMBERS:
             raise ArchiveError(f"{len(members)} files in the bundle; at most {MAX_BUNDLE_MEMBERS}")
         total = 0
-        names = set()
+        files = set()
         for member in members:
             name = member.filename.replace("\\", "/")
             parts = PurePosixPath(name).parts
@@ -304,9 +304,10 @@ def bundle_inspect(path: str | os.PathLike[str], *, max_uncompressed: int) -> Bu
             total += member.file_size
             if total > max_uncompressed:
                 raise ArchiveError(f"the bundle expands past {max_uncompressed} bytes (the bundle size limit)")
-            names.add(name.rstrip("/"))
+            if not member.is_dir():  # a folder named run.sh is no entry point
+                files.add(name.rstrip("/"))
     for entry, command in BUNDLE_ENTRY_POINTS:
-        if entry in names:
+        if entry in files:
             return BundleInfo(entry, command, len(members), total)
     raise ArchiveError("no run.sh or run.py at the top of the bundle (not inside a folder)")
 

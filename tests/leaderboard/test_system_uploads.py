@@ -201,3 +201,14 @@ def test_an_organizers_bad_baseline_archive_creates_neither_team_nor_submission(
     submission = Submission.objects.get(team__name="Some baseline", team__kind="baseline")
     assert submission.image_digest == image_id and Path(submission.file.path).read_bytes() == good
     assert submission.sha256 == hashlib.sha256(good).hexdigest()
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+@pytest.mark.parametrize("entry", ["run.sh/", "run.py/"])
+def test_a_bundle_whose_entry_point_is_a_folder_is_refused(
+    systems: Cast, nothing_stored: None, channel: str, entry: str
+) -> None:
+    content = bundle_of({entry: b"", f"{entry}main.py": b"print(1)"})
+    status, message = post(systems, channel, content, kind="code_bundle", name="b.zip")
+    assert status == 400, message[:500]
+    assert "no run.sh or run.py at the top" in message, message[:2000]
