@@ -26,13 +26,14 @@ app.conf.update(
     # Redis redelivers an unacknowledged message after this long; longer than any run.
     broker_transport_options={"visibility_timeout": 6 * 3600},
     worker_hijack_root_logger=False,
-    # The reaper runs on the "control" queue, so that a worker busy with a long run
-    # (queue "systems") never delays it; stale reap messages expire unread.
+    # The reaper runs on the "control" queue (task_routes below, which beat's messages
+    # go through too), so that a worker busy with a long run (queue "systems") never
+    # delays it; stale reap messages expire unread.
     beat_schedule={
         "reap": {
             "task": REAP,
             "schedule": settings.REAP_EVERY_S,
-            "options": {"queue": "control", "expires": settings.REAP_EVERY_S},
+            "options": {"expires": settings.REAP_EVERY_S},
         }
     },
     beat_schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"),

@@ -9,15 +9,15 @@ from django.conf import settings
 
 from leaderboard.core.tasks import TASK_QUEUES, send_task
 from leaderboard.submissions.models import Submission
-from leaderboard.submissions.system_services import submissions_lost_in_queue, task_for
+from leaderboard.submissions.services import task_for
+from leaderboard.submissions.system_services import submissions_lost_in_queue
 
 logger = logging.getLogger(__name__)
 
 
-def dispatch_again(submission_id: int) -> None:
-    submission = Submission.objects.filter(pk=submission_id).first()
-    if submission is not None:
-        send_task(task_for(submission), submission_id)
+def dispatch_again(*submission_ids: int) -> None:
+    for submission in Submission.objects.filter(pk__in=submission_ids):
+        send_task(task_for(submission), submission.pk)
 
 
 def broker_queue_lengths() -> dict[str, int] | None:

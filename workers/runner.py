@@ -33,7 +33,7 @@ import docker.errors
 import docker.types
 import requests.exceptions
 
-from leaderboard.submissions.systems import ArchiveError, Limits, image_archive_untagged
+from leaderboard.submissions.systems import ArchiveError, Limits, RunOutcome, image_archive_untagged
 
 logger = logging.getLogger(__name__)
 
@@ -63,19 +63,6 @@ class RunSpec:
     system_dir: Path | None = None
     runtime: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class RunReport:
-    exit_code: int | None = None
-    timed_out: bool = False
-    oom_killed: bool = False
-    output_too_large: bool = False
-    aborted: bool = False
-    duration_s: float = 0.0
-    logs: str = ""
-    runtime: str = ""
 
 
 def engine() -> docker.DockerClient:
@@ -191,7 +178,6 @@ def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
             "READERBOARD_OUTPUT": "/output",
             "HOME": "/tmp",
             **lim.as_env(),
-            **spec.env,
         },
         "labels": spec.labels,
         # Two rotated files: a flood costs the engine at most this much disk.
@@ -231,15 +217,19 @@ def run_container(
     spec: RunSpec,
     *,
     output_capped: bool,
-    heartbeat: Callable[[], bool] | None = None,
-    heartbeat_every: float = 10.0,
-) -> RunReport:
+    heartbeat: Callable[[], bool],
+    heartbeat_every: float,
+) -> tuple[RunOutcome, bool]:
     """Run ``spec`` to completion (or its limits) and remove the container, whatever happens.
 
-    ``heartbeat`` is called every ``heartbeat_every`` seconds while the system runs;
-    when it returns False (the submission was cancelled or re-assigned) the run stops.
+    Returns the outcome (without outputs: reading them is the caller's job) and whether
+    the run was aborted.  ``heartbeat`` is called every ``heartbeat_every`` seconds while
+    the system runs; when it returns False (the submission was cancelled or re-assigned)
+    the run stops, aborted.
     """
-    report = RunReport(runtime=spec.runtime or "runc")
+    outcome = RunOutcome(exit_code=None, timed_out=False, oom_killed=False, output_too_large=False,
+                         duration_s=0.0, logs="", runtime=spec.runtime or "runc")
+    aborted = False
     limit_bytes = spec.limits.output_mb * 1024 * 1024
     try:
         container = client.containers.create(**_create_kwargs(spec))
@@ -252,50 +242,50 @@ def run_container(
             container.start()
         except docker.errors.APIError as exc:
             # e.g. an ENTRYPOINT that does not exist in the image: the image's fault.
-            report.exit_code = 127
-            report.logs = f"the container could not start: {exc.explanation or exc}"
-            return report
+            outcome.exit_code = 127
+            outcome.logs = f"the container could not start: {exc.explanation or exc}"
+            return outcome, False
         started = time.monotonic()
         next_beat = started + heartbeat_every
         deadline = started + spec.limits.time_limit_s
         while True:
             try:
                 result = container.wait(timeout=max(0.05, min(1.0, deadline - time.monotonic())))
-                report.exit_code = int(result.get("StatusCode", -1))
+                outcome.exit_code = int(result.get("StatusCode", -1))
                 break
             except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
                 pass
             now = time.monotonic()
             if now >= deadline:
-                report.timed_out = True
+                outcome.timed_out = True
                 break
             if not output_capped and directory_bytes(spec.output_dir) > limit_bytes:
-                report.output_too_large = True
+                outcome.output_too_large = True
                 break
-            if heartbeat is not None and now >= next_beat:
+            if now >= next_beat:
                 next_beat = now + heartbeat_every
                 if not heartbeat():
-                    report.aborted = True
+                    aborted = True
                     break
-        report.duration_s = time.monotonic() - started
-        if report.exit_code is None:
+        outcome.duration_s = time.monotonic() - started
+        if outcome.exit_code is None:
             with contextlib.suppress(docker.errors.APIError):
                 container.kill()
             with contextlib.suppress(Exception):
                 container.wait(timeout=30)
         container.reload()
         state = container.attrs.get("State", {})
-        report.oom_killed = bool(state.get("OOMKilled"))
+        outcome.oom_killed = bool(state.get("OOMKilled"))
         try:
             raw = container.logs(stdout=True, stderr=True)
         except docker.errors.APIError as exc:
             raw = f"[logs unavailable: {exc}]".encode()
-        report.logs = cap_log(raw, spec.limits.log_bytes)
-        if not report.output_too_large and (
+        outcome.logs = cap_log(raw, spec.limits.log_bytes)
+        if not outcome.output_too_large and (
             directory_bytes(spec.output_dir) > limit_bytes or (output_capped and _filled(spec.output_dir))
         ):
-            report.output_too_large = True
-        return report
+            outcome.output_too_large = True
+        return outcome, aborted
     except docker.errors.APIError as exc:
         raise PlatformError(f"the engine failed during the run: {exc.explanation or exc}") from None
     finally:
@@ -322,10 +312,8 @@ def image_load(client: docker.DockerClient, path: Path, *, expected_id: str) -> 
     at upload time is refused.
     """
     try:
-        client.images.get(expected_id)
-        return expected_id
-    except docker.errors.ImageNotFound:
-        pass
+        if image_exists(client, expected_id):
+            return expected_id
     except docker.errors.APIError as exc:
         raise PlatformError(f"the engine failed: {exc}") from None
     with tempfile.TemporaryFile(suffix=".tar") as untagged:
@@ -338,8 +326,14 @@ def image_load(client: docker.DockerClient, path: Path, *, expected_id: str) -> 
             client.images.load(untagged)
         except docker.errors.APIError as exc:
             raise ImageError(f"the engine could not load the image: {exc.explanation or exc}") from None
-    try:
-        client.images.get(expected_id)
-    except docker.errors.ImageNotFound:
-        raise ImageError(f"after loading, the engine has no image {expected_id}") from None
+    if not image_exists(client, expected_id):
+        raise ImageError(f"after loading, the engine has no image {expected_id}")
     return expected_id
+
+
+def image_exists(client: docker.DockerClient, image: str) -> bool:
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        return False
+    return True

@@ -15,8 +15,6 @@ import shutil
 import socket
 from pathlib import Path
 
-import docker
-import docker.errors
 from django.conf import settings
 
 from leaderboard.submissions.system_services import (
@@ -29,7 +27,6 @@ from leaderboard.submissions.system_services import (
     submissions_reap,
 )
 from leaderboard.submissions.systems import (
-    BUNDLE_ENTRY_POINTS,
     ArchiveError,
     RunDataset,
     RunOutcome,
@@ -73,8 +70,11 @@ def _place_input(ds: RunDataset, target: Path, portion: str) -> None:
     target.chmod(0o644)
 
 
-def run_prepare(plan: RunPlan, run_dir: Path) -> tuple[Path, Path | None]:
-    """The run folder: input/ (questions only, manifest.json) and, for bundles, system/."""
+def run_prepare(plan: RunPlan, run_dir: Path) -> tuple[Path, Path | None, list[str] | None]:
+    """The run folder: input/ (questions only, manifest.json) and, for bundles, system/.
+
+    Returns the input folder and, for bundles, the system folder and the bundle's command.
+    """
     input_dir = run_dir / "input"
     input_dir.mkdir(parents=True)
     for ds in plan.datasets:
@@ -88,9 +88,9 @@ def run_prepare(plan: RunPlan, run_dir: Path) -> tuple[Path, Path | None]:
     run_dir.chmod(0o755)
     if plan.kind == "code_bundle":
         system_dir = run_dir / "system"
-        bundle_extract(plan.upload_path, system_dir, max_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES)
-        return input_dir, system_dir
-    return input_dir, None
+        info = bundle_extract(plan.upload_path, system_dir, max_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES)
+        return input_dir, system_dir, info.command
+    return input_dir, None, None
 
 
 def outputs_collect(plan: RunPlan, output_dir: Path, outcome: RunOutcome) -> None:
@@ -113,15 +113,13 @@ def system_evaluate(submission_id: int) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
     try:
         client = runner.engine()
-        input_dir, system_dir = run_prepare(plan, run_dir)
+        input_dir, system_dir, command = run_prepare(plan, run_dir)
         if plan.kind == "docker_image":
             image = runner.image_load(client, Path(plan.upload_path), expected_id=plan.image_digest)
-            command = None
         else:
             image = plan.base_image
-            if not _image_exists(client, image):
+            if not runner.image_exists(client, image):
                 raise runner.PlatformError(f"the base image {image} is not built on this worker")
-            command = _bundle_command(system_dir)
         output_dir = run_dir / "output"
         with runner.output_area(output_dir, plan.limits.output_mb) as capped:
             spec = runner.RunSpec(
@@ -134,26 +132,17 @@ def system_evaluate(submission_id: int) -> None:
                 runtime=plan.runtime or settings.CONTAINER_RUNTIME or None,
                 labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt)},
             )
-            report = runner.run_container(
+            outcome, aborted = runner.run_container(
                 client,
                 spec,
                 output_capped=capped,
                 heartbeat=lambda: submission_run_heartbeat(submission_id, attempt=attempt),
                 heartbeat_every=settings.RUN_HEARTBEAT_S,
             )
-            if report.aborted:
+            if aborted:
                 logger.info("submission %s: attempt %s stopped (cancelled or re-assigned)", submission_id, attempt)
                 return
-            outcome = RunOutcome(
-                exit_code=report.exit_code,
-                timed_out=report.timed_out,
-                oom_killed=report.oom_killed,
-                output_too_large=report.output_too_large,
-                duration_s=report.duration_s,
-                logs=report.logs,
-                runtime=report.runtime,
-            )
-            if not (report.timed_out or report.output_too_large):
+            if not (outcome.timed_out or outcome.output_too_large):
                 outputs_collect(plan, output_dir, outcome)
         submission_run_finish(submission_id, attempt=attempt, outcome=outcome)
     except (runner.ImageError, ArchiveError) as exc:
@@ -169,23 +158,6 @@ def system_evaluate(submission_id: int) -> None:
     finally:
         # output_area has already unmounted the output tmpfs, whatever happened inside it.
         shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def _image_exists(client: docker.DockerClient, image: str) -> bool:
-    try:
-        client.images.get(image)
-    except docker.errors.ImageNotFound:
-        return False
-    return True
-
-
-def _bundle_command(system_dir: Path | None) -> list[str]:
-    if system_dir is None:
-        raise ArchiveError("a code bundle needs its files")
-    for entry, command in BUNDLE_ENTRY_POINTS:
-        if (system_dir / entry).is_file():
-            return command
-    raise ArchiveError("no run.sh or run.py at the top of the bundle")
 
 
 def _pid_alive(pid: int) -> bool:

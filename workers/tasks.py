@@ -8,12 +8,10 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, send_task
-from leaderboard.submissions.models import Submission
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM
 from leaderboard.submissions.services import submission_evaluate
-from leaderboard.submissions.system_services import task_for
 from workers.celery_app import REAP, app
-from workers.dispatch import lost_messages_redispatch
+from workers.dispatch import dispatch_again, lost_messages_redispatch
 from workers.systems import runs_reap, system_evaluate
 
 logger = logging.getLogger(__name__)
@@ -37,9 +35,7 @@ def run_system(submission_id: int) -> None:
 @app.task(name=REAP)
 def reap() -> None:
     """Periodic: re-queue runs whose worker died, then re-send messages the broker lost."""
-    reaped = runs_reap()
-    for submission in Submission.objects.filter(pk__in=reaped.requeued):
-        send_task(task_for(submission), submission.pk)
+    dispatch_again(*runs_reap().requeued)
     lost_messages_redispatch()
 
 
