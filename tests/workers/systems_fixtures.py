@@ -6,7 +6,7 @@ import io
 import os
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +16,6 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.challenges.models import SubmissionKind
-from leaderboard.core import tasks
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE
 from tests.leaderboard.conftest import Cast
@@ -58,6 +57,18 @@ def engine() -> docker.DockerClient:
     return client
 
 
+def wait_final(pk: int, timeout: float = 90, context: Callable[[], str] = lambda: "") -> Submission:
+    """The submission once final; fails after ``timeout`` seconds, adding ``context()`` (e.g. worker logs)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        submission = Submission.objects.get(pk=pk)
+        if submission.is_final:
+            return submission
+        time.sleep(0.2)
+    raise AssertionError(f"submission {pk} still {Submission.objects.get(pk=pk).status} after {timeout}s\n"
+                         + context())
+
+
 def bundle(*files: tuple[str, str | bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -88,14 +99,7 @@ class Platform:
         return int(response.json()["id"])
 
     def wait_final(self, pk: int, timeout: float = 90) -> Submission:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            submission = Submission.objects.get(pk=pk)
-            if submission.is_final:
-                return submission
-            time.sleep(0.2)
-        raise AssertionError(f"submission {pk} still {Submission.objects.get(pk=pk).status} after {timeout}s\n"
-                             + self.logs())
+        return wait_final(pk, timeout, self.logs)
 
     def logs(self) -> str:
         return "\n".join(w.log.read_text(errors="replace")[-4000:] for w in self.workers if w.log.exists())
@@ -111,23 +115,18 @@ def system_phases(cast: Cast, limits: dict[str, object] | None = None) -> None:
 
 
 @pytest.fixture
-def platform(cast: Cast, engine: docker.DockerClient, redis_server: RedisServer, settings: object,
-             tmp_path: Path) -> Iterator[Platform]:
+def platform(cast: Cast, engine: docker.DockerClient, real_broker: RedisServer, tmp_path: Path) -> Iterator[Platform]:
     """Redis, a worker for runs, and one for prediction files and the reaper (with beat)."""
     system_phases(cast)
-    settings.CELERY_TASK_ALWAYS_EAGER = False  # type: ignore[attr-defined]
-    settings.CELERY_BROKER_URL = redis_server.url  # type: ignore[attr-defined]
-    tasks.celery_client.cache_clear()
-    runs = Worker(redis_server.url, tmp_path / "runs.log", queues="systems", extra_env=FAST_LEASES)
-    control = Worker(redis_server.url, tmp_path / "control.log", queues="celery,control", beat=True,
+    runs = Worker(real_broker.url, tmp_path / "runs.log", queues="systems", extra_env=FAST_LEASES)
+    control = Worker(real_broker.url, tmp_path / "control.log", queues="celery,control", beat=True,
                      extra_env=FAST_LEASES)
     runs.start()
     control.start()
     try:
-        yield Platform(cast, redis_server, [runs, control], tmp_path)
+        yield Platform(cast, real_broker, [runs, control], tmp_path)
     finally:
         for worker in (runs, control):
             worker.stop()
-        tasks.celery_client.cache_clear()
         for container in engine.containers.list(all=True, filters={"label": "readerboard.submission"}):
             container.remove(force=True)

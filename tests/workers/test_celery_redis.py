@@ -9,29 +9,17 @@ import pytest
 from django.test import Client
 
 from leaderboard.core import tasks
-from leaderboard.submissions.models import Status, Submission
+from leaderboard.submissions.models import Status
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 from tests.workers.processes import RedisServer, Worker
-
-
-def _wait_final(pk: int, timeout: float = 60) -> Submission:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        submission = Submission.objects.get(pk=pk)
-        if submission.is_final:
-            return submission
-        time.sleep(0.2)
-    raise AssertionError(f"submission {pk} still {Submission.objects.get(pk=pk).status} after {timeout}s")
+from tests.workers.systems_fixtures import wait_final
 
 
 @pytest.mark.django_db(transaction=True)
 def test_an_upload_is_scored_by_a_real_worker_through_redis(
-    cast: Cast, redis_server: RedisServer, settings: object, tmp_path: Path
+    cast: Cast, real_broker: RedisServer, tmp_path: Path
 ) -> None:
-    settings.CELERY_TASK_ALWAYS_EAGER = False  # type: ignore[attr-defined]
-    settings.CELERY_BROKER_URL = redis_server.url  # type: ignore[attr-defined]
-    tasks.celery_client.cache_clear()
-    worker = Worker(redis_server.url, tmp_path / "worker.log")
+    worker = Worker(real_broker.url, tmp_path / "worker.log")
     worker.start()
     try:
         client = Client()
@@ -42,10 +30,9 @@ def test_an_upload_is_scored_by_a_real_worker_through_redis(
         assert response.status_code == 201, response.content
         pk = response.json()["id"]
         assert response.json()["status"] == Status.QUEUED
-        submission = _wait_final(pk)
+        submission = wait_final(pk, timeout=60)
     finally:
         worker.stop()
-        tasks.celery_client.cache_clear()
     log = (tmp_path / "worker.log").read_text()
     assert submission.status == Status.FINISHED, f"{submission.failure_reason}\n{log}"
     assert submission.primary_score == pytest.approx(100.0)
@@ -53,25 +40,20 @@ def test_an_upload_is_scored_by_a_real_worker_through_redis(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_redelivered_message_scores_nothing_twice(cast: Cast, redis_server: RedisServer, settings: object,
-                                                    tmp_path: Path) -> None:
+def test_a_redelivered_message_scores_nothing_twice(cast: Cast, real_broker: RedisServer, tmp_path: Path) -> None:
     """The same task sent twice: the second claim finds the submission final and does nothing."""
-    settings.CELERY_TASK_ALWAYS_EAGER = False  # type: ignore[attr-defined]
-    settings.CELERY_BROKER_URL = redis_server.url  # type: ignore[attr-defined]
-    tasks.celery_client.cache_clear()
     client = Client()
     client.force_login(cast.alice)
     response = client.post("/api/v1/challenges/demo/submissions/", {"phase": "dev", "file": upload(gold_predictions())})
     pk = response.json()["id"]
     tasks.celery_client().send_task(tasks.EVALUATE_SUBMISSION, args=[pk])  # a duplicate message
-    worker = Worker(redis_server.url, tmp_path / "worker.log")
+    worker = Worker(real_broker.url, tmp_path / "worker.log")
     worker.start()
     try:
-        submission = _wait_final(pk)
+        submission = wait_final(pk, timeout=60)
         time.sleep(1.0)  # let the duplicate be consumed too
     finally:
         worker.stop()
-        tasks.celery_client.cache_clear()
     assert submission.status == Status.FINISHED
     log = (tmp_path / "worker.log").read_text()
     assert log.count("not queued any more") == 1, log
