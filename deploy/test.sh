@@ -14,9 +14,5 @@ echo "== import layering (workers -> leaderboard -> scoring)"
 echo "== ruff"
 .venv/bin/ruff check scoring tests deploy/images workers
 echo "== pytest"
-set +e
-.venv/bin/python -m pytest "$@"
-status=$?
-set -e
-# pytest exits 5 when it collected nothing: that is a failure for us, not a pass.
-exit $status
+# pytest's exit status is the script's: 5 (it collected nothing) is a failure for us, not a pass.
+exec .venv/bin/python -m pytest "$@"
