@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
+
+
+def new_challenge_secret() -> str:
+    """A per-challenge key: sealed datasets' ids and aliases are derived from it (HMAC)."""
+    return secrets.token_hex(32)
 
 
 class MetricSuite(models.TextChoices):
@@ -20,6 +27,15 @@ class RankingRule(models.TextChoices):
     SELECTED = "selected", "the submission each team selects (else its latest)"
 
 
+class SealedAggregates(models.TextChoices):
+    # Withhold an aggregate only when a still-sealed per-dataset value follows from it and
+    # the visible values (an average over exactly one sealed dataset, in practice).
+    ISOLATING = "isolating", "withhold aggregates that isolate one sealed dataset"
+    # Withhold every aggregate that covers a sealed dataset; the public board then ranks on
+    # the average over the datasets it shows.  Closes the "blank the others" channel too.
+    ALL = "all", "withhold every aggregate that covers a sealed dataset"
+
+
 class Challenge(models.Model):
     slug = models.SlugField(unique=True)
     title = models.CharField(max_length=200)
@@ -32,6 +48,14 @@ class Challenge(models.Model):
     system_settings = models.JSONField(default=dict, blank=True)
     ranking_rule = models.CharField(max_length=16, choices=RankingRule.choices, default=RankingRule.BEST)
     is_public = models.BooleanField(default=True)
+    # Which datasets the ranking average covers: {} for every dataset of the phase, or
+    # {"splits": ["II", "III"]} / {"datasets": ["slug", ...]} (MRQA 2019 ranked on II and III).
+    ranking_scope = models.JSONField(default=dict, blank=True)
+    sealed_aggregates = models.CharField(
+        max_length=16, choices=SealedAggregates.choices, default=SealedAggregates.ISOLATING
+    )
+    # Never shown: keys the re-keyed ids and the aliases of sealed datasets.
+    secret = models.CharField(max_length=64, default=new_challenge_secret, editable=False)
     staff = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="organized_challenges")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -82,6 +106,14 @@ class Phase(models.Model):
         return f"{self.challenge.slug}/{self.slug}"
 
 
+class FilePortion(models.TextChoices):
+    """What a dataset file holds: training data (Split I, public, with answers) or a scored portion."""
+
+    TRAIN = "train", "training"
+    DEV = "dev", "development"
+    TEST = "test", "test"
+
+
 class Split(models.TextChoices):
     I = "I", "Split I (training, in-domain)"  # noqa: E741 (MRQA's own name)
     II = "II", "Split II (public dev, hidden test)"
@@ -118,7 +150,7 @@ class DatasetFile(models.Model):
     """A gold file for one portion (dev or test) of a dataset.  Never served to anyone."""
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="files")
-    portion = models.CharField(max_length=8, choices=PhaseKind.choices)
+    portion = models.CharField(max_length=8, choices=FilePortion.choices)
     gold = models.FileField(upload_to="gold/%Y/")
     # Questions and contexts with every answer removed: what participants' systems read.
     inputs = models.FileField(upload_to="inputs/%Y/", blank=True)
@@ -134,3 +166,19 @@ class DatasetFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset} ({self.portion})"
+
+
+class FileDownload(models.Model):
+    """How often a file of the Data page was downloaded (organizers see the counts)."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="downloads")
+    # A stable name of the file on the Data page, e.g. "train/squad", "dev/xquad-en", "starting-kit".
+    key = models.CharField(max_length=200)
+    count = models.PositiveIntegerField(default=0)
+    last_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["challenge", "key"], name="filedownload_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.challenge.slug}:{self.key} x{self.count}"

@@ -35,6 +35,30 @@ class FailureCause(models.TextChoices):
     PLATFORM = "platform", "the platform"
 
 
+class Verdict(models.TextChoices):
+    """How a run ended, in a fixed vocabulary.
+
+    For a run over hidden data this (with the dataset's public label) is all its
+    team learns about a failure: nothing the system wrote or read can reach
+    them through it.  Organizers see ``failure_reason`` in full.
+    """
+
+    NONE = "", "none"
+    FINISHED = "finished", "finished"
+    OUTPUT_MISSING = "output_missing", "output missing"
+    OUTPUT_NOT_JSON = "output_not_json", "output not valid JSON"
+    OUTPUT_WRONG_SHAPE = "output_wrong_shape", "output of the wrong shape"
+    UNKNOWN_IDS = "unknown_ids", "unknown ids present"
+    ANSWERS_MISSING = "answers_missing", "answers missing"
+    OUTPUT_TOO_LARGE = "output_too_large", "output over the size limit"
+    TIME_LIMIT = "time_limit", "time limit reached"
+    MEMORY_LIMIT = "memory_limit", "memory limit reached"
+    CRASHED = "crashed", "crashed"
+    NOT_STARTED = "not_started", "could not be started"
+    PLATFORM = "platform", "platform error"
+    GOLD = "gold", "organizers' data error"
+
+
 class Submission(models.Model):
     team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="submissions")
     phase = models.ForeignKey("challenges.Phase", on_delete=models.CASCADE, related_name="submissions")
@@ -45,6 +69,14 @@ class Submission(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.SUBMITTED)
     failure_reason = models.TextField(blank=True)
     failure_cause = models.CharField(max_length=16, choices=FailureCause.choices, blank=True, default="")
+    verdict = models.CharField(max_length=32, choices=Verdict.choices, blank=True, default="")
+    # The dataset a verdict is about (output missing for X...), shown by its public label.
+    verdict_dataset = models.ForeignKey(
+        "challenges.Dataset", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Shown unranked on the board, with this reason (an imported row the organizers
+    # excluded, a disqualified submission).
+    excluded_reason = models.CharField(max_length=300, blank=True)
     description = models.CharField(max_length=300, blank=True)
     file = models.FileField(upload_to="submissions/%Y/%m/", blank=True)
     original_name = models.CharField(max_length=255, blank=True)
@@ -72,8 +104,14 @@ class Submission(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     run_seconds = models.FloatField(null=True, blank=True)
     runtime = models.CharField(max_length=20, blank=True)
-    # stdout and stderr of the run, capped; shown to the team and organizers only.
+    peak_memory_mb = models.PositiveIntegerField(null=True, blank=True)
+    # stdout and stderr of the run, capped.  A run over hidden data shows it to the
+    # organizers only, until one of them releases it to the team (recorded).
     log = models.TextField(blank=True)
+    log_released_at = models.DateTimeField(null=True, blank=True)
+    log_released_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
