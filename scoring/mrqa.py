@@ -13,7 +13,7 @@ are skipped; a malformed line, a non-string answer or prediction, or a
 scored question without any answer is an error naming the line or id.
 
 :func:`strip_answers` writes the copy of a dataset that participants'
-containers receive: every answer field removed, everything else unchanged.
+containers receive: only the fields a system needs (:mod:`scoring.inputs`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, UndefinedMetricError
+from scoring.inputs import iter_input_lines
 from scoring.io import Warn, iter_json_lines, load_prediction_map
 from scoring.result import EvalResult, summarise
 from scoring.squad import CachedScorer, prediction_text, without_gc
@@ -272,36 +272,15 @@ def evaluate_mrqa_macro(
 
 # --------------------------------------------------------------------------- hiding the answers
 
-_ANSWER_KEY_PARTS = ("answer", "span")
-
-
-def _is_answer_key(key: str) -> bool:
-    # answers, detected_answers, char_spans, token_spans, and any variant a converter adds.
-    lowered = key.lower()
-    return any(part in lowered for part in _ANSWER_KEY_PARTS)
-
-
 def iter_stripped_lines(path: str | os.PathLike[str]) -> Iterator[str]:
-    """The lines of an MRQA file with every field whose name contains "answer" or "span" removed.
+    """The lines of an MRQA file as participants' systems read them: only the fields they need.
 
-    The header line is kept as is; contexts and questions keep every other
-    field (``id``, ``context``, ``context_tokens``, ``qid``, ``question``,
-    ``question_tokens``...), in their order.
+    The header keeps ``dataset`` and ``split``; contexts ``id``, ``context``
+    and ``context_tokens``; questions ``qid``, ``question`` and
+    ``question_tokens``, in their order.  Every other field, answers and spans
+    and anything a converter added, is left out (see :mod:`scoring.inputs`).
     """
-    name = os.fspath(path)
-    for number, obj, is_header in _iter_records(name):
-        if is_header:
-            yield json.dumps(obj, ensure_ascii=False)
-            continue
-        qas = _context_qas(obj, path=name, line=number)
-        stripped = {key: value for key, value in obj.items() if not _is_answer_key(key)}
-        new_qas = []
-        for index, qa in enumerate(qas):
-            if not isinstance(qa, dict):
-                raise InputFormatError(f"qas[{index}] should be an object", path=name, line=number)
-            new_qas.append({key: value for key, value in qa.items() if not _is_answer_key(key)})
-        stripped["qas"] = new_qas
-        yield json.dumps(stripped, ensure_ascii=False)
+    return iter_input_lines("mrqa", path)
 
 
 def strip_answers(path_in: str | os.PathLike[str], path_out: str | os.PathLike[str]) -> int:

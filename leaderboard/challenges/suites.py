@@ -2,7 +2,8 @@
 
 This is the only place the platform talks to ``scoring/``.  A suite validates
 gold files when organizers upload them (and produces the answer-free inputs
-that participants' systems read), checks the shape of prediction uploads,
+that participants' systems read, copied from an allowlist by
+``scoring.inputs``), checks the shape of prediction uploads,
 scores one dataset, and aggregates per-dataset metrics into the columns that
 rank teams (MRQA's macro-F1, per split; F1 for SQuAD 2.0, QuAC and CoQA).
 
@@ -12,19 +13,17 @@ except MRC2018's question-type suffixes, which keep DuReader's labels.
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
 import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from scoring.errors import InputFormatError, ScoringError
+from scoring.inputs import build_inputs, coqa_qid, document_inputs
 
 if TYPE_CHECKING:
     from leaderboard.challenges.models import Challenge, Dataset
@@ -67,7 +66,22 @@ class Suite(Protocol):
 
     def score(self, gold_path: str, predictions: Any, options: Mapping[str, Any]) -> DatasetResult: ...
 
-    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]: ...
+    def aggregate(
+        self, per_dataset: Mapping[Dataset, Mapping[str, float | None]], *, ranked: Collection[Dataset] | None = None
+    ) -> dict[str, float | None]:
+        """The aggregate metrics; the ranking ones average the ``ranked`` datasets only (None: all)."""
+        ...
+
+    def averaged_over(
+        self, metric: str, datasets: Sequence[Dataset], *, ranked: Collection[Dataset] | None = None
+    ) -> tuple[str, list[Dataset]] | None:
+        """What the aggregate ``metric`` is the mean of: a per-dataset metric over which datasets.
+
+        ``aggregate`` computes exactly these means, and boards use them to tell which
+        aggregates would give a sealed dataset's score away (None: not an aggregate
+        of this suite, so nothing is known about it).
+        """
+        ...
 
 
 def _inspect_gold_file(
@@ -108,16 +122,6 @@ def _renamed(exc: ScoringError, temp_path: str, filename: str) -> ScoringError:
     return type(exc)(exc.message.replace(temp_path, filename), path=path, line=exc.line, qid=exc.qid)
 
 
-def _json_bytes(document: Any) -> bytes:
-    return json.dumps(document, ensure_ascii=False).encode("utf-8")
-
-
-def _names_an_answer(key: str) -> bool:
-    # answers, plausible_answers, orig_answer, additional_answers, answer_start, and any
-    # variant a converter adds, as MRQA's strip_answers does: a list of names would miss one.
-    return "answer" in key.lower()
-
-
 def _check_string_answers(predictions: Any, where: str) -> None:
     if not isinstance(predictions, dict):
         raise InputFormatError(f"expected a JSON object {{qid: answer}}, found {type(predictions).__name__}", path=where)
@@ -134,16 +138,50 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(v for v in values if v is not None) / len(values)
 
 
-def _mean_of_each_metric(per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
-    """The macro average of every metric any dataset has.
+def _in_ranking(datasets: Sequence[Dataset], ranked: Collection[Dataset] | None) -> list[Dataset]:
+    return list(datasets) if ranked is None else [ds for ds in datasets if ds in ranked]
 
-    A metric some dataset lacks (no unanswerable question there, no level
-    labels...) averages to None rather than to the mean of the others: a mean
-    over a subset would be mislabelled, and over a single sealed dataset it
-    would publish that dataset's score under another name.
+
+def _means(
+    suite: Suite, names: Sequence[str], per_dataset: Mapping[Dataset, Mapping[str, float | None]],
+    ranked: Collection[Dataset] | None,
+) -> dict[str, float | None]:
+    # One definition of what each aggregate averages (averaged_over), for scoring and for sealing.
+    datasets = list(per_dataset)
+    out: dict[str, float | None] = {}
+    for name in names:
+        scope = suite.averaged_over(name, datasets, ranked=ranked)
+        if scope is not None:
+            family, over = scope
+            out[name] = _mean([per_dataset[ds].get(family) for ds in over])
+    return out
+
+
+class _MeanOfEachMetric:
+    """Aggregates of the suites without splits: the macro average of every metric any dataset has.
+
+    The ranking metric averages the ranked datasets (``Challenge.ranking_scope``), the
+    others every dataset.  A metric some dataset lacks (no unanswerable question there,
+    no level labels...) averages to None rather than to the mean of the others: a mean
+    over a subset would be mislabelled, and over a single sealed dataset it would
+    publish that dataset's score under another name.
     """
-    keys = sorted({k for m in per_dataset.values() for k in m})
-    return {k: _mean([m.get(k) for m in per_dataset.values()]) for k in keys}
+
+    primary_metric: str
+
+    def averaged_over(
+        self, metric: str, datasets: Sequence[Dataset], *, ranked: Collection[Dataset] | None = None
+    ) -> tuple[str, list[Dataset]] | None:
+        return metric, (_in_ranking(datasets, ranked) if metric == self.primary_metric else list(datasets))
+
+    def aggregate(
+        self, per_dataset: Mapping[Dataset, Mapping[str, float | None]], *, ranked: Collection[Dataset] | None = None
+    ) -> dict[str, float | None]:
+        keys = sorted({k for m in per_dataset.values() for k in m})
+        return _means(self, keys, per_dataset, ranked)  # type: ignore[arg-type]
+
+
+_MRQA_AGGREGATE = re.compile(r"(?:split_(I|II|III)_)?macro_(f1|em)")
 
 
 @dataclass
@@ -168,11 +206,7 @@ class MrqaSuite:
 
         def inspect(path: str) -> GoldInfo:
             gold = mrqa.load_mrqa_gold(path, strict=True)
-            stripped = "".join(line + "\n" for line in mrqa.iter_stripped_lines(path)).encode("utf-8")
-            buffer = io.BytesIO()
-            with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as out:
-                out.write(stripped)
-            return GoldInfo(qids=list(gold.questions), inputs=buffer.getvalue())
+            return GoldInfo(qids=list(gold.questions), inputs=build_inputs("mrqa", path))
 
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
@@ -188,17 +222,25 @@ class MrqaSuite:
             per_example=result.per_example,
         )
 
-    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
-        out: dict[str, float | None] = {
-            "macro_f1": _mean([m.get("f1") for m in per_dataset.values()]),
-            "macro_em": _mean([m.get("em") for m in per_dataset.values()]),
-        }
-        for split in ("I", "II", "III"):
-            in_split = [m for ds, m in per_dataset.items() if ds.split == split]
-            if in_split:
-                out[f"split_{split}_macro_f1"] = _mean([m.get("f1") for m in in_split])
-                out[f"split_{split}_macro_em"] = _mean([m.get("em") for m in in_split])
-        return out
+    def averaged_over(
+        self, metric: str, datasets: Sequence[Dataset], *, ranked: Collection[Dataset] | None = None
+    ) -> tuple[str, list[Dataset]] | None:
+        # macro_f1/macro_em rank, so they cover the ranked datasets (MRQA 2019: Splits II
+        # and III); a split's average covers that split whatever the ranking.
+        match = _MRQA_AGGREGATE.fullmatch(metric)
+        if match is None:
+            return None
+        split, family = match.groups()
+        if split is None:
+            return family, _in_ranking(datasets, ranked)
+        return family, [ds for ds in datasets if ds.split == split]
+
+    def aggregate(
+        self, per_dataset: Mapping[Dataset, Mapping[str, float | None]], *, ranked: Collection[Dataset] | None = None
+    ) -> dict[str, float | None]:
+        splits = [split for split in ("I", "II", "III") if any(ds.split == split for ds in per_dataset)]
+        names = ["macro_f1", "macro_em", *(f"split_{split}_macro_{m}" for split in splits for m in ("f1", "em"))]
+        return _means(self, names, per_dataset, ranked)
 
 
 @lru_cache(maxsize=32)
@@ -211,7 +253,7 @@ def _mrqa_gold(path: str, mtime: float) -> Any:
 
 
 @dataclass
-class Mrc2018Suite:
+class Mrc2018Suite(_MeanOfEachMetric):
     """MRC2018 / DuReader: ROUGE-L (ranks) and BLEU-4 with the yes/no and entity bonuses."""
 
     key: str = "mrc2018"
@@ -230,16 +272,10 @@ class Mrc2018Suite:
 
     def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
         from scoring import mrc2018
-        from scoring.io import iter_json_lines
 
         def inspect(path: str) -> GoldInfo:
             refs = mrc2018.load_mrc2018(path, reference=True)
-            stripped = [
-                {k: v for k, v in obj.items() if k not in _DUREADER_ANSWER_FIELDS}
-                for _, obj in iter_json_lines(path)
-            ]
-            inputs = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in stripped).encode("utf-8")
-            return GoldInfo(qids=[str(qid) for qid in refs], inputs=inputs)
+            return GoldInfo(qids=[str(qid) for qid in refs], inputs=build_inputs("dureader", path))
 
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
@@ -286,15 +322,6 @@ class Mrc2018Suite:
             metrics[f"rouge_l_{qtype}"] = _finite(values["ROUGE-L"])
             metrics[f"bleu_4_{qtype}"] = _finite(values["BLEU-4"])
         return DatasetResult(metrics=metrics, per_example=result.per_example)
-
-    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
-        return _mean_of_each_metric(per_dataset)
-
-
-_DUREADER_ANSWER_FIELDS = frozenset(
-    {"answers", "yesno_answers", "entity_answers", "answer_spans", "match_scores", "fake_answers", "answer_docs",
-     "segmented_answers"}
-)
 
 
 def _finite(value: float) -> float | None:
@@ -366,39 +393,8 @@ def _squad2_gold(path: str, mtime: float) -> _Squad2Gold:
     return _read_squad2(path)
 
 
-def _squad2_inputs(gold: _Squad2Gold) -> dict[str, Any]:
-    from scoring.unanswerable import LEVEL_FIELDS
-
-    # A difficulty level is not an answer, but Nakanishi-style data labels only the
-    # unanswerable questions, so there the label's mere presence is is_impossible under
-    # another name; it is withheld whenever some level (or "no level") has only one kind.
-    dropped_levels = set(LEVEL_FIELDS) if gold.levels_reveal_answerability else set()
-
-    def hidden(key: str) -> bool:
-        return _names_an_answer(key) or key == "is_impossible" or key in dropped_levels
-
-    return _without_qa_fields(gold.dataset, hidden)
-
-
-def _without_qa_fields(document: dict[str, Any], hidden: Callable[[str], bool]) -> dict[str, Any]:
-    """A SQuAD-shaped document (data -> paragraphs -> qas) without the qa fields ``hidden`` names."""
-    return {
-        **document,
-        "data": [
-            {
-                **article,
-                "paragraphs": [
-                    {**paragraph, "qas": [{k: v for k, v in qa.items() if not hidden(k)} for qa in paragraph["qas"]]}
-                    for paragraph in article["paragraphs"]
-                ],
-            }
-            for article in document["data"]
-        ],
-    }
-
-
 @dataclass
-class Squad2Suite:
+class Squad2Suite(_MeanOfEachMetric):
     """SQuAD 2.0 (evaluate-v2.0.py) with unanswerable-question detection, overall and per difficulty level.
 
     Predictions are {qid: answer}, "" to abstain.  Every question needs one (the
@@ -425,7 +421,9 @@ class Squad2Suite:
             gold = _read_squad2(path)
             qids = [qa["id"] for article in gold.dataset["data"] for paragraph in article["paragraphs"]
                     for qa in paragraph["qas"]]
-            return GoldInfo(qids=qids, inputs=_json_bytes(_squad2_inputs(gold)))
+            # Levels are shown only where they do not tell answerable from unanswerable.
+            inputs = document_inputs("squad2", gold.dataset, keep_levels=not gold.levels_reveal_answerability)
+            return GoldInfo(qids=qids, inputs=inputs)
 
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
@@ -464,9 +462,6 @@ class Squad2Suite:
             for record in official.per_example
         ]
         return DatasetResult(metrics=metrics, per_example=per_example)
-
-    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
-        return _mean_of_each_metric(per_dataset)
 
 
 # --------------------------------------------------------------------------- QuAC
@@ -524,17 +519,6 @@ def _quac_gold(path: str, mtime: float) -> list[QuacDialog]:
     return quac.load_quac_dataset(path, strict=True)
 
 
-def _quac_inputs(document: dict[str, Any]) -> dict[str, Any]:
-    # Every question of a dialog is kept, so a system sees the dialog history as questions.
-    # QuAC's official setting also gives it the previous turns' gold answers, but on a
-    # hidden test set those turns are scored too: their answers would be given away.
-    # Systems therefore condition on their own earlier answers, not gold ones.
-    def hidden(key: str) -> bool:
-        return _names_an_answer(key) or key in ("yesno", "followup")
-
-    return _without_qa_fields(document, hidden)
-
-
 def _quac_predictions(dialogs: Sequence[QuacDialog], predictions: Mapping[str, Any]) -> dict[str, dict[str, QuacPrediction]]:
     """Platform answers filed by dialog, as scoring.quac's loader files official prediction lines.
 
@@ -563,7 +547,7 @@ def _quac_predictions(dialogs: Sequence[QuacDialog], predictions: Mapping[str, A
 
 
 @dataclass
-class QuacSuite:
+class QuacSuite(_MeanOfEachMetric):
     """QuAC (scorer.py): F1, HEQ-Q, HEQ-D, yes/no and follow-up accuracy; F1 ranks.
 
     Predictions are {qid: answer} or {qid: {"answer", "yesno", "followup"}};
@@ -582,7 +566,7 @@ class QuacSuite:
         def inspect(path: str) -> GoldInfo:
             document, dialogs = _read_quac(path)
             qids = [question.qid for dialog in dialogs for question in dialog.questions]
-            return GoldInfo(qids=qids, inputs=_json_bytes(_quac_inputs(document)))
+            return GoldInfo(qids=qids, inputs=document_inputs("quac", document))
 
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
@@ -629,21 +613,8 @@ class QuacSuite:
         per_example = [{k: v for k, v in r.items() if k != "refs_after_handle_cannot"} for r in result.per_example]
         return DatasetResult(metrics=metrics, per_example=per_example)
 
-    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
-        return _mean_of_each_metric(per_dataset)
-
 
 # --------------------------------------------------------------------------- CoQA
-
-
-def coqa_qid(story_id: Hashable, turn_id: Hashable) -> str:
-    """The platform's question id of a CoQA turn.
-
-    CoQA has no question ids, only (story id, turn id) pairs, and the official
-    predictions are a list of {"id", "turn_id", "answer"}; uploads here are
-    {qid: answer} like every other suite's.
-    """
-    return f"{story_id}_{turn_id}"
 
 
 def _read_coqa(path: str) -> tuple[dict[str, Any], CoqaGold]:
@@ -676,7 +647,7 @@ def _coqa_metric_prefix(bucket: str) -> str:
 
 
 @dataclass
-class CoqaSuite:
+class CoqaSuite(_MeanOfEachMetric):
     """CoQA (evaluate-v1.0.py): F1 and EM overall, in and out of domain, and by source; F1 ranks.
 
     Predictions are {"<story id>_<turn id>": answer} (see :func:`coqa_qid`).
@@ -698,9 +669,7 @@ class CoqaSuite:
     def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
         def inspect(path: str) -> GoldInfo:
             document, gold = _read_coqa(path)
-            stories = [{k: v for k, v in story.items() if not _names_an_answer(k)} for story in document["data"]]
-            return GoldInfo(qids=[coqa_qid(*key) for key in gold.turns],
-                            inputs=_json_bytes({**document, "data": stories}))
+            return GoldInfo(qids=[coqa_qid(*key) for key in gold.turns], inputs=document_inputs("coqa", document))
 
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
@@ -724,9 +693,6 @@ class CoqaSuite:
                 metrics[f"{prefix}em"] = cell["em"]
         per_example = [{**r, "qid": coqa_qid(r["id"], r["turn_id"])} for r in result.per_example]
         return DatasetResult(metrics=metrics, per_example=per_example)
-
-    def aggregate(self, per_dataset: Mapping[Dataset, Mapping[str, float | None]]) -> dict[str, float | None]:
-        return _mean_of_each_metric(per_dataset)
 
 
 SUITES: dict[str, Suite] = {
