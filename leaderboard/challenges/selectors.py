@@ -1,16 +1,25 @@
 """Reads about a challenge's datasets that boards, submission pages and the API share.
 
 Sealed Split III datasets are shown under their alias, and their scores withheld,
-until the organizers reveal them; these rules are written once, here.
+until the organizers reveal them; so are the aggregates from which a sealed score
+follows (``aggregates_published``).  What the ranking average covers is decided here
+too (``ranking_scope_get``).  These rules are written once, here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime as dt
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 
-from leaderboard.challenges.models import Dataset
+from leaderboard.challenges.disclosure import Average, averages_to_publish
+from leaderboard.challenges.models import Challenge, Dataset, Phase, SealedAggregates
+from leaderboard.challenges.suites import Suite
 
 SPLITS = ("I", "II", "III")
+# Shown where an aggregate is withheld from everyone but the organizers.
+AGGREGATE_SEALED_NOTE = "sealed until the organizers reveal it"
 
 
 def dataset_label(dataset: Dataset, *, reveal_sealed: bool) -> str:
@@ -24,11 +33,112 @@ def metric_split(metric: str) -> str | None:
     return next((split for split in SPLITS if metric.startswith(f"split_{split}_")), None)
 
 
-def aggregate_is_one_sealed_dataset(metric: str, datasets: Iterable[Dataset]) -> bool:
-    """A split's macro average over a single sealed dataset *is* that dataset's score,
-    so it stays sealed with it (Split III with one hidden dataset, say)."""
-    split = metric_split(metric)
-    if split is None:
-        return False
-    in_split = [ds for ds in datasets if ds.split == split]
-    return len(in_split) == 1 and in_split[0].is_sealed
+@dataclass(frozen=True)
+class RankingScope:
+    datasets: list[Dataset]
+    # What the ranking average covers, for a board's header: "over Splits II and III".
+    description: str
+
+
+def ranking_scope_get(*, challenge: Challenge, datasets: Sequence[Dataset], reveal_sealed: bool = False) -> RankingScope:
+    """The datasets (of ``datasets``) that the ranking average covers, per ``Challenge.ranking_scope``.
+
+    A phase with none of its datasets in the scope (a dev phase of Split I data only)
+    ranks on all of them rather than on nothing, and says so.
+    """
+    scope = challenge.ranking_scope or {}
+    if scope.get("splits"):
+        splits = [s for s in SPLITS if s in scope["splits"]]
+        chosen = [ds for ds in datasets if ds.split in splits]
+        named = ("Split " if len(splits) == 1 else "Splits ") + _and(splits)
+    elif scope.get("datasets"):
+        chosen = [ds for ds in datasets if ds.slug in scope["datasets"]]
+        named = _and([dataset_label(ds, reveal_sealed=reveal_sealed) for ds in chosen])
+    else:
+        return RankingScope(list(datasets), "over every dataset of this phase" if len(datasets) > 1 else "")
+    if not chosen:
+        return RankingScope(list(datasets), "over every dataset of this phase (none is in the ranking scope)")
+    return RankingScope(chosen, f"over {named}")
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def aggregates_published(
+    *, challenge: Challenge, suite: Suite, datasets: Collection[Dataset], metrics: Sequence[str]
+) -> set[str]:
+    """Which of these aggregate metrics anyone but the organizers may see.
+
+    ``datasets`` are those the scores were computed on (a submission's scored
+    datasets): each aggregate is a mean over some of them (``suite.averaged_over``),
+    and none may be published from which a still-sealed per-dataset value follows,
+    given every visible dataset's values (``disclosure.averages_to_publish``; the
+    ranking metric has first claim).  With ``sealed_aggregates: all`` nothing that
+    covers a sealed dataset is published.  The same rule serves boards and a team's
+    own submission pages, so both show the same numbers.
+    """
+    ordered = sorted(datasets, key=lambda ds: (ds.order, ds.slug))
+    sealed = {ds.pk for ds in ordered if ds.is_sealed}
+    if not sealed:
+        return set(metrics)
+    ranked = ranking_scope_get(challenge=challenge, datasets=ordered).datasets
+    averages = []
+    for metric in sorted(metrics, key=lambda m: m != suite.primary_metric):
+        scope = suite.averaged_over(metric, ordered, ranked=ranked)
+        if scope is None:
+            continue  # not an aggregate this suite defines: nothing known about it, so withheld
+        family, over = scope
+        averages.append(Average(metric, family, frozenset(ds.pk for ds in over)))
+    strict = challenge.sealed_aggregates == SealedAggregates.ALL
+    return averages_to_publish(averages, sealed=sealed, strict=strict)
+
+
+class PhaseState(StrEnum):
+    UPCOMING = "upcoming"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class PhaseStatus:
+    """Where a phase stands at a moment, for people: the same boundaries as the submission
+    check (open from ``opens_at`` inclusive to ``closes_at`` exclusive)."""
+
+    state: PhaseState
+    # When an upcoming phase opens, an open one closes, a closed one closed.
+    at: dt.datetime
+    # Time until ``at``; None once closed.
+    left: dt.timedelta | None
+
+    @property
+    def text(self) -> str:
+        """For the phase table: open, 3 days 4 h left / opens in 2 days 1 h / closed."""
+        if self.state == PhaseState.OPEN:
+            return f"open, {duration_text(self.left)} left"
+        if self.state == PhaseState.UPCOMING:
+            return f"opens in {duration_text(self.left)}"
+        return "closed"
+
+
+def phase_status(phase: Phase, *, now: dt.datetime) -> PhaseStatus:
+    if now < phase.opens_at:
+        return PhaseStatus(PhaseState.UPCOMING, phase.opens_at, phase.opens_at - now)
+    if now < phase.closes_at:
+        return PhaseStatus(PhaseState.OPEN, phase.closes_at, phase.closes_at - now)
+    return PhaseStatus(PhaseState.CLOSED, phase.closes_at, None)
+
+
+def duration_text(delta: dt.timedelta | None) -> str:
+    """Rounded down, so a deadline is never further away than it reads."""
+    seconds = max(0, int((delta or dt.timedelta()).total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    hours, minutes = rest // 3600, rest % 3600 // 60
+    if days >= 10:
+        return f"{days:,} days"
+    if days:
+        unit = "day" if days == 1 else "days"
+        return f"{days} {unit} {hours} h" if hours else f"{days} {unit}"
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{minutes} min" if minutes else "less than a minute"

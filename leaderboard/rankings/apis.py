@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.accounts.selectors import user_is_organizer
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.models import Challenge, Dataset, Split
 from leaderboard.challenges.selectors import dataset_label
-from leaderboard.rankings.selectors import board_get, board_payload
+from leaderboard.core.caching import viewer_dependent
+from leaderboard.core.errors import ServiceError
+from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, board_get, board_payload
+
+
+def dataset_state(dataset: Dataset) -> str:
+    """"sealed" (Split III, not revealed yet), "revealed" (Split III, revealed) or "public"."""
+    if dataset.is_sealed:
+        return "sealed"
+    return "revealed" if dataset.split == Split.III else "public"
 
 
 class ChallengeListApi(APIView):
@@ -30,7 +39,7 @@ class ChallengeDetailApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
         challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
         is_organizer = user_is_organizer(user=request.user, challenge=challenge)
-        return Response(
+        response = Response(
             {
                 "slug": challenge.slug,
                 "title": challenge.title,
@@ -50,15 +59,29 @@ class ChallengeDetailApi(APIView):
                     }
                     for p in challenge.phases.all()
                 ],
+                # The dataset's state, and separately what the caller may see of its scores:
+                # a sealed dataset is named by its alias here even for organizers (this is
+                # a public address; the organizer view of a board names it).
                 "datasets": [
-                    {"name": dataset_label(d, reveal_sealed=is_organizer), "split": d.split, "sealed": d.is_sealed}
+                    {"name": dataset_label(d, reveal_sealed=False), "split": d.split, "state": dataset_state(d),
+                     "visible_to_you": is_organizer or not d.is_sealed}
                     for d in challenge.datasets.all()
                 ],
             }
         )
+        return viewer_dependent(response)
 
 
 class LeaderboardApi(APIView):
-    @extend_schema(responses=dict)
+    """The public board whoever asks; ``?view=organizer`` is the organizer view (404 to anyone else)."""
+
+    @extend_schema(
+        responses=dict,
+        parameters=[OpenApiParameter("view", str, enum=[PUBLIC, ORGANIZER], required=False)],
+    )
     def get(self, request: Request, slug: str, phase_slug: str) -> Response:
-        return Response(board_payload(board_get(slug=slug, phase_slug=phase_slug, viewer=request.user)))
+        view = request.query_params.get("view") or PUBLIC
+        if view not in (PUBLIC, ORGANIZER):
+            raise ServiceError(f"view must be {PUBLIC!r} or {ORGANIZER!r}, not {view!r}", field="view")
+        board = board_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
+        return viewer_dependent(Response(board_payload(board)), confidential=view == ORGANIZER)

@@ -1,11 +1,18 @@
 """The leaderboard of a phase, as a given viewer may see it.
 
-Visibility rules, in one place:
-- a board that is not public is shown to the challenge's organizers only;
-- anonymous teams read "Anonymous" except to their own members and organizers;
-- a sealed Split III dataset shows its alias, and its per-dataset scores are
-  hidden from everyone but organizers (even from the team that earned them):
-  only the macro averages that include it are shown.
+Two views of a board, at separate addresses (``view``):
+- the *public* view, whatever the viewer (an organizer gets the same body as
+  anyone): a sealed Split III dataset shows its alias and no per-dataset score,
+  and an aggregate from which a still-sealed score follows is withheld too
+  (``challenges.selectors.aggregates_published``); anonymous teams read
+  "Anonymous" except to their own members; a board that is not public is 404;
+- the *organizer* view, for the challenge's organizers only: every name and
+  every number, with the aggregates the public does not see listed.
+
+Rows rank on the full ranking average even where the public does not see it
+(the order is not a value), except under ``sealed_aggregates: all``, where the
+public board ranks on the average over the datasets it shows.  A row whose
+submission has an ``excluded_reason`` is shown unranked, with the reason.
 
 The number of queries is constant whatever the number of teams: one row per
 team comes from ``BoardEntry``, and all their scores from one query.
@@ -23,13 +30,25 @@ from django.shortcuts import get_object_or_404
 
 from leaderboard.accounts.models import TeamKind
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.models import Dataset, Phase
-from leaderboard.challenges.selectors import aggregate_is_one_sealed_dataset, dataset_label, metric_split
-from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.models import Challenge, Dataset, Phase, SealedAggregates, SubmissionKind
+from leaderboard.challenges.selectors import (
+    AGGREGATE_SEALED_NOTE,
+    aggregates_published,
+    dataset_label,
+    metric_split,
+    ranking_scope_get,
+)
+from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.submissions.models import BoardEntry, Score, Status
+from leaderboard.submissions.selectors import verdict_sentence
 from scoring.ranking import rank_rows
 
 Viewer = AbstractBaseUser | AnonymousUser
+
+PUBLIC = "public"
+ORGANIZER = "organizer"
+DATASET_SEALED_NOTE = "sealed until the organizers reveal this dataset"
+ORGANIZER_VIEW_NOT_FOUND = "No such board, or not one you may see."
 
 
 @dataclass(frozen=True)
@@ -39,7 +58,9 @@ class BoardColumn:
     group: str
     decimals: int = 2
     is_primary: bool = False
+    # The whole column is withheld (a sealed dataset's scores); ``note`` says why.
     sealed: bool = False
+    note: str = ""
 
 
 @dataclass
@@ -57,6 +78,12 @@ class BoardRow:
     failure_reason: str
     submitted_at: Any
     values: dict[str, float | None] = field(default_factory=dict)
+    # Cells withheld in a shown column: aggregates from which a sealed score would follow.
+    sealed_keys: set[str] = field(default_factory=set)
+    # What the row ranks on; never shown, since it may be a withheld aggregate.
+    rank_value: float | None = None
+    # Shown unranked with this reason (Submission.excluded_reason).
+    excluded_reason: str = ""
 
 
 @dataclass
@@ -65,6 +92,25 @@ class Board:
     columns: list[BoardColumn]
     rows: list[BoardRow]
     primary_key: str
+    view: str = PUBLIC
+    # For the header: "Macro F1 over Splits II and III".
+    ranked_by: str = ""
+    # Labels of the aggregates withheld from the public on some row (listed in both views).
+    withheld: list[str] = field(default_factory=list)
+
+    @property
+    def ranks_on_shown(self) -> bool:
+        """Ranked on the average over the datasets shown (``sealed_aggregates: all``)."""
+        return self.primary_key.startswith("shown:")
+
+    @property
+    def ranks_on_withheld(self) -> bool:
+        """The rows are ordered by an average that is sealed on some of them."""
+        return any(self.primary_key in row.sealed_keys for row in self.rows)
+
+    @property
+    def has_excluded(self) -> bool:
+        return any(row.excluded_reason for row in self.rows)
 
 
 class BoardNotVisible(Exception):
@@ -73,20 +119,29 @@ class BoardNotVisible(Exception):
 
 def board_datasets(*, phase: Phase) -> list[Dataset]:
     """Datasets that have this phase's portion, in the organizer's order."""
-    datasets = Dataset.objects.filter(challenge_id=phase.challenge_id).order_by("order", "slug")
-    return [ds for ds in datasets if phase.portion in ds.portions]
+    return [ds for ds in _challenge_datasets(phase) if phase.portion in ds.portions]
 
 
-def board_get(*, slug: str, phase_slug: str, viewer: Viewer) -> Board:
-    """The board at a public address: 404 for an unknown or non-public challenge or phase,
-    and for a board the viewer may not see (its existence is not confirmed either)."""
-    phase = get_object_or_404(
-        Phase.objects.select_related("challenge"), challenge__slug=slug, challenge__is_public=True, slug=phase_slug
-    )
+def _challenge_datasets(phase: Phase) -> list[Dataset]:
+    return list(Dataset.objects.filter(challenge_id=phase.challenge_id).order_by("order", "slug"))
+
+
+def board_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = PUBLIC) -> Board:
+    """The board at its address: 404 for an unknown phase, for a non-public challenge or board
+    in the public view, and for anyone but the organizers in the organizer view (the
+    existence of what they may not see is not confirmed either)."""
+    phases = Phase.objects.select_related("challenge").filter(challenge__slug=slug, slug=phase_slug)
+    if view == PUBLIC:
+        phase = get_object_or_404(phases.filter(challenge__is_public=True))
+    else:
+        # One answer for "no such phase" and "not yours": a non-public challenge stays unconfirmed.
+        phase = phases.first()
+        if phase is None:
+            raise Http404(ORGANIZER_VIEW_NOT_FOUND)
     try:
-        return board_build(phase=phase, viewer=viewer)
+        return board_build(phase=phase, viewer=viewer, view=view)
     except BoardNotVisible as exc:
-        raise Http404(str(exc)) from None
+        raise Http404(ORGANIZER_VIEW_NOT_FOUND if view == ORGANIZER else str(exc)) from None
 
 
 def board_payload(board: Board) -> dict[str, Any]:
@@ -94,40 +149,56 @@ def board_payload(board: Board) -> dict[str, Any]:
     return {
         "challenge": board.phase.challenge.slug,
         "phase": board.phase.slug,
-        "ranked_by": board.primary_key.removeprefix("agg:"),
+        "view": board.view,
+        "ranked_by": board.primary_key.partition(":")[2],
+        "ranking": board.ranked_by,
+        # Aggregates the public does not see (in the organizer view: shown there, withheld elsewhere).
+        "withheld": {label: AGGREGATE_SEALED_NOTE for label in board.withheld},
         "rows": board_as_records(board),
     }
 
 
-def board_build(*, phase: Phase, viewer: Viewer) -> Board:
+def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
     challenge = phase.challenge
     is_organizer = user_is_organizer(user=viewer, challenge=challenge)
-    if not (phase.board_public or is_organizer):
+    if view == ORGANIZER and not is_organizer:
+        raise BoardNotVisible("the organizer view is for the challenge's organizers")
+    if view == PUBLIC and not phase.board_public:
         raise BoardNotVisible(f"the {phase.name} board is not public")
+    reveal = view == ORGANIZER
     own_team = team_of_user(user=viewer, challenge=challenge)
     suite = suite_for(challenge)
-    datasets = board_datasets(phase=phase)
+    every_dataset = _challenge_datasets(phase)
+    by_pk = {ds.pk: ds for ds in every_dataset}
+    datasets = [ds for ds in every_dataset if phase.portion in ds.portions]
+    scope = ranking_scope_get(challenge=challenge, datasets=datasets, reveal_sealed=reveal)
+    # Under "sealed_aggregates: all" the public board cannot rank on an average that covers a
+    # sealed dataset, so it ranks on the same average over the datasets it shows.
+    shown_only = (
+        not reveal and challenge.sealed_aggregates == SealedAggregates.ALL
+        and any(ds.is_sealed for ds in scope.datasets)
+    )
 
-    columns = [
-        BoardColumn(
-            key=f"agg:{c.metric}", label=c.label, group="Overall", decimals=c.decimals,
-            is_primary=c.metric == suite.primary_metric,
-            sealed=not is_organizer and aggregate_is_one_sealed_dataset(c.metric, datasets),
-        )
-        for c in suite.aggregate_columns
-        if _aggregate_applies(c.metric, datasets)
+    aggregate_columns = [c for c in suite.aggregate_columns if _aggregate_applies(c.metric, datasets)]
+    primary_label = next((c.label for c in aggregate_columns if c.metric == suite.primary_metric), suite.primary_metric)
+    columns = []
+    if shown_only:
+        columns.append(BoardColumn(key=f"shown:{suite.primary_metric}", label=f"{primary_label} (shown datasets)",
+                                   group="Overall", is_primary=True))
+    columns += [
+        BoardColumn(key=f"agg:{c.metric}", label=c.label, group="Overall", decimals=c.decimals,
+                    is_primary=c.metric == suite.primary_metric and not shown_only)
+        for c in aggregate_columns
     ]
     for ds in datasets:
-        sealed = ds.is_sealed and not is_organizer
+        sealed = ds.is_sealed and not reveal
         for c in suite.dataset_columns:
             columns.append(
                 BoardColumn(
-                    key=f"ds:{ds.pk}:{c.metric}", label=c.label, group=dataset_label(ds, reveal_sealed=is_organizer),
-                    decimals=c.decimals, sealed=sealed,
+                    key=f"ds:{ds.pk}:{c.metric}", label=c.label, group=dataset_label(ds, reveal_sealed=reveal),
+                    decimals=c.decimals, sealed=sealed, note=DATASET_SEALED_NOTE if sealed else "",
                 )
             )
-    wanted = {c.key for c in columns}
-    hidden = {c.key for c in columns if c.sealed}
 
     # Plain tuples, not model instances: a board may have a thousand rows.
     entries = (
@@ -136,22 +207,60 @@ def board_build(*, phase: Phase, viewer: Viewer) -> Board:
         .values_list(
             "team_id", "team__name", "team__affiliation", "team__kind", "team__is_anonymous",
             "submission_id", "submission__status", "submission__failure_reason", "submission__created_at",
-            named=True,
+            "submission__excluded_reason", "submission__kind", "submission__verdict",
+            "submission__verdict_dataset_id", "submission__failure_cause", named=True,
         )
     )
     metrics = {c.metric for c in (*suite.aggregate_columns, *suite.dataset_columns)}
-    values: dict[int, dict[str, float | None]] = defaultdict(dict)
+    aggregates: dict[int, dict[str, float | None]] = defaultdict(dict)
+    per_dataset: dict[int, dict[Dataset, dict[str, float | None]]] = defaultdict(dict)
     for submission_id, dataset_id, metric, value in Score.objects.filter(
         submission__board_entries__phase=phase, metric__in=metrics
     ).values_list("submission_id", "dataset_id", "metric", "value"):
-        key = f"agg:{metric}" if dataset_id is None else f"ds:{dataset_id}:{metric}"
-        if key in wanted and key not in hidden:
-            values[submission_id][key] = value
+        if dataset_id is None:
+            aggregates[submission_id][metric] = value
+        elif dataset_id in by_pk:
+            per_dataset[submission_id].setdefault(by_pk[dataset_id], {})[metric] = value
 
+    aggregate_metrics = [c.metric for c in aggregate_columns]
+    published_for: dict[frozenset[int], set[str]] = {}
+    withheld: set[str] = set()
     rows = []
     for entry in entries:
+        scored = per_dataset.get(entry.submission_id, {})
+        # Each aggregate averages the datasets this submission was scored on (a dataset added
+        # later is not in its averages); a row without them is judged on the board's datasets.
+        covered = list(scored) or datasets
+        key = frozenset(ds.pk for ds in covered)
+        if key not in published_for:
+            published_for[key] = aggregates_published(
+                challenge=challenge, suite=suite, datasets=covered, metrics=aggregate_metrics
+            )
+        published = published_for[key]
+        withheld.update(m for m in aggregate_metrics if m not in published)
+        own = aggregates.get(entry.submission_id, {})
+        values: dict[str, float | None] = {}
+        sealed_keys: set[str] = set()
+        for column in columns:
+            kind, _, rest = column.key.partition(":")
+            if kind == "agg" and rest in own:
+                if reveal or rest in published:
+                    values[column.key] = own[rest]
+                else:
+                    sealed_keys.add(column.key)
+            elif kind == "ds" and not column.sealed:
+                ds_pk, _, metric = rest.partition(":")
+                value = scored.get(by_pk[int(ds_pk)], {}).get(metric)
+                if value is not None:
+                    values[column.key] = value
+        if shown_only:
+            values[f"shown:{suite.primary_metric}"] = rank_value = _shown_average(
+                challenge=challenge, suite=suite, scored=scored
+            )
+        else:
+            rank_value = own.get(suite.primary_metric)
         is_own = own_team is not None and own_team.pk == entry.team_id
-        hide_name = entry.team__is_anonymous and not (is_organizer or is_own)
+        hide_name = entry.team__is_anonymous and not (reveal or is_own)
         rows.append(
             BoardRow(
                 rank=None,
@@ -164,25 +273,68 @@ def board_build(*, phase: Phase, viewer: Viewer) -> Board:
                 is_own=is_own,
                 submission_id=entry.submission_id,
                 status=entry.submission__status,
-                failure_reason=entry.submission__failure_reason if entry.submission__status == Status.FAILED else "",
+                failure_reason=_public_failure(entry, by_pk) if entry.submission__status == Status.FAILED else "",
                 submitted_at=entry.submission__created_at,
-                values=values.get(entry.submission_id, {}),
+                values=values,
+                sealed_keys=sealed_keys,
+                rank_value=rank_value,
+                excluded_reason=entry.submission__excluded_reason,
             )
         )
-    primary = f"agg:{suite.primary_metric}"
-    ranked = rank_rows(rows, key=lambda r: r.values.get(primary), higher_is_better=True)
-    ordered = []
+    primary = f"shown:{suite.primary_metric}" if shown_only else f"agg:{suite.primary_metric}"
+    ranked_by = f"{primary_label} over the datasets shown" if shown_only else primary_label
+    if scope.description:
+        ranked_by += f" ({scope.description.removeprefix('over ')})" if shown_only else f" {scope.description}"
+    return Board(
+        phase=phase, columns=columns, rows=_ranked(rows), primary_key=primary, view=view, ranked_by=ranked_by,
+        withheld=[c.label for c in aggregate_columns if c.metric in withheld],
+    )
+
+
+def _ranked(rows: list[BoardRow]) -> list[BoardRow]:
+    """Rank order: the ranked rows, then the excluded ones (best first), then rows without a score."""
+    contenders = [row for row in rows if not row.excluded_reason]
+    ranked = rank_rows(contenders, key=lambda r: r.rank_value, higher_is_better=True)
     for item in ranked:
         item.row.rank = item.rank
         item.row.tied = item.tied
-        ordered.append(item.row)
-    return Board(phase=phase, columns=columns, rows=ordered, primary_key=primary)
+    excluded = sorted(
+        (row for row in rows if row.excluded_reason),
+        key=lambda r: (r.rank_value is None, -(r.rank_value or 0.0)),
+    )
+    return (
+        [item.row for item in ranked if item.rank is not None]
+        + excluded
+        + [item.row for item in ranked if item.rank is None]
+    )
+
+
+def _shown_average(
+    *, challenge: Challenge, suite: Suite, scored: dict[Dataset, dict[str, float | None]]
+) -> float | None:
+    """The ranking average over the ranked datasets that are not sealed, as the suite computes it."""
+    ranked = ranking_scope_get(challenge=challenge, datasets=list(scored)).datasets
+    shown = [ds for ds in ranked if not ds.is_sealed]
+    if not shown:
+        return None
+    return suite.aggregate({ds: scored[ds] for ds in shown}, ranked=shown).get(suite.primary_metric)
 
 
 def _aggregate_applies(metric: str, datasets: list[Dataset]) -> bool:
     # Per-split macro columns appear only when the phase has datasets of that split.
     split = metric_split(metric)
     return split is None or any(ds.split == split for ds in datasets)
+
+
+def _public_failure(entry: Any, datasets: dict[int, Dataset]) -> str:
+    """A failed row's reason as the public may read it: a published result's own words, else
+    the verdict in the fixed vocabulary (a run's full reason can quote hidden data)."""
+    if entry.submission__kind == SubmissionKind.IMPORTED:
+        return str(entry.submission__failure_reason)
+    return verdict_sentence(
+        verdict=entry.submission__verdict, dataset=datasets.get(entry.submission__verdict_dataset_id),
+        cause=entry.submission__failure_cause,
+    )
 
 
 def board_as_records(board: Board) -> list[dict[str, Any]]:
@@ -195,10 +347,12 @@ def board_as_records(board: Board) -> list[dict[str, Any]]:
             "affiliation": row.affiliation,
             "baseline": row.is_baseline,
             "status": row.status,
+            "excluded": row.excluded_reason,
             "submitted_at": row.submitted_at.isoformat() if row.submitted_at else None,
         }
         for column in board.columns:
             name = f"{column.group} {column.label}" if column.group != "Overall" else column.label
-            record[name] = None if column.sealed else row.values.get(column.key)
+            hidden = column.sealed or column.key in row.sealed_keys
+            record[name] = None if hidden else row.values.get(column.key)
         records.append(record)
     return records

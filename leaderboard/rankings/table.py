@@ -17,12 +17,16 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from leaderboard.rankings.selectors import Board, BoardColumn, BoardRow
+from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
+from leaderboard.rankings.selectors import DATASET_SEALED_NOTE, Board, BoardColumn, BoardRow
 
-SEALED_CELL = (
-    '<td class="num" data-v="-1"><span class="muted" title="sealed until the organizers reveal this dataset">'
-    "sealed</span></td>"
-)
+
+def _sealed_cell(note: str) -> str:
+    return f'<td class="num sealed" data-v="-1"><span class="muted" title="{note}">sealed</span></td>'
+
+
+SEALED_CELL = _sealed_cell(DATASET_SEALED_NOTE)
+WITHHELD_CELL = _sealed_cell(AGGREGATE_SEALED_NOTE)
 UNRANKED_SORT_KEY = 99999  # the page's script sorts rows without a rank after every ranked one
 
 
@@ -35,7 +39,8 @@ def board_body_html(board: Board) -> SafeString:
 
 def _row_html(row: BoardRow, columns: list[BoardColumn]) -> str:
     css = " ".join(
-        name for name, on in (("baseline", row.is_baseline), ("own", row.is_own), ("unranked", row.rank is None)) if on
+        name for name, on in (("baseline", row.is_baseline), ("own", row.is_own), ("unranked", row.rank is None),
+                              ("excluded", bool(row.excluded_reason))) if on
     )
     name = escape(row.team_name)
     system: list[str] = [name]
@@ -47,6 +52,10 @@ def _row_html(row: BoardRow, columns: list[BoardColumn]) -> str:
         system.append(' <span class="tag">anonymous</span>')
     if row.status == "failed":
         system.append(f' <span class="tag failed" title="{escape(row.failure_reason)}">failed</span>')
+    if row.excluded_reason:
+        # Shown in full, not in a tooltip: why a row is not ranked is part of the board.
+        system.append(' <span class="tag excluded">excluded</span>')
+        system.append(f'<br><span class="excluded-reason">{escape(row.excluded_reason)}</span>')
     if row.submitted_at is not None:
         submitted = timezone.localtime(row.submitted_at)
         when = f'<td data-v="{submitted.isoformat()}">{submitted:%Y-%m-%d %H:%M}</td>'
@@ -65,6 +74,9 @@ def _score_cells(row: BoardRow, columns: list[BoardColumn]) -> str:
     for c in columns:
         if c.sealed:
             parts.append(SEALED_CELL)
+            continue
+        if c.key in row.sealed_keys:
+            parts.append(WITHHELD_CELL)
             continue
         v = row.values.get(c.key)
         css = "num primary" if c.is_primary else "num"

@@ -1,25 +1,58 @@
-"""Leaderboard pages and exports."""
+"""Leaderboard pages and exports, in two views at separate addresses.
+
+The public addresses render the public view whoever asks, organizers included, so
+what an organizer shares or downloads there is what everyone may see.  The organizer
+view (``.../organizer/``) shows everything, says so on the page, and its exports are
+named ``...-organizer-view``.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
+from leaderboard.core.caching import viewer_dependent
 from leaderboard.rankings.charts import board_chart_svg
-from leaderboard.rankings.selectors import Board, board_as_records, board_get, board_payload
+from leaderboard.rankings.selectors import (
+    ORGANIZER,
+    PUBLIC,
+    Board,
+    board_as_records,
+    board_get,
+    board_payload,
+)
 from leaderboard.rankings.table import board_body_html
 
-
-def _board(request: HttpRequest, slug: str, phase_slug: str) -> Board:
-    return board_get(slug=slug, phase_slug=phase_slug, viewer=request.user)
+BoardView = Callable[[HttpRequest, str, str], HttpResponse]
 
 
-def board_page(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:
-    board = _board(request, slug, phase_slug)
+def _board(request: HttpRequest, slug: str, phase_slug: str, view: str) -> Board:
+    return board_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
+
+
+def _filename(slug: str, phase_slug: str, view: str, extension: str) -> str:
+    suffix = "-organizer-view" if view == ORGANIZER else ""
+    return f"{slug}-{phase_slug}-leaderboard{suffix}.{extension}"
+
+
+def _in_view(render_board: Callable[[HttpRequest, str, str, str], HttpResponse], view: str) -> BoardView:
+    def respond(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:
+        # Every view depends on the caller: a team's own anonymous row is named to it.
+        return viewer_dependent(render_board(request, slug, phase_slug, view), confidential=view == ORGANIZER)
+
+    respond.__name__ = f"{render_board.__name__}_{view}"
+    return respond
+
+
+def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
+    board = _board(request, slug, phase_slug, view)
     groups: list[tuple[str, int]] = []
     for column in board.columns:
         if groups and groups[-1][0] == column.group:
@@ -36,12 +69,20 @@ def board_page(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse
             "groups": groups,
             "body": board_body_html(board),
             "chart": mark_safe(board_chart_svg(board)),  # built from escaped parts only
+            "organizer_view": view == ORGANIZER,
+            "sealed_note": AGGREGATE_SEALED_NOTE,
+            "exports": {
+                kind: reverse(f"{name}-{kind}", kwargs={"slug": slug, "phase_slug": phase_slug})
+                for name in ["board-organizer" if view == ORGANIZER else "board"]
+                for kind in ("csv", "json")
+            },
+            "public_url": reverse("board", kwargs={"slug": slug, "phase_slug": phase_slug}),
         },
     )
 
 
-def board_csv(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:
-    board = _board(request, slug, phase_slug)
+def _csv(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
+    board = _board(request, slug, phase_slug, view)
     records = board_as_records(board)
     out = io.StringIO()
     fields = list(records[0]) if records else ["rank", "team"]
@@ -49,14 +90,30 @@ def board_csv(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:
     writer.writeheader()
     writer.writerows(records)
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{slug}-{phase_slug}-leaderboard.csv"'
+    response["Content-Disposition"] = f'attachment; filename="{_filename(slug, phase_slug, view, "csv")}"'
     return response
 
 
-def board_json(request: HttpRequest, slug: str, phase_slug: str) -> JsonResponse:
-    return JsonResponse(board_payload(_board(request, slug, phase_slug)))
+def _json(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
+    response = JsonResponse(board_payload(_board(request, slug, phase_slug, view)))
+    if view == ORGANIZER:
+        response["Content-Disposition"] = f'inline; filename="{_filename(slug, phase_slug, view, "json")}"'
+    return response
 
 
-def board_chart(request: HttpRequest, slug: str, phase_slug: str) -> HttpResponse:
-    board = _board(request, slug, phase_slug)
-    return HttpResponse(board_chart_svg(board), content_type="image/svg+xml")
+def _chart(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
+    board = _board(request, slug, phase_slug, view)
+    response = HttpResponse(board_chart_svg(board), content_type="image/svg+xml")
+    if view == ORGANIZER:
+        response["Content-Disposition"] = f'inline; filename="{_filename(slug, phase_slug, view, "svg")}"'
+    return response
+
+
+board_page = _in_view(_page, PUBLIC)
+board_csv = _in_view(_csv, PUBLIC)
+board_json = _in_view(_json, PUBLIC)
+board_chart = _in_view(_chart, PUBLIC)
+board_organizer_page = _in_view(_page, ORGANIZER)
+board_organizer_csv = _in_view(_csv, ORGANIZER)
+board_organizer_json = _in_view(_json, ORGANIZER)
+board_organizer_chart = _in_view(_chart, ORGANIZER)

@@ -4,7 +4,8 @@ The cast (see conftest): anonymous public, dave (no team), bob (member of Alpha,
 charlie (the other team), oscar (organizer) and root (superuser).  Alpha and Charlie's have one
 submission each on the dev phase (scored from real uploads) and one on the test phase, scored
 as a containerised run would be: on XQuAD-en and on the sealed Split III dataset CoQA
-("Hidden-07"), whose name and per-dataset scores only organizers may see before the reveal.
+("Hidden-07"), whose name and per-dataset scores only organizers may see before the reveal,
+and only in the organizer view of a board: public addresses show the public view to everyone.
 """
 
 from __future__ import annotations
@@ -127,6 +128,14 @@ PUBLIC_URLS = {
     "API challenge detail": "/api/v1/challenges/demo/",
     **public_urls("dev"),
     **public_urls("test"),
+}
+# The organizer view of the test board: everything, for organizers only.
+ORGANIZER_URLS = {
+    "organizer board page": "/c/demo/board/test/organizer/",
+    "organizer board CSV": "/c/demo/board/test/organizer/export.csv",
+    "organizer board JSON": "/c/demo/board/test/organizer/export.json",
+    "organizer board SVG": "/c/demo/board/test/organizer/chart.svg",
+    "organizer API leaderboard": "/api/v1/challenges/demo/phases/test/leaderboard/?view=organizer",
 }
 # Where the sealed dataset appears at all (the dev portion has no CoQA; the chart leaves sealed columns out).
 SHOWS_TEST_DATASETS = {
@@ -256,26 +265,84 @@ def test_the_team_sees_its_own_split_III_scores_as_sealed(world: World) -> None:
     assert all(s["sealed"] and s["value"] is None for s in sealed)
     xquad = {s["metric"]: s["value"] for s in api["scores"] if s["dataset"] == "XQuAD-en"}
     assert xquad == {"f1": 81.25, "em": 70.5}
-    # A macro average over the one sealed dataset of Split III *is* its score: sealed too.
-    split_iii = [s for s in api["scores"] if s["metric"].startswith("split_III_")]
-    assert split_iii and all(s["sealed"] and s["value"] is None for s in split_iii)
+    # A macro average over the one sealed dataset of Split III *is* its score: sealed too;
+    # and so is the macro average over XQuAD-en and it (2 x macro - 81.25), with the ranking score.
+    overall = {s["metric"]: s for s in api["scores"] if s["dataset"] == "Overall"}
+    for metric in ("split_III_macro_f1", "split_III_macro_em", "macro_f1", "macro_em"):
+        assert overall[metric]["sealed"] and overall[metric]["value"] is None, metric
+    assert api["primary_score"] is None
+    assert overall["split_II_macro_f1"]["value"] == 81.25 and not overall["split_II_macro_f1"]["sealed"]
     page = text(client.get(f"/c/demo/submissions/{world.alpha_test.pk}/"))
     assert "sealed until the reveal" in page and "81.25" in page
+    listed = text(client.get("/c/demo/submissions/"))
+    assert f"{(81.25 + 67.8912) / 2:.2f}" not in listed and "sealed" in listed
 
 
 @pytest.mark.parametrize("role", sorted(ORGANIZERS))
-def test_organizers_see_sealed_names_and_scores(world: World, role: str) -> None:
+def test_organizers_see_sealed_names_and_scores_in_the_organizer_view(world: World, role: str) -> None:
     shown = dict(responses(world, role))
-    for name in SHOWS_TEST_DATASETS | {"submission detail", "API submission detail"}:
+    client = world.client(role)
+    shown.update({name: client.get(url) for name, url in ORGANIZER_URLS.items()})
+    for name in {"challenge page", "submission detail", "API submission detail", *ORGANIZER_URLS} - {
+        "organizer board SVG"
+    }:
         content = text(shown[name])
+        assert shown[name].status_code == 200, name
         assert "CoQA" in content, f"{role}: CoQA missing on {name}"
         assert "Hidden-07" not in content or name == "challenge page", name
-    for name in ("board page (test)", "submission detail"):
+    for name in ("organizer board page", "submission detail"):
         assert "67.89" in text(shown[name]), name
-    for name in ("board JSON (test)", "API leaderboard (test)", "board CSV (test)", "API submission detail"):
+    for name in ("organizer board JSON", "organizer API leaderboard", "organizer board CSV", "API submission detail"):
         assert "67.8912" in text(shown[name]), name
-    rows = shown["API leaderboard (test)"].json()["rows"]
+    rows = shown["organizer API leaderboard"].json()["rows"]
     assert [r["CoQA F1"] for r in rows] == [67.8912, 64.5678]
+    # Every aggregate too, with the ones the public does not see listed.
+    assert [r["Macro F1"] for r in rows] == [(81.25 + 67.8912) / 2, (77.75 + 64.5678) / 2]
+    assert set(shown["organizer API leaderboard"].json()["withheld"]) == {"Macro F1", "Macro EM", "Split III F1"}
+    page = text(shown["organizer board page"])
+    assert "Organizer view: do not share this page or its exports." in page
+    assert "organizer-view" in shown["organizer board CSV"]["Content-Disposition"]
+    assert "organizer-view" in shown["organizer board JSON"]["Content-Disposition"]
+    # The API's dataset list names the sealed dataset by its alias even for organizers, and
+    # says separately that they may see it.
+    datasets = {d["name"]: d for d in shown["API challenge detail"].json()["datasets"]}
+    assert datasets["Hidden-07"]["state"] == "sealed" and datasets["Hidden-07"]["visible_to_you"] is True
+
+
+@pytest.mark.parametrize("role", sorted(ORGANIZERS))
+def test_public_addresses_give_organizers_the_body_everyone_gets(world: World, role: str) -> None:
+    organizer, public = world.client(role), world.client("anonymous")
+    for name, url in {**public_urls("dev"), **public_urls("test")}.items():
+        mine, theirs = organizer.get(url), public.get(url)
+        assert mine.status_code == theirs.status_code == 200, name
+        if name.startswith("board page"):
+            # The site's header names who is logged in; the page's content is the same.
+            assert _main(text(mine)) == _main(text(theirs)), name
+        else:
+            assert body(mine) == body(theirs), name
+        assert "CoQA" not in text(mine) and "67.89" not in text(mine), name
+        assert "organizer-view" not in mine.get("Content-Disposition", ""), name
+        if name.startswith("API"):
+            assert "private" in mine["Cache-Control"], name
+            assert {"Authorization", "Cookie"} <= {v.strip() for v in mine["Vary"].split(",")}, name
+
+
+def _main(page: str) -> str:
+    return page[page.index("<main>"):page.index("</main>")]
+
+
+@pytest.mark.parametrize("role", PARTICIPANTS_AND_PUBLIC)
+def test_the_organizer_view_is_404_to_everyone_else(world: World, role: str) -> None:
+    client = world.client(role)
+    for name, url in ORGANIZER_URLS.items():
+        response = client.get(url)
+        assert response.status_code == 404, (role, name)
+        assert "CoQA" not in text(response) and "67.89" not in text(response), (role, name)
+    assert client.get("/api/v1/challenges/demo/phases/test/leaderboard/?view=everything").status_code == 400
+    # The refusal reads like an unknown board: nothing is confirmed.
+    refused = client.get(ORGANIZER_URLS["organizer API leaderboard"])
+    unknown = client.get("/api/v1/challenges/nope/phases/test/leaderboard/?view=organizer")
+    assert refused.status_code == unknown.status_code == 404 and refused.json() == unknown.json()
 
 
 @pytest.mark.parametrize("role", PARTICIPANTS_AND_PUBLIC)
@@ -311,7 +378,8 @@ def test_an_anonymous_team_is_named_only_to_its_members_and_organizers(world: Wo
     alpha.is_anonymous = True
     alpha.affiliation = "Institute of Secrets"
     alpha.save()
-    sees_name = role in {"bob", "oscar", "root"}
+    # Public addresses show the public view, to organizers too: they read the name in the organizer view.
+    sees_name = role == "bob"
     client = world.client(role)
     for phase in ("dev", "test"):
         for template in BOARD_VIEWS:
@@ -327,27 +395,34 @@ def test_an_anonymous_team_is_named_only_to_its_members_and_organizers(world: Wo
         rows = client.get(f"/c/demo/board/{phase}/export.json").json()["rows"]
         assert rows[0]["team"] == ("Alpha" if sees_name else "Anonymous")
         assert rows[1]["team"] == "Charlie's"
+        if role in ORGANIZERS:
+            for url in (f"/c/demo/board/{phase}/organizer/", f"/c/demo/board/{phase}/organizer/export.csv",
+                        f"/api/v1/challenges/demo/phases/{phase}/leaderboard/?view=organizer"):
+                content = text(client.get(url))
+                assert "Alpha" in content and "Institute of Secrets" in content, (role, url)
 
 
 # --- boards that are not public ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_a_non_public_board_is_404_except_for_organizers(world: World, role: str) -> None:
+def test_a_non_public_board_is_404_at_public_addresses_and_organizers_use_their_view(world: World, role: str) -> None:
     world.cast.test.board_public = False
     world.cast.test.save()
     client = world.client(role)
     for template in BOARD_VIEWS:
         url = template.format(p="test")
         response = client.get(url)
-        expected = 200 if role in ORGANIZERS else 404
-        assert response.status_code == expected, (role, url)
-        if expected == 404:
-            assert "Alpha" not in text(response) and "81.25" not in text(response)
-    # The dev board stays public, and the challenge page does not link the hidden board.
+        assert response.status_code == 404, (role, url)
+        assert "Alpha" not in text(response) and "81.25" not in text(response)
+    for url in ORGANIZER_URLS.values():
+        response = client.get(url)
+        assert response.status_code == (200 if role in ORGANIZERS else 404), (role, url)
+    # The dev board stays public, and the challenge page links the hidden board's organizer view only.
     assert client.get("/c/demo/board/dev/").status_code == 200
     page = text(client.get("/c/demo/"))
-    assert ("/c/demo/board/test/" in page) == (role in ORGANIZERS)
+    assert 'href="/c/demo/board/test/"' not in page
+    assert ("/c/demo/board/test/organizer/" in page) == (role in ORGANIZERS)
 
 
 # --- gold files are never served ---------------------------------------------------------------

@@ -61,6 +61,13 @@ def test_the_baseline_image_submitted_through_the_api_runs_and_its_scores_reach_
     # Split III stays sealed on the public board: no CoQA column, its alias shows no number.
     assert not any("CoQA" in key for key in row)
     assert row["Hidden-07 F1"] is None
+    # Nor does the macro average over XQuAD-en and it (CoQA's F1 = 2 x macro - XQuAD-en's):
+    # only the organizer view shows it.
+    assert row["Macro F1"] is None and "Macro F1" in board["withheld"]
+    client = Client()
+    client.force_login(platform.cast.oscar)
+    organizer = client.get("/c/demo/board/test/organizer/export.json").json()
+    row = next(r for r in organizer["rows"] if r["team"] == "Alpha")
     assert row["Macro F1"] == pytest.approx((f1["xquad-en"] + f1["coqa"]) / 2)
 
 

@@ -1,0 +1,101 @@
+"""Which aggregates may be published while some datasets are sealed: linear algebra, no Django.
+
+An aggregate column (MRQA's macro F1, a split's F1, SQuAD 2.0's mean F1...) is the mean of
+one per-dataset metric, its *family*, over a known set of datasets.  Whoever sees the
+per-dataset values of the visible datasets and some published means can solve a linear
+system, so a sealed dataset's value follows from them exactly when its unit vector lies in
+the span of the published means' vectors and the visible datasets' unit vectors.  Examples:
+one sealed dataset in a phase (its F1 = n x macro F1 - the visible F1s), or one of the two
+Split III datasets revealed (sealed = 2 x Split III F1 - revealed).
+
+Families do not mix: a mean of F1s says nothing linear about EMs.  The visible datasets'
+unit vectors are in the span anyway, so they are projected out and the vectors keep only
+their sealed coordinates; the test is then a rank comparison, in exact fractions because
+1/3 and 1/7 must cancel exactly, not nearly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence, Set
+from dataclasses import dataclass
+from fractions import Fraction
+
+Vector = list[Fraction]
+
+
+@dataclass(frozen=True)
+class Average:
+    """An aggregate: the mean of the per-dataset metric ``family`` over the datasets ``over``."""
+
+    name: str
+    family: str
+    over: frozenset[Hashable]
+
+
+def averages_to_publish(averages: Sequence[Average], *, sealed: Set[Hashable], strict: bool = False) -> set[str]:
+    """The names of the averages that can be shown with every non-sealed dataset's values.
+
+    Greedy, in the given order (put the ranking metric first): an average is published
+    unless, together with those published before it, it would determine a sealed value.
+    With ``strict``, every average that covers a sealed dataset is withheld.
+    """
+    sealed = frozenset(sealed)
+    coordinates = {key: index for index, key in enumerate(sealed)}
+    published: set[str] = set()
+    rows: dict[str, list[Vector]] = {}
+    for average in averages:
+        hidden = average.over & sealed
+        if not hidden:
+            published.add(average.name)  # visible datasets only: nothing sealed follows from it
+            continue
+        if strict:
+            continue
+        weight = Fraction(1, len(average.over))
+        vector = [Fraction(0)] * len(coordinates)
+        for key in hidden:
+            vector[coordinates[key]] = weight
+        candidate = [*rows.get(average.family, []), vector]
+        if not isolates_a_coordinate(candidate):
+            rows[average.family] = candidate
+            published.add(average.name)
+    return published
+
+
+def isolates_a_coordinate(vectors: Sequence[Vector]) -> bool:
+    """Whether some unit vector lies in the span of ``vectors`` (all of one length).
+
+    e_i is in the span exactly when adding it leaves the rank unchanged; only
+    coordinates some vector touches can qualify.
+    """
+    if not vectors:
+        return False
+    base = rank(vectors)
+    size = len(vectors[0])
+    for i in range(size):
+        if all(v[i] == 0 for v in vectors):
+            continue
+        unit = [Fraction(int(j == i)) for j in range(size)]
+        if rank([*vectors, unit]) == base:
+            return True
+    return False
+
+
+def rank(vectors: Sequence[Vector]) -> int:
+    """The rank of a small matrix of fractions, by Gaussian elimination (exact)."""
+    matrix = [list(v) for v in vectors]
+    if not matrix:
+        return 0
+    found = 0
+    for column in range(len(matrix[0])):
+        pivot = next((r for r in range(found, len(matrix)) if matrix[r][column] != 0), None)
+        if pivot is None:
+            continue
+        matrix[found], matrix[pivot] = matrix[pivot], matrix[found]
+        for r in range(len(matrix)):
+            if r != found and matrix[r][column] != 0:
+                factor = matrix[r][column] / matrix[found][column]
+                matrix[r] = [a - factor * b for a, b in zip(matrix[r], matrix[found])]
+        found += 1
+        if found == len(matrix):
+            break
+    return found
