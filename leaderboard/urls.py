@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authtoken.views import obtain_auth_token
 
 from leaderboard.accounts import views as accounts
+from leaderboard.challenges import apis as challenges_api
 from leaderboard.challenges import views as challenges
 from leaderboard.rankings import apis as rankings_api
 from leaderboard.rankings import views as rankings
@@ -19,6 +20,9 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("c/<slug:slug>/", challenges.challenge_detail, name="challenge"),
     path("c/<slug:slug>/team/", accounts.team_page, name="team"),
+    path("c/<slug:slug>/data/", challenges.data_page, name="data"),
+    path("c/<slug:slug>/data/starting-kit.zip", challenges.starting_kit, name="data-kit"),
+    path("c/<slug:slug>/data/<slug:kind>/<slug:dataset_slug>/", challenges.data_file, name="data-file"),
     path("c/<slug:slug>/submit/", submissions.submit, name="submit"),
     path("c/<slug:slug>/submit/system/", submissions.submit_system, name="submit-system"),
     path("c/<slug:slug>/submissions/", submissions.submission_list, name="submission-list"),
@@ -28,9 +32,22 @@ urlpatterns = [
     path("c/<slug:slug>/board/<slug:phase_slug>/export.csv", rankings.board_csv, name="board-csv"),
     path("c/<slug:slug>/board/<slug:phase_slug>/export.json", rankings.board_json, name="board-json"),
     path("c/<slug:slug>/board/<slug:phase_slug>/chart.svg", rankings.board_chart, name="board-chart"),
+    # Everything, for the challenge's organizers only (404 to anyone else); never to be shared.
+    path("c/<slug:slug>/board/<slug:phase_slug>/organizer/", rankings.board_organizer_page, name="board-organizer"),
+    path("c/<slug:slug>/board/<slug:phase_slug>/organizer/export.csv", rankings.board_organizer_csv,
+         name="board-organizer-csv"),
+    path("c/<slug:slug>/board/<slug:phase_slug>/organizer/export.json", rankings.board_organizer_json,
+         name="board-organizer-json"),
+    path("c/<slug:slug>/board/<slug:phase_slug>/organizer/chart.svg", rankings.board_organizer_chart,
+         name="board-organizer-chart"),
     path("api/v1/auth/token/", obtain_auth_token, name="api-token"),
     path("api/v1/challenges/", rankings_api.ChallengeListApi.as_view(), name="api-challenges"),
     path("api/v1/challenges/<slug:slug>/", rankings_api.ChallengeDetailApi.as_view(), name="api-challenge"),
+    path("api/v1/challenges/<slug:slug>/data/", challenges_api.DataListApi.as_view(), name="api-data"),
+    path("api/v1/challenges/<slug:slug>/data/starting-kit.zip", challenges_api.StartingKitApi.as_view(),
+         name="api-data-kit"),
+    path("api/v1/challenges/<slug:slug>/data/<slug:kind>/<slug:dataset_slug>/", challenges_api.DataFileApi.as_view(),
+         name="api-data-file"),
     path(
         "api/v1/challenges/<slug:slug>/phases/<slug:phase_slug>/leaderboard/",
         rankings_api.LeaderboardApi.as_view(),

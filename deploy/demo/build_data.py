@@ -9,6 +9,10 @@ script documents exactly how they were cut:
 - DuReader: the 100 labelled "search" dev questions, documents reduced to
   title and paragraphs, split 50/50 into dev and test references.
 - The MRQA 2019 hidden-test leaderboard export, copied as is (MIT).
+- A small Split I training sample: contexts 25-84 of the official MRQA SQuAD
+  dev file (the demo's SQuAD dev and test halves come from its first 25), with
+  the header's split set to "train".  Real MRQA teams train on SQuAD's train
+  split; a slice of the dev file keeps the demo small and its licence the same.
 
 Usage: python deploy/demo/build_data.py [--shared ../shared]
 """
@@ -23,6 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "data"
+TRAIN_CONTEXTS = slice(25, 85)  # of mrqa-squad-dev/SQuAD.jsonl.gz; mrqa-mini's SQuAD is its first 25
 MRQA_FILES = ["SQuAD", "XQuAD-en", "DuoRC.SelfRC", "AdversarialQA", "QuAC", "CoQA", "DROP", "Quoref",
               "DuoRC.ParaphraseRC"]
 
@@ -41,6 +46,10 @@ def build(shared: Path) -> None:
         for portion, part in (("dev", contexts[:half]), ("test", contexts[half:] or contexts[:half])):
             head = {"header": {**header["header"], "split": portion}}
             _write_gz(OUT / "mrqa" / f"{name}.{portion}.jsonl.gz", [json.dumps(head)] + part)
+
+    lines = gzip.open(shared / "data" / "mrqa-squad-dev" / "SQuAD.jsonl.gz", "rt", encoding="utf-8").read().splitlines()
+    head = {"header": {**json.loads(lines[0])["header"], "split": "train"}}
+    _write_gz(OUT / "mrqa" / "SQuAD.train.jsonl.gz", [json.dumps(head)] + lines[1:][TRAIN_CONTEXTS])
 
     records = []
     for line in (shared / "data" / "dureader-demo" / "search.dev.json").read_text(encoding="utf-8").splitlines():

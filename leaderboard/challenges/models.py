@@ -147,7 +147,12 @@ class Dataset(models.Model):
 
 
 class DatasetFile(models.Model):
-    """A gold file for one portion (dev or test) of a dataset.  Never served to anyone."""
+    """A gold file for one portion (train, dev or test) of a dataset.
+
+    Test gold is never served; train (Split I) and dev gold of Split I/II datasets are public
+    downloads, as are the test ``inputs`` of phases that take prediction files: the rules are in
+    ``challenges/downloads.py``.
+    """
 
     dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="files")
     portion = models.CharField(max_length=8, choices=FilePortion.choices)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.views.decorators.http import require_safe
 
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.challenges.downloads import (
+    NO_FILE_MESSAGE,
+    data_file_get,
+    data_listing_get,
+    starting_kit_get,
+)
+from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
-from leaderboard.challenges.selectors import dataset_label
+from leaderboard.challenges.selectors import PhaseState, dataset_label, phase_status
 from leaderboard.submissions.systems import SystemSettings
 
 
@@ -26,15 +35,56 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
         for ds in challenge.datasets.all()
     ]
     takes_systems = any(k in SYSTEM_KINDS for p in phases for k in p.allowed_kinds)
+    now = timezone.now()
+    statuses = [phase_status(p, now=now) for p in phases]
     return render(
         request,
         "challenges/detail.html",
         {
             "challenge": challenge,
             "phases": phases,
+            "phase_rows": list(zip(phases, statuses, strict=True)),
+            # Nothing left to take part in: the page says so instead of inviting people in.
+            "is_closed": bool(statuses) and all(s.state == PhaseState.CLOSED for s in statuses),
+            "closed_at": max((p.closes_at for p in phases), default=None),
+            "accepting": any(s.state == PhaseState.OPEN for s in statuses),
             "datasets": datasets,
             "team": team_of_user(user=request.user, challenge=challenge),
             "is_organizer": is_organizer,
             "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
         },
     )
+
+
+@require_safe
+def data_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """What teams may download, per phase and dataset; who may, and when (challenges/downloads.py)."""
+    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
+    listing = data_listing_get(challenge=challenge, user=request.user)
+    return render(request, "challenges/data.html", {"challenge": challenge, "listing": listing})
+
+
+def _challenge_or_no_file(slug: str) -> Challenge:
+    # The same 404 as for a file the caller may not have: a file URL tells nothing.
+    challenge = Challenge.objects.filter(slug=slug, is_public=True).first()
+    if challenge is None:
+        raise Http404(NO_FILE_MESSAGE)
+    return challenge
+
+
+@require_safe
+def data_file(request: HttpRequest, slug: str, kind: str, dataset_slug: str) -> FileResponse:
+    challenge = _challenge_or_no_file(slug)
+    served = data_file_get(challenge=challenge, user=request.user, kind=kind, dataset_slug=dataset_slug)
+    if served is None:
+        raise Http404(NO_FILE_MESSAGE)
+    return download_response(method=request.method or "GET", challenge=challenge, served=served)
+
+
+@require_safe
+def starting_kit(request: HttpRequest, slug: str) -> FileResponse:
+    challenge = _challenge_or_no_file(slug)
+    served = starting_kit_get(challenge=challenge, user=request.user)
+    if served is None:
+        raise Http404(NO_FILE_MESSAGE)
+    return download_response(method=request.method or "GET", challenge=challenge, served=served)

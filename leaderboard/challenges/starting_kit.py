@@ -1,0 +1,297 @@
+"""A challenge's starting kit: one zip generated from the challenge itself, byte for byte reproducible.
+
+Inside ``<slug>-starting-kit/`` (its README.md says how to use each part):
+
+* ``README.md``: the system contract with this challenge's limits (``SystemSettings``), and the
+  exact commands that reproduce the dev scores from the files of the Data page;
+* ``sample/input/``: a ``manifest.json`` as a dev run writes it and one input file, the stored
+  answer-free inputs of the smallest public dev dataset (what a system reads on the platform);
+* ``system/run.py`` and ``baseline-bundle.zip``: the platform's baseline, readable and as a code
+  bundle (``run.py`` at its top) that can be submitted as is;
+* ``dev/manifest.json``: a manifest over the downloaded dev files, so the baseline (or any system
+  following the contract) runs on them locally;
+* ``scoring/``: the platform's scoring library, for ``python -m scoring``; plus, for mrc2018,
+  ``tools/mrc2018_predictions.py`` (the platform's own conversion of ``{qid: answer}``).
+
+Determinism: fixed timestamps and modes, sorted members, no build date.  The zip depends only on
+the challenge's public dev data, settings and the sources it copies, so it is cached on private
+storage under a key over exactly those; new dev data, limits or a new baseline build a new kit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils.text import slugify
+
+import scoring
+from leaderboard.challenges.downloads import dev_downloads, file_fingerprint
+from leaderboard.challenges.models import Challenge, PhaseKind
+from leaderboard.challenges.suites import suite_for
+from leaderboard.submissions.systems import SystemSettings
+
+# Bump when the kit's layout changes without any of its inputs changing.
+KIT_FORMAT = 1
+BASELINE = Path(settings.BASE_DIR) / "deploy" / "images" / "baseline" / "baseline.py"
+SCORING_DIR = Path(scoring.__file__).resolve().parent
+# As the run plan names them (submissions.selectors.system_run_plan): the manifest's "format".
+INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader"}
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+# An older kit stays this long after a new one is built: a request that chose it may still open it.
+STALE_KIT_S = 600
+MRC2018_CONVERTER = '''#!/usr/bin/env python3
+"""{question_id: answer} (what a system writes) -> the JSON lines `python -m scoring mrc2018` reads.
+
+The same conversion the platform applies before scoring: each answer becomes {"answers": [answer]}
+and each id takes the type the reference file gives it (DuReader ids are numbers).
+Usage: python tools/mrc2018_predictions.py PRED.json REF.jsonl > PRED.jsonl
+"""
+import json
+import sys
+
+predictions = json.load(open(sys.argv[1], encoding="utf-8"))
+ids = {}
+with open(sys.argv[2], encoding="utf-8") as fh:
+    for line in fh:
+        if line.strip():
+            qid = json.loads(line)["question_id"]
+            ids[str(qid)] = qid
+for key, answer in predictions.items():
+    record = {"answers": [answer]} if isinstance(answer, str) else dict(answer)
+    record["question_id"] = ids.get(key, key)
+    print(json.dumps(record, ensure_ascii=False))
+'''
+
+
+@dataclass(frozen=True)
+class BuiltKit:
+    path: Path
+    filename: str
+    size_bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class KitDevFile:
+    slug: str
+    label: str
+    filename: str  # as downloaded from the Data page
+    sha256: str
+    output: str  # what the system writes for it: <dataset slug>.json, a valid upload member name
+    score_lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KitPlan:
+    """Everything the kit's bytes depend on."""
+
+    slug: str
+    title: str
+    suite: str
+    input_format: str
+    suffix: str
+    suite_options: dict[str, Any]
+    system: SystemSettings
+    dev_phase: str
+    dev_files: tuple[KitDevFile, ...]
+    sample_label: str
+    sample_name: str
+    sample_path: str
+    sample_sha256: str
+
+    def cache_key(self) -> str:
+        fields = {k: v for k, v in self.__dict__.items() if k not in {"system", "sample_path"}}
+        fields["system"] = self.system.as_json()
+        fields["dev_files"] = [f.__dict__ for f in self.dev_files]
+        blob = json.dumps([KIT_FORMAT, fields, _sources_digest()], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def manifest(self, datasets: list[dict[str, str]]) -> dict[str, Any]:
+        """A manifest as a dev run on the platform writes it (RunPlan.manifest)."""
+        return {
+            "challenge": self.slug,
+            "phase": self.dev_phase,
+            "portion": "dev",
+            "datasets": datasets,
+            "limits": self.system.as_json()["limits"],
+        }
+
+
+@cache
+def _sources_digest() -> str:
+    # The files copied into the kit, and this builder: a new version of any builds a new kit.
+    digest = hashlib.sha256()
+    for path in [BASELINE, Path(__file__), *sorted(SCORING_DIR.glob("*.py"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _score_lines(suite: str, options: dict[str, Any], gold: str, output: str) -> tuple[str, ...]:
+    """The command lines that score one dev dataset exactly as the platform does (suites.py)."""
+    if suite == "mrqa":
+        return (f"python -m scoring mrqa {gold} {output}",)
+    if suite == "mrc2018":
+        lines = output.removesuffix(".json") + ".jsonl"
+        flags = f"--alpha {float(options.get('alpha', 1.0))!r} --beta {float(options.get('beta', 1.0))!r}"
+        if bool(options.get("lic2019_guards", True)):
+            flags += " --lic2019-guards"
+        return (
+            f"python tools/mrc2018_predictions.py {output} {gold} > {lines}",
+            f"python -m scoring mrc2018 {lines} {gold} {flags}",
+        )
+    return ()
+
+
+def kit_plan(*, challenge: Challenge) -> KitPlan:
+    suite = suite_for(challenge)
+    phases = list(challenge.phases.all())
+    dev_phase = next((p.slug for p in phases if p.portion == PhaseKind.DEV), "dev")
+    dev_files = []
+    sample: tuple[int, int, str, str, str, str] | None = None
+    for order, (record, filename) in enumerate(dev_downloads(challenge=challenge)):
+        ds = record.dataset
+        output = f"{ds.slug}.json"
+        lines = _score_lines(suite.key, challenge.suite_options or {}, f"dev/{filename}", f"out/{output}")
+        dev_files.append(KitDevFile(ds.slug, ds.name, filename, record.sha256, output, lines))
+        fingerprint = file_fingerprint(record.inputs.path) if record.inputs else None
+        if fingerprint is not None:
+            # The smallest public dev inputs keep the kit small; page order breaks ties.
+            candidate = (fingerprint[0], order, ds.name, slugify(ds.name) or ds.slug, record.inputs.path, fingerprint[1])
+            sample = min(sample, candidate) if sample else candidate
+    return KitPlan(
+        slug=challenge.slug,
+        title=challenge.title,
+        suite=suite.key,
+        input_format=INPUT_FORMATS.get(suite.key, suite.key),
+        suffix=suite.gold_suffix,
+        suite_options=dict(challenge.suite_options or {}),
+        system=SystemSettings.from_json(challenge.system_settings),
+        dev_phase=dev_phase,
+        dev_files=tuple(dev_files),
+        sample_label=sample[2] if sample else "",
+        sample_name=(sample[3] + suite.gold_suffix) if sample else "",
+        sample_path=sample[4] if sample else "",
+        sample_sha256=sample[5] if sample else "",
+    )
+
+
+def _info(name: str, *, executable: bool = False) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.create_system = 3  # Unix, so the modes below hold
+    info.external_attr = (0o100755 if executable else 0o100644) << 16
+    return info
+
+
+def _json(document: Any) -> bytes:
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def baseline_bundle_bytes() -> bytes:
+    """The baseline as a code bundle: a zip with run.py at its top (README "Submitting a system")."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        bundle.writestr(_info("run.py", executable=True), BASELINE.read_bytes())
+    return buffer.getvalue()
+
+
+def readme_text(plan: KitPlan) -> str:
+    sample_manifest = plan.manifest(_sample_datasets(plan)) if plan.sample_name else None
+    return render_to_string("challenges/starting_kit_README.md", {
+        "plan": plan,
+        "limits": plan.system.limits,
+        "sample_manifest": json.dumps(sample_manifest, indent=2) if sample_manifest else "",
+        "needs_requirements": plan.suite != "mrqa",
+    })
+
+
+def _sample_datasets(plan: KitPlan) -> list[dict[str, str]]:
+    key = plan.sample_name.removesuffix(plan.suffix)
+    return [{"name": plan.sample_label, "input": plan.sample_name, "output": f"{key}.json",
+             "format": plan.input_format}]
+
+
+def _write_kit(plan: KitPlan, target: Path) -> None:
+    root = f"{plan.slug}-starting-kit/"
+    members: list[tuple[str, bytes | Path, bool]] = [
+        ("README.md", readme_text(plan).encode("utf-8"), False),
+        ("system/run.py", BASELINE, True),
+        ("baseline-bundle.zip", baseline_bundle_bytes(), False),
+        ("dev/manifest.json", _json(plan.manifest([
+            {"name": f.label, "input": f.filename, "output": f.output, "format": plan.input_format}
+            for f in plan.dev_files
+        ])), False),
+        ("requirements.txt", _requirements(), False),
+    ]
+    if plan.sample_name:
+        members.append(("sample/input/manifest.json", _json(plan.manifest(_sample_datasets(plan))), False))
+        members.append((f"sample/input/{plan.sample_name}", Path(plan.sample_path), False))
+    if plan.suite == "mrc2018":
+        members.append(("tools/mrc2018_predictions.py", MRC2018_CONVERTER.encode("utf-8"), True))
+    members += [(f"scoring/{p.name}", p, False) for p in SCORING_DIR.glob("*.py")]
+    with zipfile.ZipFile(target, "w") as kit:
+        for name, content, executable in sorted(members, key=lambda m: m[0]):
+            info = _info(root + name, executable=executable)
+            if isinstance(content, bytes):
+                kit.writestr(info, content)
+            else:
+                # Streamed: an input file can be large.
+                with open(content, "rb") as src, kit.open(info, "w") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def _requirements() -> bytes:
+    # What scoring/ needs beyond the standard library (mrc2018, dureader, significance): the
+    # platform's own pins, so local numbers match the board's.
+    pins = [line for line in (Path(settings.BASE_DIR) / "requirements.txt").read_text().splitlines()
+            if line.split("==")[0].strip() in {"numpy", "rapidfuzz"}]
+    header = "# Only for `python -m scoring` commands other than mrqa: pip install -r requirements.txt\n"
+    return (header + "\n".join(pins) + "\n").encode("utf-8")
+
+
+def _prune(cache_dir: Path, *, keep: Path) -> None:
+    """Remove kits of older versions of the challenge, once no download can still be starting on them."""
+    cutoff = time.time() - STALE_KIT_S
+    for old in cache_dir.glob("*.zip"):
+        try:
+            if old != keep and old.stat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:
+            pass  # another process pruned it first
+
+
+def starting_kit_build(*, challenge: Challenge) -> BuiltKit:
+    """The challenge's kit, built on first use and then served from the cache on private storage."""
+    plan = kit_plan(challenge=challenge)
+    cache_dir = Path(settings.PRIVATE_STORAGE_ROOT) / "kits" / challenge.slug
+    path = cache_dir / f"{plan.cache_key()[:32]}.zip"
+    if not path.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".part")
+        os.close(fd)
+        try:
+            _write_kit(plan, Path(tmp))
+            # Atomic: a concurrent request sees the old state or the whole kit, and two
+            # builders write identical bytes anyway.
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        _prune(cache_dir, keep=path)
+    fingerprint = file_fingerprint(str(path))
+    assert fingerprint is not None, path
+    return BuiltKit(path=path, filename=f"{challenge.slug}-starting-kit.zip", size_bytes=fingerprint[0],
+                    sha256=fingerprint[1])
