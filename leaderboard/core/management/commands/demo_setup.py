@@ -35,6 +35,10 @@ class Command(BaseCommand):
             challenge = challenge_load(spec_path=DEMO_DIR / spec)
             self.stdout.write(f"loaded challenge {challenge.slug}")
         phase = Phase.objects.get(challenge__slug="mrqa2019", slug="test")
-        entries = load_results_file(DEMO_DIR / "data" / "mrqa2019" / "ood-test-results.json", fmt="mrqa-codalab")
-        results_import(phase=phase, entries=entries)
+        archive = DEMO_DIR / "data" / "mrqa2019"
+        entries = load_results_file(
+            archive / "ood-test-results.json", fmt="mrqa-codalab", mapping=archive / "ood-test-mapping.yaml"
+        )
+        # replace: a database from an earlier demo run may hold rows under older team names.
+        results_import(phase=phase, entries=entries, replace=True)
         self.stdout.write(f"imported {len(entries)} MRQA 2019 results")

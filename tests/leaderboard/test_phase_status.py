@@ -1,0 +1,96 @@
+"""Where a phase stands (upcoming, open with the time left, closed), and what the challenge page says."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+
+from leaderboard.challenges.models import Phase
+from leaderboard.challenges.selectors import PhaseState, duration_text, phase_status
+from leaderboard.challenges.services import challenge_load
+from tests.leaderboard.conftest import REPO, Cast
+
+OPENS = dt.datetime(2019, 7, 29, tzinfo=dt.UTC)
+CLOSES = dt.datetime(2019, 8, 12, 23, 59, 59, tzinfo=dt.UTC)
+
+
+def phase() -> Phase:
+    return Phase(slug="test", name="Test", opens_at=OPENS, closes_at=CLOSES)
+
+
+def test_a_phase_is_upcoming_until_it_opens_and_says_when() -> None:
+    status = phase_status(phase(), now=OPENS - dt.timedelta(days=2, hours=5, minutes=59))
+    assert (status.state, status.at) == (PhaseState.UPCOMING, OPENS)
+    assert status.text == "opens in 2 days 5 h"
+
+
+def test_a_phase_opens_at_its_opening_time_and_says_how_long_is_left() -> None:
+    status = phase_status(phase(), now=OPENS)
+    assert (status.state, status.at) == (PhaseState.OPEN, CLOSES)
+    assert status.left == CLOSES - OPENS
+    assert status.text == "open, 14 days left"
+    assert phase_status(phase(), now=CLOSES - dt.timedelta(hours=3, minutes=7, seconds=1)).text == "open, 3 h 7 min left"
+
+
+def test_a_phase_is_closed_from_its_closing_time_as_the_submission_check_has_it() -> None:
+    assert phase_status(phase(), now=CLOSES - dt.timedelta(seconds=1)).state == PhaseState.OPEN
+    status = phase_status(phase(), now=CLOSES)
+    assert (status.state, status.at, status.left, status.text) == (PhaseState.CLOSED, CLOSES, None, "closed")
+
+
+@pytest.mark.parametrize(
+    ("delta", "text"),
+    [
+        (dt.timedelta(days=400, hours=5), "400 days"),
+        (dt.timedelta(days=1234), "1,234 days"),
+        (dt.timedelta(days=3, hours=4, minutes=59), "3 days 4 h"),
+        (dt.timedelta(days=2), "2 days"),
+        (dt.timedelta(days=1, hours=1), "1 day 1 h"),
+        (dt.timedelta(hours=5, minutes=1, seconds=59), "5 h 1 min"),
+        (dt.timedelta(hours=2), "2 h"),
+        (dt.timedelta(minutes=12, seconds=59), "12 min"),
+        (dt.timedelta(seconds=59), "less than a minute"),
+        (dt.timedelta(seconds=-5), "less than a minute"),
+    ],
+)
+def test_time_left_is_rounded_down(delta: dt.timedelta, text: str) -> None:
+    assert duration_text(delta) == text
+
+
+def test_the_archive_page_says_it_is_closed_without_inviting_anyone_in(db: None, client: Client) -> None:
+    User.objects.create_user("organizer")
+    challenge_load(spec_path=REPO / "deploy" / "demo" / "mrqa2019-archive.yaml")
+    page = client.get("/c/mrqa2019/").content.decode()
+    assert "This challenge is closed" in page and "closed on\n  2019-08-12 23:59 UTC" in page
+    assert "to take part" not in page and "Create or join a team" not in page
+    assert "unlimited" not in page and "/24 h" not in page  # no quota line
+    assert '<tr class="phase-closed"><td>Hidden test (2019)</td><td class="phase-state">closed</td>' in page
+    assert "/c/mrqa2019/board/test/" in page  # the board is still there
+
+
+def test_an_open_phase_shows_the_time_left_and_an_upcoming_one_when_it_opens(cast: Cast) -> None:
+    now = timezone.now()
+    Phase.objects.filter(pk=cast.dev.pk).update(closes_at=now + dt.timedelta(days=3, hours=4, minutes=30))
+    Phase.objects.filter(pk=cast.test.pk).update(opens_at=now + dt.timedelta(days=20, hours=2))
+    page = cast.client(None).get(f"/c/{cast.challenge.slug}/").content.decode()
+    assert '<td class="phase-state">open, 3 days 4 h left</td>' in page
+    assert '<td class="phase-state">opens in 20 days</td>' in page
+    assert "to take part" in page and "5/24 h" in page
+
+    # A member sees the submit link while a phase is open, and not once every phase is upcoming.
+    alice = cast.client("alice")
+    assert "Submit predictions" in alice.get(f"/c/{cast.challenge.slug}/").content.decode()
+    Phase.objects.filter(pk=cast.dev.pk).update(opens_at=now + dt.timedelta(days=1))
+    page = alice.get(f"/c/{cast.challenge.slug}/").content.decode()
+    assert "Submit predictions" not in page and "Your submissions" in page
+
+
+def test_a_member_of_a_closed_challenge_keeps_the_links_to_their_submissions(cast: Cast) -> None:
+    Phase.objects.filter(challenge=cast.challenge).update(closes_at=timezone.now() - dt.timedelta(minutes=1))
+    page = cast.client("alice").get(f"/c/{cast.challenge.slug}/").content.decode()
+    assert "This challenge is closed" in page
+    assert "Your submissions" in page and "Submit predictions" not in page
