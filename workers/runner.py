@@ -86,6 +86,35 @@ def _mounted(path: Path) -> bool:
         return False
 
 
+def _tmpfs_mount(path: Path, options: str, name: str) -> bool:
+    """Mount a tmpfs at ``path`` (root only); False, with a warning, where that is not possible."""
+    if os.geteuid() != 0:
+        return False
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, name, str(path)],
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        logger.warning("%s tmpfs not mounted at %s (%s)", name, path, result.stderr.strip())
+    return result.returncode == 0
+
+
+@contextlib.contextmanager
+def run_area(path: Path, size_mb: int) -> Iterator[None]:
+    """The run folder as a tmpfs of its own, so that what a system can learn of its mounts is neutral.
+
+    A bind mount's source shows in the container's /proc/self/mountinfo as a path
+    inside its file system: from a tmpfs mounted here that is ``/input``, not the
+    host's storage path with the submission id.  Files placed in it are copies
+    (no link count telling how many runs share an input) with fixed times.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = _tmpfs_mount(path, f"size={size_mb}m,mode=0755,nosuid,nodev", "readerboard-run")
+    try:
+        yield
+    finally:
+        if mounted:
+            area_release(path)
+
+
 @contextlib.contextmanager
 def output_area(path: Path, limit_mb: int) -> Iterator[bool]:
     """Make ``path`` the system's writable output: a size-capped tmpfs where we may mount one.
@@ -95,17 +124,10 @@ def output_area(path: Path, limit_mb: int) -> Iterator[bool]:
     watches the directory's size and kills the run past the cap.
     """
     path.mkdir(parents=True, exist_ok=True)
-    capped = False
-    if os.geteuid() == 0:
-        result = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o",
-             f"size={limit_mb}m,nr_inodes=4096,mode=0700,uid={SANDBOX_UID},gid={SANDBOX_UID},nosuid,nodev,noexec",
-             "readerboard-output", str(path)],
-            capture_output=True, text=True, check=False,
-        )
-        capped = result.returncode == 0
-        if not capped:
-            logger.warning("output tmpfs not mounted (%s); watching its size instead", result.stderr.strip())
+    capped = _tmpfs_mount(
+        path, f"size={limit_mb}m,nr_inodes=4096,mode=0700,uid={SANDBOX_UID},gid={SANDBOX_UID},nosuid,nodev,noexec",
+        "readerboard-output",
+    )
     if not capped:
         if os.geteuid() == 0:
             os.chown(path, SANDBOX_UID, SANDBOX_UID)
@@ -115,10 +137,19 @@ def output_area(path: Path, limit_mb: int) -> Iterator[bool]:
         yield capped
     finally:
         if capped:
-            output_area_release(path)
+            area_release(path)
 
 
-def output_area_release(path: Path) -> None:
+def files_neutralise(root: Path) -> None:
+    """Give every file and folder below ``root`` the same times (epoch): a system learns
+    nothing of when the gold was loaded or the run prepared."""
+    for folder, dirs, files in os.walk(root):
+        for name in (*files, *dirs):
+            os.utime(os.path.join(folder, name), (0, 0), follow_symlinks=False)
+    os.utime(root, (0, 0))
+
+
+def area_release(path: Path) -> None:
     if _mounted(path):
         subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
 
@@ -199,6 +230,28 @@ def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
     return kwargs
 
 
+_CGROUP_PEAK_FILES = (
+    "/sys/fs/cgroup/memory/docker/{id}/memory.max_usage_in_bytes",  # v1, cgroupfs driver
+    "/sys/fs/cgroup/memory/system.slice/docker-{id}.scope/memory.max_usage_in_bytes",  # v1, systemd
+    "/sys/fs/cgroup/docker/{id}/memory.peak",  # v2, cgroupfs driver
+    "/sys/fs/cgroup/system.slice/docker-{id}.scope/memory.peak",  # v2, systemd
+)
+
+
+def _peak_memory_file(container_id: str) -> str | None:
+    return next((p for p in (t.format(id=container_id) for t in _CGROUP_PEAK_FILES) if os.path.exists(p)), None)
+
+
+def _read_peak(path: str | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="ascii") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def cap_log(raw: bytes, limit: int) -> str:
     """Keep the start and the end of a log (where errors usually are), marking the cut."""
     if len(raw) <= limit:
@@ -246,9 +299,13 @@ def run_container(
             outcome.logs = f"the container could not start: {exc.explanation or exc}"
             return outcome, False
         started = time.monotonic()
+        # The engine removes the cgroup with the container, so its high-water mark is read
+        # while the system runs; the last reading stands (a spike in its final second is missed).
+        peak_file = _peak_memory_file(container.id)
         next_beat = started + heartbeat_every
         deadline = started + spec.limits.time_limit_s
         while True:
+            outcome.peak_memory_bytes = _read_peak(peak_file) or outcome.peak_memory_bytes
             try:
                 result = container.wait(timeout=max(0.05, min(1.0, deadline - time.monotonic())))
                 outcome.exit_code = int(result.get("StatusCode", -1))
@@ -268,6 +325,7 @@ def run_container(
                     aborted = True
                     break
         outcome.duration_s = time.monotonic() - started
+        outcome.peak_memory_bytes = _read_peak(peak_file) or outcome.peak_memory_bytes
         if outcome.exit_code is None:
             with contextlib.suppress(docker.errors.APIError):
                 container.kill()

@@ -7,7 +7,6 @@ clean-up of containers whose worker died.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import os
@@ -15,6 +14,7 @@ import shutil
 import socket
 from pathlib import Path
 
+import docker
 from django.conf import settings
 
 from leaderboard.submissions.system_services import (
@@ -28,12 +28,14 @@ from leaderboard.submissions.system_services import (
 )
 from leaderboard.submissions.systems import (
     ArchiveError,
+    OutputTooLarge,
     RunDataset,
     RunOutcome,
     RunPlan,
     bundle_extract,
     output_read,
 )
+from scoring import inputs
 from workers import runner
 from workers.dispatch import dispatch_again
 
@@ -49,24 +51,19 @@ def _run_dir(submission_id: int, attempt: int) -> Path:
     return Path(settings.RUNS_DIR) / f"{submission_id}-{attempt}"
 
 
-def _place_input(ds: RunDataset, target: Path, portion: str) -> None:
-    if ds.rename_header and ds.format == "mrqa":
-        # The MRQA header names the dataset; a sealed one must show only its alias.
-        with gzip.open(ds.source, "rt", encoding="utf-8") as src, gzip.open(target, "wt", encoding="utf-8") as dst:
-            first = src.readline()
-            try:
-                is_header = "header" in json.loads(first)
-            except ValueError:
-                is_header = False
-            dst.write(json.dumps({"header": {"dataset": ds.label, "split": portion}}) + "\n")
-            if not is_header:
-                dst.write(first)
-            shutil.copyfileobj(src, dst)
+def _place_input(ds: RunDataset, target: Path) -> None:
+    """Copy one dataset's answer-free inputs into the run (never a link: see runner.run_area).
+
+    A sealed dataset is re-keyed on the way: the system reads HMAC ids and the alias,
+    not the dataset's own ids (``CoQA``'s ``<story>_<turn>``, DuoRC's ``/m/...``)
+    or name; scoring maps the answers back (``submission_run_finish``).
+    """
+    if ds.sealed:
+        data = Path(ds.source).read_bytes()
+        rekeyed, _ = inputs.rekey(ds.format, data, key=bytes.fromhex(ds.id_key), label=ds.label)
+        target.write_bytes(rekeyed)
     else:
-        try:
-            os.link(ds.source, target)
-        except OSError:
-            shutil.copyfile(ds.source, target)
+        shutil.copyfile(ds.source, target)
     target.chmod(0o644)
 
 
@@ -80,17 +77,26 @@ def run_prepare(plan: RunPlan, run_dir: Path) -> tuple[Path, Path | None, list[s
     for ds in plan.datasets:
         if not ds.source:
             raise runner.PlatformError(f"no input file for dataset {ds.label}")
-        _place_input(ds, input_dir / ds.input_name, plan.portion)
+        _place_input(ds, input_dir / ds.input_name)
     manifest = input_dir / "manifest.json"
     manifest.write_text(json.dumps(plan.manifest(), indent=2, ensure_ascii=False), encoding="utf-8")
     manifest.chmod(0o644)
     input_dir.chmod(0o755)
     run_dir.chmod(0o755)
+    system_dir, command = None, None
     if plan.kind == "code_bundle":
         system_dir = run_dir / "system"
         info = bundle_extract(plan.upload_path, system_dir, max_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES)
-        return input_dir, system_dir, info.command
-    return input_dir, None, None
+        command = info.command
+    runner.files_neutralise(run_dir)
+    return input_dir, system_dir, command
+
+
+def _run_area_mb(plan: RunPlan) -> int:
+    """Room for the inputs (re-keyed ones are about as large), the manifest and an unpacked bundle."""
+    inputs_bytes = sum(os.path.getsize(ds.source) for ds in plan.datasets if ds.source)
+    bundle = settings.MAX_BUNDLE_UNCOMPRESSED_BYTES if plan.kind == "code_bundle" else 0
+    return (2 * inputs_bytes + bundle) // 2**20 + 16
 
 
 def outputs_collect(plan: RunPlan, output_dir: Path, outcome: RunOutcome) -> None:
@@ -100,6 +106,8 @@ def outputs_collect(plan: RunPlan, output_dir: Path, outcome: RunOutcome) -> Non
             outcome.outputs[ds.slug] = output_read(output_dir, ds.output_name, limit_bytes=limit)
         except ArchiveError as exc:
             outcome.output_errors[ds.slug] = str(exc)
+            if isinstance(exc, OutputTooLarge):
+                outcome.outputs_too_large.add(ds.slug)
 
 
 def system_evaluate(submission_id: int) -> None:
@@ -110,41 +118,11 @@ def system_evaluate(submission_id: int) -> None:
         return
     attempt = plan.attempt
     run_dir = _run_dir(submission_id, attempt)
-    shutil.rmtree(run_dir, ignore_errors=True)
+    _run_dir_remove(run_dir)
     try:
         client = runner.engine()
-        input_dir, system_dir, command = run_prepare(plan, run_dir)
-        if plan.kind == "docker_image":
-            image = runner.image_load(client, Path(plan.upload_path), expected_id=plan.image_digest)
-        else:
-            image = plan.base_image
-            if not runner.image_exists(client, image):
-                raise runner.PlatformError(f"the base image {image} is not built on this worker")
-        output_dir = run_dir / "output"
-        with runner.output_area(output_dir, plan.limits.output_mb) as capped:
-            spec = runner.RunSpec(
-                image=image,
-                command=command,
-                input_dir=input_dir,
-                output_dir=output_dir,
-                system_dir=system_dir,
-                limits=plan.limits,
-                runtime=plan.runtime or settings.CONTAINER_RUNTIME or None,
-                labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt)},
-            )
-            outcome, aborted = runner.run_container(
-                client,
-                spec,
-                output_capped=capped,
-                heartbeat=lambda: submission_run_heartbeat(submission_id, attempt=attempt),
-                heartbeat_every=settings.RUN_HEARTBEAT_S,
-            )
-            if aborted:
-                logger.info("submission %s: attempt %s stopped (cancelled or re-assigned)", submission_id, attempt)
-                return
-            if not (outcome.timed_out or outcome.output_too_large):
-                outputs_collect(plan, output_dir, outcome)
-        submission_run_finish(submission_id, attempt=attempt, outcome=outcome)
+        with runner.run_area(run_dir, _run_area_mb(plan)):
+            _run(plan, run_dir, client)
     except (runner.ImageError, ArchiveError) as exc:
         submission_run_fail(submission_id, attempt=attempt, reason=f"the system could not be started: {exc}")
     except runner.PlatformError as exc:
@@ -156,8 +134,51 @@ def system_evaluate(submission_id: int) -> None:
         if submission_run_platform_failure(submission_id, attempt=attempt, reason=type(exc).__name__):
             dispatch_again(submission_id)
     finally:
-        # output_area has already unmounted the output tmpfs, whatever happened inside it.
-        shutil.rmtree(run_dir, ignore_errors=True)
+        # The areas are unmounted on the way out of their blocks, whatever happened inside.
+        _run_dir_remove(run_dir)
+
+
+def _run_dir_remove(run_dir: Path) -> None:
+    runner.area_release(run_dir / "output")
+    runner.area_release(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _run(plan: RunPlan, run_dir: Path, client: docker.DockerClient) -> None:
+    """Prepare the run folder, run the container, and hand the outcome to the platform."""
+    submission_id, attempt = plan.submission_id, plan.attempt
+    input_dir, system_dir, command = run_prepare(plan, run_dir)
+    if plan.kind == "docker_image":
+        image = runner.image_load(client, Path(plan.upload_path), expected_id=plan.image_digest)
+    else:
+        image = plan.base_image
+        if not runner.image_exists(client, image):
+            raise runner.PlatformError(f"the base image {image} is not built on this worker")
+    output_dir = run_dir / "output"
+    with runner.output_area(output_dir, plan.limits.output_mb) as capped:
+        spec = runner.RunSpec(
+            image=image,
+            command=command,
+            input_dir=input_dir,
+            output_dir=output_dir,
+            system_dir=system_dir,
+            limits=plan.limits,
+            runtime=plan.runtime or settings.CONTAINER_RUNTIME or None,
+            labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt)},
+        )
+        outcome, aborted = runner.run_container(
+            client,
+            spec,
+            output_capped=capped,
+            heartbeat=lambda: submission_run_heartbeat(submission_id, attempt=attempt),
+            heartbeat_every=settings.RUN_HEARTBEAT_S,
+        )
+        if aborted:
+            logger.info("submission %s: attempt %s stopped (cancelled or re-assigned)", submission_id, attempt)
+            return
+        if not (outcome.timed_out or outcome.output_too_large):
+            outputs_collect(plan, output_dir, outcome)
+    submission_run_finish(submission_id, attempt=attempt, outcome=outcome)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -201,6 +222,5 @@ def runs_reap() -> Reaped:
                     logger.warning("reaper: removed %s container(s) of submission %s", killed, pk)
         for pk in reaped.stopped:
             for run_dir in Path(settings.RUNS_DIR).glob(f"{pk}-*"):
-                runner.output_area_release(run_dir / "output")
-                shutil.rmtree(run_dir, ignore_errors=True)
+                _run_dir_remove(run_dir)
     return reaped

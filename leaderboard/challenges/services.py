@@ -18,16 +18,20 @@ from leaderboard.challenges.models import (
     Challenge,
     Dataset,
     DatasetFile,
+    FilePortion,
     MetricSuite,
     Phase,
     PhaseKind,
     RankingRule,
+    SealedAggregates,
     Split,
     SubmissionKind,
 )
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.services import aggregates_refresh
 from leaderboard.submissions.systems import SystemSettings
+from scoring import inputs
 from scoring.errors import ScoringError
 
 
@@ -88,8 +92,13 @@ def challenge_load(*, spec_path: Path) -> Challenge:
         systems = SystemSettings.from_json(spec.get("systems")).as_json() if spec.get("systems") else {}
     except (TypeError, ValueError) as exc:
         raise SpecError(f"{slug}.systems: {exc}") from None
+    ranking_scope = _ranking_scope(spec.get("ranking"), spec.get("datasets"), f"{slug}.ranking")
+    sealed_aggregates = _choice(
+        str(spec.get("sealed_aggregates", SealedAggregates.ISOLATING)), SealedAggregates, f"{slug}.sealed_aggregates"
+    )
 
     with transaction.atomic():
+        previous_scope = Challenge.objects.filter(slug=slug).values_list("ranking_scope", flat=True).first()
         challenge, _ = Challenge.objects.update_or_create(
             slug=slug,
             defaults={
@@ -100,6 +109,8 @@ def challenge_load(*, spec_path: Path) -> Challenge:
                 "ranking_rule": _choice(spec.get("ranking_rule", RankingRule.BEST), RankingRule, f"{slug}.ranking_rule"),
                 "is_public": bool(spec.get("is_public", True)),
                 "system_settings": systems,
+                "ranking_scope": ranking_scope,
+                "sealed_aggregates": sealed_aggregates,
             },
         )
         for username in spec.get("staff", []) or []:
@@ -111,7 +122,36 @@ def challenge_load(*, spec_path: Path) -> Challenge:
             _phase_load(challenge, phase_spec, order)
         for order, ds_spec in enumerate(_get(spec, "datasets", slug, list)):
             _dataset_load(challenge, ds_spec, order, base_dir)
+        if previous_scope is not None and previous_scope != ranking_scope:
+            # Stored ranking averages were computed under the old scope.
+            aggregates_refresh(challenge=challenge)
     return challenge
+
+
+def _ranking_scope(ranking: Any, datasets: Any, where: str) -> dict[str, list[str]]:
+    """``ranking: {splits: [II, III]}`` or ``{datasets: [slug, ...]}`` (absent: every dataset ranks).
+
+    Checked against the spec's own splits and dataset slugs, so a typo fails the load
+    rather than silently ranking on nothing.
+    """
+    if ranking is None or ranking == {}:
+        return {}
+    shape = "{splits: [II, III]} or {datasets: [slug, ...]}"
+    if not isinstance(ranking, dict) or len(ranking) != 1 or not set(ranking) <= {"splits", "datasets"}:
+        raise SpecError(f"{where}: expected {shape}, found {ranking!r}")
+    ((key, values),) = ranking.items()
+    if not isinstance(values, list) or not values:
+        raise SpecError(f"{where}.{key}: expected a non-empty list, found {values!r}")
+    names = [str(v) for v in values]
+    if key == "splits":
+        for name in names:
+            _choice(name, Split, f"{where}.splits")
+        return {"splits": names}
+    known = [d.get("slug") for d in datasets or [] if isinstance(d, dict)]
+    for name in names:
+        if name not in known:
+            raise SpecError(f"{where}.datasets: no dataset with slug {name!r} in this spec (it has {', '.join(map(str, known))})")
+    return {"datasets": names}
 
 
 def _phase_load(challenge: Challenge, spec: Mapping[str, Any], order: int) -> Phase:
@@ -150,7 +190,17 @@ def _dataset_load(challenge: Challenge, spec: Mapping[str, Any], order: int, bas
     split = _choice(str(_get(spec, "split", where)), Split, f"{where}.split")
     alias = spec.get("sealed_alias", "")
     if split == Split.III and not alias:
-        alias = f"Hidden-{order + 1:02d}"
+        # Derived from the challenge's secret: a number by position would tell the dataset's
+        # place in the spec and how many sealed datasets there are.
+        alias = inputs.alias_for(challenge.secret.encode("ascii"), _get(spec, "slug", where))
+    files = spec.get("files") or {}
+    if not isinstance(files, dict):
+        raise SpecError(f"{where}.files: expected a mapping like {{dev: path, test: path}}, found {files!r}")
+    for portion in files:
+        _choice(str(portion), FilePortion, f"{where}.files")
+        if portion == FilePortion.TRAIN and split != Split.I:
+            raise SpecError(f"{where}.files.train: training files belong to Split I datasets only "
+                            f"({spec.get('slug')} is Split {split})")
     dataset, _ = Dataset.objects.update_or_create(
         challenge=challenge,
         slug=_get(spec, "slug", where),
@@ -160,13 +210,13 @@ def _dataset_load(challenge: Challenge, spec: Mapping[str, Any], order: int, bas
             "sealed_alias": alias,
             "description": spec.get("description", ""),
             "order": order,
-            "portions": sorted(set(spec.get("portions") or []) | set((spec.get("files") or {}).keys())),
+            # Training files are downloads, not scored portions: no board, upload or run reads them.
+            "portions": sorted(set(spec.get("portions") or []) | (set(files) - {FilePortion.TRAIN})),
         },
     )
     if spec.get("revealed") and dataset.revealed_at is None:
         dataset_reveal(dataset=dataset)
-    for portion, rel_path in (spec.get("files") or {}).items():
-        _choice(portion, PhaseKind, f"{where}.files")
+    for portion, rel_path in files.items():
         path = (base_dir / rel_path).resolve()
         try:
             content = path.read_bytes()
@@ -177,7 +227,15 @@ def _dataset_load(challenge: Challenge, spec: Mapping[str, Any], order: int, bas
 
 
 def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename: str) -> DatasetFile:
-    """Validate and store a hidden gold file; an unchanged file (same hash) is left alone."""
+    """Validate and store a gold file; an unchanged file (same hash) is left alone.
+
+    Test gold stays hidden; dev and training files of Split I/II are served on the
+    Data page (``challenges/downloads.py``), so training files are Split I only.
+    """
+    if portion not in FilePortion.values:
+        raise ServiceError(f"{dataset.slug}: unknown portion {portion!r}; use one of {', '.join(FilePortion.values)}")
+    if portion == FilePortion.TRAIN and dataset.split != Split.I:
+        raise ServiceError(f"{dataset.slug}: training files belong to Split I datasets only (it is Split {dataset.split})")
     sha = hashlib.sha256(content).hexdigest()
     existing = DatasetFile.objects.filter(dataset=dataset, portion=portion).first()
     if existing is not None and existing.sha256 == sha:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -16,12 +15,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import Challenge, Phase
+from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import NotFound, ServiceError
+from leaderboard.core.middleware import request_received_at
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import (
+    submission_get_visible,
     submission_queue_position,
+    submission_run_report,
+    submission_visible_primary_score,
     submission_visible_scores,
     submissions_of_team,
 )
@@ -35,28 +39,45 @@ class SubmissionOutput(serializers.Serializer[Submission]):
     team = serializers.CharField(source="team.name")
     kind = serializers.CharField()
     status = serializers.CharField()
-    failure_reason = serializers.CharField()
     failure_cause = serializers.CharField()
+    verdict = serializers.CharField(help_text="how the run ended, in a fixed vocabulary ('' while it has not)")
     description = serializers.CharField()
     sha256 = serializers.CharField()
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
-    primary_score = serializers.FloatField(allow_null=True)
     image_digest = serializers.CharField()
     attempts = serializers.IntegerField()
-    exit_code = serializers.IntegerField(allow_null=True)
-    run_seconds = serializers.FloatField(allow_null=True)
     runtime = serializers.CharField()
+
+
+class RunFields(serializers.Serializer[Any]):
+    """What the caller may see of how the submission ended (see submission_run_report)."""
+
+    failure_reason = serializers.CharField(
+        help_text="in full on public data and for organizers; on hidden data a sentence of the fixed vocabulary")
+    exit = serializers.CharField(help_text="the exit code, or on hidden data only zero, non-zero or killed")
+    run_seconds = serializers.FloatField(allow_null=True, help_text="whole seconds on hidden data")
+    peak_memory_mb = serializers.IntegerField(allow_null=True)
+    log_available = serializers.BooleanField()
 
 
 def submission_payload(submission: Submission, *, is_organizer: bool) -> dict[str, Any]:
     data = dict(SubmissionOutput(submission).data)
+    report = submission_run_report(submission=submission, is_organizer=is_organizer)
+    seconds = submission.run_seconds
+    data.update(
+        failure_reason=report.reason,
+        exit=report.exit,
+        run_seconds=None if seconds is None else (seconds if report.full else round(seconds)),
+        peak_memory_mb=submission.peak_memory_mb,
+        log_available=report.log is not None,
+    )
     data["queue_position"] = submission_queue_position(submission=submission)
-    data["scores"] = [
-        {"dataset": s.dataset, "metric": s.metric, "value": s.value, "sealed": s.sealed}
-        for s in submission_visible_scores(submission=submission, is_organizer=is_organizer)
-    ]
+    scores = submission_visible_scores(submission=submission, is_organizer=is_organizer)
+    data["scores"] = [{"dataset": s.dataset, "metric": s.metric, "value": s.value, "sealed": s.sealed} for s in scores]
+    # The ranking average is itself an aggregate: withheld where the board withholds it.
+    data["primary_score"] = submission_visible_primary_score(submission=submission, scores=scores)
     return data
 
 
@@ -104,6 +125,7 @@ class SubmissionListCreateApi(APIView):
             limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
             description=data.validated_data["description"],
             dataset_hint=data.validated_data["dataset"] or None,
+            now=request_received_at(request),
         )
         return Response(submission_payload(submission, is_organizer=False), status=status.HTTP_201_CREATED)
 
@@ -132,30 +154,32 @@ class SystemCreateApi(APIView):
             upload=data.validated_data["file"],
             kind=data.validated_data["kind"],
             description=data.validated_data["description"],
+            now=request_received_at(request),
         )
         return Response(submission_payload(submission, is_organizer=False), status=status.HTTP_201_CREATED)
 
 
 def _visible_submission(request: Request, pk: int) -> tuple[Submission, bool]:
-    """The submission if the caller's team owns it or the caller organizes; 404 otherwise."""
-    submission = get_object_or_404(Submission.objects.select_related("phase__challenge", "team"), pk=pk)
-    challenge = submission.phase.challenge
-    is_organizer = user_is_organizer(user=request.user, challenge=challenge)
-    team = team_of_user(user=request.user, challenge=challenge)
-    if not is_organizer and (team is None or team.pk != submission.team_id):
-        raise Http404("no such submission")
-    return submission, is_organizer
+    """The submission if the caller's team owns it or the caller organizes; one 404 otherwise."""
+    return submission_get_visible(user=request.user, pk=pk)
 
 
 class SubmissionLogApi(APIView):
-    """The run's log (stdout and stderr, capped): for the owning team and organizers only."""
+    """The run's log (stdout and stderr, capped): for the owning team and organizers only.
+
+    A run on hidden data keeps its log from its team (``log`` is null, ``note`` says why)
+    until an organizer releases it.
+    """
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses={200: {"type": "object", "properties": {"log": {"type": "string"}}}})
+    @extend_schema(responses={200: {"type": "object", "properties": {
+        "id": {"type": "integer"}, "status": {"type": "string"}, "log": {"type": "string", "nullable": True},
+        "note": {"type": "string"}}}})
     def get(self, request: Request, pk: int) -> Response:
-        submission, _ = _visible_submission(request, pk)
-        return Response({"id": submission.pk, "status": submission.status, "log": submission.log})
+        submission, is_organizer = _visible_submission(request, pk)
+        report = submission_run_report(submission=submission, is_organizer=is_organizer)
+        return Response({"id": submission.pk, "status": submission.status, "log": report.log, "note": report.log_note})
 
 
 class SubmissionDetailApi(APIView):
@@ -164,4 +188,5 @@ class SubmissionDetailApi(APIView):
     @extend_schema(responses=SubmissionOutput)
     def get(self, request: Request, pk: int) -> Response:
         submission, is_organizer = _visible_submission(request, pk)
-        return Response(submission_payload(submission, is_organizer=is_organizer))
+        # What the scores show depends on who asks (an organizer sees sealed ones).
+        return viewer_dependent(Response(submission_payload(submission, is_organizer=is_organizer)))

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import hmac
 from dataclasses import dataclass
 
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase
-from leaderboard.challenges.selectors import aggregate_is_one_sealed_dataset, dataset_label
+from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase, PhaseKind, Split
+from leaderboard.challenges.selectors import aggregates_published, dataset_label
 from leaderboard.challenges.suites import suite_for
-from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission
+from leaderboard.core.errors import NotFound
+from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings
 
 QUOTA_WINDOW = dt.timedelta(hours=24)
+Viewer = AbstractBaseUser | AnonymousUser
 
 
 def submissions_counting_against_quota(*, team: Team, phase: Phase) -> QuerySet[Submission]:
@@ -91,6 +97,12 @@ def submission_queue_position(*, submission: Submission) -> int | None:
 _INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader"}
 
 
+def dataset_id_key(dataset: Dataset) -> str:
+    """The key (hex) a sealed dataset's ids are re-keyed with: per challenge secret, per dataset."""
+    secret = dataset.challenge.secret.encode("ascii")
+    return hmac.new(secret, b"ids:" + dataset.slug.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
 def system_run_plan(*, submission: Submission) -> RunPlan:
     """What a run of this system reads and writes: every dataset with gold for the phase's portion.
 
@@ -103,13 +115,13 @@ def system_run_plan(*, submission: Submission) -> RunPlan:
     system = SystemSettings.from_json(challenge.system_settings)
     files = (
         DatasetFile.objects.filter(dataset__challenge=challenge, portion=phase.portion)
-        .select_related("dataset")
+        .select_related("dataset__challenge")
         .order_by("dataset__order", "dataset__slug")
     )
     datasets = []
     for f in files:
         ds = f.dataset
-        label = (ds.sealed_alias or f"Hidden-{ds.pk}") if ds.is_sealed else ds.name
+        label = dataset_label(ds, reveal_sealed=False)
         key = slugify(label) or f"dataset-{ds.pk}"
         datasets.append(
             RunDataset(
@@ -119,7 +131,7 @@ def system_run_plan(*, submission: Submission) -> RunPlan:
                 source=f.inputs.path if f.inputs else "",
                 input_name=key + suite.gold_suffix,
                 output_name=f"{key}.json",
-                rename_header=ds.is_sealed,
+                id_key=dataset_id_key(ds) if ds.is_sealed else "",
             )
         )
     return RunPlan(
@@ -154,19 +166,163 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
     """A submission's scores as its team (or an organizer) may see them.
 
     Per-dataset scores of a sealed Split III dataset are withheld from the team
-    until the reveal; the aggregates that include them are shown, except a split's
-    average over that one sealed dataset, which is its score under another name.
+    until the reveal, and so is every aggregate from which one would follow given
+    the visible scores: the public board's rule (``aggregates_published``), so the
+    team sees what the public sees, and no more.
     """
     scores = list(submission.scores.select_related("dataset").order_by("dataset__order", "metric"))
     datasets = {score.dataset for score in scores if score.dataset is not None}
+    published: set[str] = set()
+    if not is_organizer:
+        challenge = submission.phase.challenge
+        suite = suite_for(challenge)
+        present = {score.metric for score in scores if score.dataset is None}
+        # The board's columns first, in its order, so both pages withhold the same ones.
+        metrics = [c.metric for c in suite.aggregate_columns if c.metric in present]
+        metrics += sorted(present - set(metrics))
+        published = aggregates_published(challenge=challenge, suite=suite, datasets=datasets, metrics=metrics)
     out = []
     for score in scores:
         ds = score.dataset
         if ds is None:
-            hidden = not is_organizer and aggregate_is_one_sealed_dataset(score.metric, datasets)
+            hidden = not is_organizer and score.metric not in published
             out.append(VisibleScore("Overall", score.metric, None if hidden else score.value, hidden))
             continue
         sealed = ds.is_sealed and not is_organizer
         label = dataset_label(ds, reveal_sealed=is_organizer)
         out.append(VisibleScore(label, score.metric, None if sealed else score.value, sealed))
     return out
+
+
+def submission_visible_primary_score(*, submission: Submission, scores: list[VisibleScore]) -> float | None:
+    """The ranking score (``Submission.primary_score``), unless ``scores`` withhold that aggregate."""
+    primary = suite_for(submission.phase.challenge).primary_metric
+    withheld = any(s.sealed for s in scores if s.dataset == "Overall" and s.metric == primary)
+    return None if withheld else submission.primary_score
+
+
+# --------------------------------------------------------------------------- what a team sees of a run
+
+# One answer for "no such id", "another team's" and "another challenge's": a 404 tells nothing.
+NO_SUCH_SUBMISSION = "No such submission, or not one you may see."
+
+
+def submission_get_visible(*, user: Viewer, pk: int, challenge_slug: str | None = None) -> tuple[Submission, bool]:
+    """The submission if the viewer's team owns it or the viewer organizes its challenge.
+
+    Raises NotFound with one message whether the id does not exist, belongs to another
+    team, or (with ``challenge_slug``) to another challenge.  Returns it with whether the
+    viewer organizes the challenge.
+    """
+    submission = (
+        Submission.objects.select_related("phase__challenge", "team", "verdict_dataset", "log_released_by")
+        .filter(pk=pk, phase__challenge__is_public=True)
+        .first()
+    )
+    if submission is None or (challenge_slug is not None and submission.phase.challenge.slug != challenge_slug):
+        raise NotFound(NO_SUCH_SUBMISSION)
+    challenge = submission.phase.challenge
+    if user_is_organizer(user=user, challenge=challenge):
+        return submission, True
+    team = team_of_user(user=user, challenge=challenge)
+    if team is None or team.pk != submission.team_id:
+        raise NotFound(NO_SUCH_SUBMISSION)
+    return submission, False
+
+
+def phase_runs_on_hidden_data(*, phase: Phase) -> bool:
+    """A phase whose submissions are scored on data its teams never see: a test portion,
+    or (were an organizer to give one a dev portion) a sealed dataset."""
+    if phase.portion == PhaseKind.TEST:
+        return True
+    return DatasetFile.objects.filter(
+        dataset__challenge_id=phase.challenge_id, portion=phase.portion, dataset__split=Split.III,
+        dataset__revealed_at__isnull=True,
+    ).exists()
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """A submission's outcome as one viewer may see it (page, API, list)."""
+
+    on_hidden_data: bool
+    # Whether this viewer gets the organizers' view: full reason, exact figures, the log.
+    full: bool
+    reason: str
+    exit: str
+    run_time: str
+    peak_memory: str
+    log: str | None
+    log_note: str
+
+
+def verdict_sentence(*, verdict: str, dataset: Dataset | None, cause: str) -> str:
+    """A failure in the fixed vocabulary, with the dataset's public label: nothing a system wrote.
+
+    What the team (and a public board) reads of a failed run on hidden data.
+    """
+    text = Verdict(verdict).label if verdict else "failed"
+    sentence = text[0].upper() + text[1:]
+    if dataset is not None:
+        sentence += f" for dataset {dataset_label(dataset, reveal_sealed=False)}"
+    if cause == FailureCause.PLATFORM:
+        sentence += " (the platform's fault: not counted against your quota"
+        sentence += "; the organizers have been told)" if verdict == Verdict.GOLD else ")"
+    return sentence + "."
+
+
+def _exit_word(submission: Submission) -> str:
+    # Three words, not the code: a system chooses its exit code, so the code is a channel.
+    if submission.verdict in (Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT) or submission.exit_code == 137:
+        return "killed"
+    if submission.exit_code is None:
+        return ""
+    return "zero" if submission.exit_code == 0 else "non-zero"
+
+
+def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunReport:
+    """What the viewer may see of how a submission ended.
+
+    On public data (a dev portion) the team sees everything: the reasons help and
+    leak nothing.  On hidden data the team sees a verdict from a fixed vocabulary,
+    the dataset's public label, the exit status as zero, non-zero or killed, the
+    run time in whole seconds and the peak memory in whole MiB, and no log unless
+    an organizer released it: no byte the system wrote, no id, count or position.
+    Organizers always see the full reason, the exact figures and the log.
+    """
+    hidden = phase_runs_on_hidden_data(phase=submission.phase)
+    full = is_organizer or not hidden
+    ran = submission.kind in SYSTEM_KINDS and submission.attempts > 0
+    if full:
+        reason = submission.failure_reason
+        if reason and submission.failure_cause == FailureCause.PLATFORM and "quota" not in reason:
+            reason += " (not counted against your quota)"
+        exit_text = "" if submission.exit_code is None else str(submission.exit_code)
+        run_time = "" if submission.run_seconds is None else f"{submission.run_seconds:.1f} s"
+    else:
+        reason = "" if submission.status != Status.FAILED else verdict_sentence(
+            verdict=submission.verdict, dataset=submission.verdict_dataset, cause=submission.failure_cause
+        )
+        exit_text = _exit_word(submission) if ran else ""
+        run_time = "" if submission.run_seconds is None else f"{round(submission.run_seconds)} s"
+    peak = "" if submission.peak_memory_mb is None else f"{submission.peak_memory_mb} MiB"
+    released = submission.log_released_at is not None
+    if not ran:
+        log, note = None, ""
+    elif full or released:
+        log = submission.log
+        note = _log_note(submission, hidden=hidden, released=released)
+    else:
+        log = None
+        note = ("This run read hidden test data, so its log is shown to the organizers only; "
+                "they can release it to your team.")
+    return RunReport(hidden, full, reason, exit_text, run_time, peak, log, note)
+
+
+def _log_note(submission: Submission, *, hidden: bool, released: bool) -> str:
+    if released:
+        who = submission.log_released_by.username if submission.log_released_by else "an organizer"
+        return f"Released to the team by {who} on {submission.log_released_at:%Y-%m-%d %H:%M} UTC."
+    if hidden:
+        return "Organizers only: this run read hidden test data, so its team does not see this log."
+    return "stdout and stderr of the run, capped; only your team and the organizers see it."

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ from leaderboard.challenges.models import (
     Split,
     SubmissionKind,
 )
+from leaderboard.challenges.selectors import ranking_scope_get
 from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, enqueue_on_commit
@@ -44,6 +46,7 @@ from leaderboard.submissions.models import (
     Score,
     Status,
     Submission,
+    Verdict,
 )
 from leaderboard.submissions.selectors import quota_usage
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, check_qids, parse_upload
@@ -80,16 +83,27 @@ def _read_upload(upload: UploadedFile, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def submission_check_can_submit(*, team: Team, phase: Phase, user: User, kind: str) -> None:
+def submission_check_can_submit(
+    *, team: Team, phase: Phase, user: User, kind: str, now: dt.datetime | None = None
+) -> None:
+    """Refuse what the team may not submit.  ``now`` is when the upload started (the request's
+    arrival): a large upload begun before the close is in time though its body arrives after."""
     if team.challenge_id != phase.challenge_id:
         raise ServiceError("this team does not take part in that challenge")
     if not Membership.objects.filter(team=team, user=user).exists():
         raise PermissionDenied("only members of the team can submit for it")
-    now = timezone.now()
-    if now < phase.opens_at:
+    started = now or timezone.now()
+    if started < phase.opens_at:
         raise ServiceError(f"the phase {phase.name!r} opens at {phase.opens_at:%Y-%m-%d %H:%M} UTC")
-    if now >= phase.closes_at:
+    if started >= phase.closes_at:
         raise ServiceError(f"the phase {phase.name!r} closed at {phase.closes_at:%Y-%m-%d %H:%M} UTC")
+    # Bytes that trickle in long after the close could have been computed after it.
+    grace = dt.timedelta(seconds=settings.UPLOAD_DEADLINE_GRACE_S)
+    if timezone.now() > phase.closes_at + grace:
+        raise ServiceError(
+            f"the phase {phase.name!r} closed at {phase.closes_at:%Y-%m-%d %H:%M} UTC; this upload started"
+            f" before the close but took more than {settings.UPLOAD_DEADLINE_GRACE_S} s after it to arrive"
+        )
     if kind not in phase.allowed_kinds:
         allowed = ", ".join(phase.allowed_kinds) or "nothing"
         raise ServiceError(f"this phase does not accept {kind} submissions (it accepts: {allowed})")
@@ -104,9 +118,13 @@ def submission_create_predictions(
     limit_bytes: int,
     description: str = "",
     dataset_hint: str | None = None,
+    now: dt.datetime | None = None,
 ) -> Submission:
-    """Validate a prediction upload whole, then store and queue it, inside the team's quota."""
-    submission_check_can_submit(team=team, phase=phase, user=user, kind=SubmissionKind.PREDICTIONS)
+    """Validate a prediction upload whole, then store and queue it, inside the team's quota.
+
+    ``now``: when the upload started (``request_received_at``), for the deadline.
+    """
+    submission_check_can_submit(team=team, phase=phase, user=user, kind=SubmissionKind.PREDICTIONS, now=now)
     raw = _read_upload(upload, limit_bytes)
     name = upload.name or "predictions.json"
     targets = phase_prediction_targets(phase=phase)
@@ -207,10 +225,15 @@ def submission_select(*, submission: Submission, user: User) -> Submission:
     return submission
 
 
-def submission_fail(submission_id: int, *, reason: str, cause: str, from_statuses: Iterable[str]) -> None:
+def submission_fail(
+    submission_id: int, *, reason: str, cause: str, from_statuses: Iterable[str], verdict: str = "",
+    dataset: Dataset | None = None,
+) -> None:
+    """Fail a submission: ``reason`` in full for organizers (and for teams on public data),
+    ``verdict`` and ``dataset`` for what a team may see of a run on hidden data."""
     Submission.objects.filter(pk=submission_id, status__in=list(from_statuses)).update(
         status=Status.FAILED, failure_reason=reason[:5000], failure_cause=cause, finished_at=timezone.now(),
-        lease_expires_at=None,
+        lease_expires_at=None, verdict=verdict, verdict_dataset=dataset,
     )
 
 
@@ -245,7 +268,8 @@ def submission_evaluate(submission_id: int) -> None:
         }
         scores_write(submission=submission, results=results)
     except (ScoringError, UploadError) as exc:
-        submission_fail(submission_id, reason=str(exc), cause=FailureCause.PARTICIPANT, from_statuses=[Status.SCORING])
+        submission_fail(submission_id, reason=str(exc), cause=FailureCause.PARTICIPANT, from_statuses=[Status.SCORING],
+                        verdict=Verdict.OUTPUT_WRONG_SHAPE)
     except Exception:
         logger.exception("submission %s: scoring failed", submission_id)
         submission_fail(
@@ -253,6 +277,7 @@ def submission_evaluate(submission_id: int) -> None:
             reason="the platform failed while scoring this submission; it does not count against your quota",
             cause=FailureCause.PLATFORM,
             from_statuses=[Status.SCORING],
+            verdict=Verdict.PLATFORM,
         )
 
 
@@ -264,7 +289,9 @@ def score_dataset(*, submission: Submission, dataset_file: DatasetFile, predicti
 def scores_write(*, submission: Submission, results: Mapping[Dataset, DatasetResult]) -> None:
     """Replace the submission's scores in one transaction and finish it (idempotent)."""
     suite = suite_for(submission.phase.challenge)
-    aggregates = suite.aggregate({ds: r.metrics for ds, r in results.items()})
+    # The ranking average covers the challenge's ranking scope (MRQA 2019: Splits II and III).
+    ranked = ranking_scope_get(challenge=submission.phase.challenge, datasets=list(results)).datasets
+    aggregates = suite.aggregate({ds: r.metrics for ds, r in results.items()}, ranked=ranked)
     with transaction.atomic():
         Score.objects.filter(submission=submission).delete()
         QuestionScores.objects.filter(submission=submission).delete()
@@ -280,6 +307,7 @@ def scores_write(*, submission: Submission, results: Mapping[Dataset, DatasetRes
         )
         finished = Submission.objects.filter(pk=submission.pk, status=Status.SCORING).update(
             status=Status.FINISHED,
+            verdict=Verdict.FINISHED,
             lease_expires_at=None,
             primary_score=aggregates.get(suite.primary_metric),
             scoring_version=SCORING_VERSION,
@@ -290,6 +318,36 @@ def scores_write(*, submission: Submission, results: Mapping[Dataset, DatasetRes
             transaction.set_rollback(True)
             return
         board_entry_refresh(team=submission.team, phase=submission.phase)
+
+
+def aggregates_refresh(*, challenge: Challenge) -> int:
+    """Recompute every stored aggregate of the challenge from its per-dataset scores, and the
+    board rows that rank on them; returns how many submissions were recomputed.
+
+    Aggregates are stored when scores are written, under the ranking scope of that moment;
+    ``challenge_load`` calls this when a spec changes the scope, so no board keeps ranking
+    on the old average.
+    """
+    suite = suite_for(challenge)
+    per_submission: dict[int, dict[Dataset, dict[str, float | None]]] = {}
+    for score in Score.objects.filter(submission__phase__challenge=challenge, dataset__isnull=False).select_related(
+        "dataset"
+    ):
+        per_submission.setdefault(score.submission_id, {}).setdefault(score.dataset, {})[score.metric] = score.value
+    with transaction.atomic():
+        for submission in Submission.objects.filter(pk__in=per_submission):
+            per_dataset = per_submission[submission.pk]
+            ranked = ranking_scope_get(challenge=challenge, datasets=list(per_dataset)).datasets
+            aggregates = suite.aggregate(per_dataset, ranked=ranked)
+            Score.objects.filter(submission=submission, dataset=None).delete()
+            Score.objects.bulk_create(
+                [Score(submission=submission, dataset=None, metric=m, value=v) for m, v in aggregates.items()]
+            )
+            if submission.status == Status.FINISHED:
+                Submission.objects.filter(pk=submission.pk).update(primary_score=aggregates.get(suite.primary_metric))
+        for team_id, phase_id in {(s.team_id, s.phase_id) for s in Submission.objects.filter(pk__in=per_submission)}:
+            board_entry_refresh(team=Team.objects.get(pk=team_id), phase=Phase.objects.get(pk=phase_id))
+    return len(per_submission)
 
 
 def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
@@ -303,9 +361,13 @@ def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
         chosen = finished.filter(is_selected=True).first() or finished.order_by("-created_at").first()
     else:
         chosen = finished.order_by("-created_at", "-id").first()
-    if chosen is None and team.kind == TeamKind.BASELINE:
-        # Published systems whose run failed still appear, marked as failed.
-        chosen = Submission.objects.filter(team=team, phase=phase).order_by("-created_at").first()
+    if chosen is None:
+        # Published systems whose run failed still appear, marked as failed: a baseline's
+        # last run, or an imported row of any team (a failed run in a results export).
+        fallback = Submission.objects.filter(team=team, phase=phase)
+        if team.kind != TeamKind.BASELINE:
+            fallback = fallback.filter(kind=SubmissionKind.IMPORTED)
+        chosen = fallback.order_by("-created_at").first()
     if chosen is None:
         BoardEntry.objects.filter(team=team, phase=phase).delete()
         return None
@@ -315,7 +377,11 @@ def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
 
 @dataclass
 class ImportedEntry:
-    """A published result: per-dataset metric values (None where the run failed)."""
+    """A published result: per-dataset metric values (None where the run failed).
+
+    ``name`` is the team the row belongs to: entries with the same name are one team's
+    submissions, and its board row follows the challenge's ranking rule.
+    """
 
     name: str
     scores: dict[str, dict[str, float | None]]
@@ -323,6 +389,16 @@ class ImportedEntry:
     reference: str = ""
     failure: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # The row as the results file names it (what a mapping file refers to); "" = ``name``.
+    row: str = ""
+    # Published results are baselines unless the import says otherwise: a CodaLab export
+    # lists participants, and its mapping names the organizers' baselines.
+    is_baseline: bool = True
+    # Shown unranked on the board with this reason (Submission.excluded_reason).
+    excluded_reason: str = ""
+    # When the row was originally submitted and scored; None means the time of the import.
+    submitted_at: dt.datetime | None = None
+    finished_at: dt.datetime | None = None
 
 
 def baseline_team_get_or_create(*, challenge: Challenge, name: str) -> Team:
@@ -338,46 +414,123 @@ def baseline_team_get_or_create(*, challenge: Challenge, name: str) -> Team:
     return team
 
 
-def results_import(*, phase: Phase, entries: Iterable[ImportedEntry]) -> list[Submission]:
-    """Add baseline/historical rows; re-importing the same names replaces their scores."""
+def imported_team_get_or_create(
+    *, challenge: Challenge, name: str, is_baseline: bool, affiliation: str, reference: str
+) -> Team:
+    """The team of imported rows: nobody belongs to it, and it is marked a baseline only if
+    the import says so.  A team people belong to is never taken over."""
+    kind = TeamKind.BASELINE if is_baseline else TeamKind.PARTICIPANT
+    team = Team.objects.filter(challenge=challenge, name=name).first()
+    if team is None:
+        return Team.objects.create(
+            challenge=challenge, name=name, kind=kind, affiliation=affiliation, reference=reference,
+            join_code=secrets.token_urlsafe(12),
+        )
+    if Membership.objects.filter(team=team).exists():
+        raise ServiceError(f"{name}: a participant team already has that name")
+    if team.kind != kind:
+        # Baseline teams may carry a join code derived from their name; a participant-kind
+        # team must not, or anyone could join an imported team and submit as it.
+        team.join_code = secrets.token_urlsafe(12)
+    team.kind, team.affiliation, team.reference = kind, affiliation, reference
+    team.save(update_fields=["kind", "affiliation", "reference", "join_code"])
+    return team
+
+
+def _team_affiliation(name: str, group: list[ImportedEntry]) -> str:
+    """The affiliation a team's rows agree on ("" if none gives one)."""
+    values = {e.affiliation for e in group} - {""}
+    if len(values) > 1:
+        rows = ", ".join(repr(e.row or e.name) for e in group)
+        raise ServiceError(f"team {name!r} (rows {rows}): its rows disagree on the affiliation "
+                           f"({', '.join(map(repr, sorted(values)))})")
+    return values.pop() if values else ""
+
+
+def results_import(*, phase: Phase, entries: Iterable[ImportedEntry], replace: bool = False) -> list[Submission]:
+    """Add published rows to a phase's board, one submission per entry, grouped into teams by name.
+
+    Re-importing replaces those teams' imported rows in this phase, so running the same
+    import twice changes nothing.  With ``replace`` the import is the phase's whole set of
+    imported rows: teams it no longer names lose theirs (and are deleted if that leaves
+    them with no submission and no member), as when a mapping file renames or groups rows.
+    """
     datasets = {d.slug.lower(): d for d in phase.challenge.datasets.all()}
     datasets.update({d.name.lower(): d for d in phase.challenge.datasets.all()})
     suite = suite_for(phase.challenge)
+    teams: dict[str, list[ImportedEntry]] = {}
+    for entry in entries:
+        teams.setdefault(entry.name[:100], []).append(entry)
     created: list[Submission] = []
     with transaction.atomic():
-        for entry in entries:
-            per_dataset: dict[Dataset, dict[str, float | None]] = {}
-            for key, metrics in entry.scores.items():
-                ds = datasets.get(key.lower())
-                if ds is None:
-                    raise ServiceError(f"{entry.name}: no dataset called {key!r} in {phase.challenge.slug}")
-                per_dataset[ds] = metrics
-            team = baseline_team_get_or_create(challenge=phase.challenge, name=entry.name)
-            team.affiliation = entry.affiliation
-            team.reference = entry.reference
-            team.save(update_fields=["affiliation", "reference"])
-            Submission.objects.filter(team=team, phase=phase, kind=SubmissionKind.IMPORTED).delete()
-            failed = bool(entry.failure) or any(v is None for m in per_dataset.values() for v in m.values())
-            aggregates = suite.aggregate(per_dataset)
-            submission = Submission.objects.create(
-                team=team,
-                phase=phase,
-                kind=SubmissionKind.IMPORTED,
-                status=Status.FAILED if failed else Status.FINISHED,
-                failure_reason=entry.failure or ("no scores: the run failed" if failed else ""),
-                failure_cause=FailureCause.PARTICIPANT if failed else FailureCause.NONE,
-                description=entry.reference[:300],
-                primary_score=None if failed else aggregates.get(suite.primary_metric),
-                scoring_version="imported",
-                finished_at=timezone.now(),
+        for name, group in teams.items():
+            excluded = [e for e in group if e.excluded_reason]
+            if excluded and len(group) > 1:
+                # The team's one board row is its best (or latest) submission: an excluded row
+                # in a group would either represent the team or vanish with its reason.
+                raise ServiceError(f"{excluded[0].row or name!r}: an excluded row cannot share team {name!r} "
+                                   "with other rows; give it a team of its own")
+            if len({e.is_baseline for e in group}) > 1:
+                raise ServiceError(f"team {name!r}: some of its rows are marked baselines and some are not")
+            team = imported_team_get_or_create(
+                challenge=phase.challenge, name=name, is_baseline=group[0].is_baseline,
+                affiliation=_team_affiliation(name, group),
+                reference=next((e.reference for e in group if e.reference), ""),
             )
-            rows = [
-                Score(submission=submission, dataset=ds, metric=m, value=v)
-                for ds, metrics in per_dataset.items()
-                for m, v in metrics.items()
-            ]
-            rows += [Score(submission=submission, dataset=None, metric=m, value=v) for m, v in aggregates.items()]
-            Score.objects.bulk_create(rows)
+            Submission.objects.filter(team=team, phase=phase, kind=SubmissionKind.IMPORTED).delete()
+            for entry in group:
+                created.append(_imported_submission_create(team=team, phase=phase, entry=entry,
+                                                           datasets=datasets, suite=suite))
             board_entry_refresh(team=team, phase=phase)
-            created.append(submission)
+        if replace:
+            stale = Submission.objects.filter(phase=phase, kind=SubmissionKind.IMPORTED).exclude(team__name__in=teams)
+            stale_teams = list(Team.objects.filter(pk__in=stale.values("team_id")))
+            stale.delete()
+            for team in stale_teams:
+                if Submission.objects.filter(team=team).exists() or Membership.objects.filter(team=team).exists():
+                    board_entry_refresh(team=team, phase=phase)
+                else:
+                    team.delete()
     return created
+
+
+def _imported_submission_create(
+    *, team: Team, phase: Phase, entry: ImportedEntry, datasets: Mapping[str, Dataset], suite: Suite
+) -> Submission:
+    per_dataset: dict[Dataset, dict[str, float | None]] = {}
+    for key, metrics in entry.scores.items():
+        ds = datasets.get(key.lower())
+        if ds is None:
+            raise ServiceError(f"{entry.row or entry.name}: no dataset called {key!r} in {phase.challenge.slug}")
+        per_dataset[ds] = metrics
+    failed = bool(entry.failure) or any(v is None for m in per_dataset.values() for v in m.values())
+    ranked = ranking_scope_get(challenge=phase.challenge, datasets=list(per_dataset)).datasets
+    aggregates = suite.aggregate(per_dataset, ranked=ranked)
+    now = timezone.now()
+    submission = Submission.objects.create(
+        team=team,
+        phase=phase,
+        kind=SubmissionKind.IMPORTED,
+        status=Status.FAILED if failed else Status.FINISHED,
+        failure_reason=entry.failure or ("no scores: the run failed" if failed else ""),
+        failure_cause=FailureCause.PARTICIPANT if failed else FailureCause.NONE,
+        excluded_reason=entry.excluded_reason[:300],
+        # Which row of the results file this was: a team may group several.
+        description=(entry.row or entry.reference)[:300],
+        primary_score=None if failed else aggregates.get(suite.primary_metric),
+        scoring_version="imported",
+        finished_at=entry.finished_at or entry.submitted_at or now,
+    )
+    if entry.submitted_at is not None:
+        # created_at is auto_now_add; the board shows it as the submission time, and the
+        # ranking rule breaks ties on it, so it must be the original one.
+        Submission.objects.filter(pk=submission.pk).update(created_at=entry.submitted_at)
+        submission.created_at = entry.submitted_at
+    rows = [
+        Score(submission=submission, dataset=ds, metric=m, value=v)
+        for ds, metrics in per_dataset.items()
+        for m, v in metrics.items()
+    ]
+    rows += [Score(submission=submission, dataset=None, metric=m, value=v) for m, v in aggregates.items()]
+    Score.objects.bulk_create(rows)
+    return submission

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -32,15 +33,15 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
+from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase, SubmissionKind
-from leaderboard.challenges.suites import suite_for
-from leaderboard.core.errors import PayloadTooLarge, ServiceError
+from leaderboard.challenges.suites import Suite, suite_for
+from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
 from leaderboard.core.tasks import TASK_QUEUES
-from leaderboard.submissions.models import FailureCause, Status, Submission
+from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import (
     baseline_team_get_or_create,
-    predictions_check,
     quota_enforce_locked,
     score_dataset,
     scores_write,
@@ -51,12 +52,13 @@ from leaderboard.submissions.services import (
 )
 from leaderboard.submissions.systems import (
     ArchiveError,
+    RunDataset,
     RunOutcome,
     RunPlan,
     bundle_inspect,
     image_archive_inspect,
 )
-from leaderboard.submissions.uploads import UploadError, decode_json
+from leaderboard.submissions.uploads import UploadError, check_qids, decode_json
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)
@@ -130,11 +132,15 @@ def submission_create_system(
     upload: UploadedFile,
     kind: str,
     description: str = "",
+    now: dt.datetime | None = None,
 ) -> Submission:
-    """Check an image archive or code bundle whole, then store and queue it, inside the quota."""
+    """Check an image archive or code bundle whole, then store and queue it, inside the quota.
+
+    ``now``: when the upload started (``request_received_at``), for the deadline.
+    """
     if kind not in SYSTEM_KINDS:
         raise ServiceError(f"unknown kind of system {kind!r}: use docker_image or code_bundle", field="kind")
-    submission_check_can_submit(team=team, phase=phase, user=user, kind=kind)
+    submission_check_can_submit(team=team, phase=phase, user=user, kind=kind, now=now)
     name = upload.name or ("image.tar" if kind == SubmissionKind.DOCKER_IMAGE else "bundle.zip")
     path, sha256, size = _spool(upload, settings.MAX_SYSTEM_UPLOAD_BYTES)
     try:
@@ -201,30 +207,66 @@ def _mib(value: int) -> str:
     return f"{value} MiB"
 
 
-def run_verdict(plan: RunPlan, outcome: RunOutcome) -> str | None:
-    """Why a run failed, in words a team can act on; None if it ran to a clean exit."""
+def run_verdict(plan: RunPlan, outcome: RunOutcome) -> tuple[Verdict, str] | None:
+    """Why a run failed: the verdict (fixed vocabulary) and the full reason in words a
+    person can act on; None if it ran to a clean exit."""
     limits = plan.limits
     if outcome.timed_out:
-        return (f"timed out: still running after {limits.time_limit_s:g} s (the time limit) and was killed; "
-                "the log below shows how far it got")
+        return Verdict.TIME_LIMIT, (f"timed out: still running after {limits.time_limit_s:g} s (the time limit) "
+                                    "and was killed; the log shows how far it got")
     if outcome.output_too_large:
-        return f"wrote more than {_mib(limits.output_mb)} to /output (the output limit); nothing of it is scored"
+        return Verdict.OUTPUT_TOO_LARGE, (f"wrote more than {_mib(limits.output_mb)} to /output (the output limit); "
+                                          "nothing of it is scored")
     if outcome.oom_killed:
-        return f"ran out of memory: it used more than {_mib(limits.memory_mb)} (the memory limit, swap included)"
+        return Verdict.MEMORY_LIMIT, (f"ran out of memory: it used more than {_mib(limits.memory_mb)} "
+                                      "(the memory limit, swap included)")
     if outcome.exit_code is None:
-        return "stopped without an exit code"
+        return Verdict.CRASHED, "stopped without an exit code"
     if outcome.exit_code == 137:
         # A SIGKILL the runner did not send and the engine did not flag as an OOM kill: most
         # often the kernel's OOM killer picking one process of several in the container.
-        return (f"was killed (signal 9, exit code 137), most likely for using more than "
-                f"{_mib(limits.memory_mb)} of memory (the memory limit)")
+        return Verdict.CRASHED, (f"was killed (signal 9, exit code 137), most likely for using more than "
+                                 f"{_mib(limits.memory_mb)} of memory (the memory limit)")
     if outcome.exit_code != 0:
-        return f"exited with code {outcome.exit_code}; the log below shows its last output"
+        return Verdict.CRASHED, f"exited with code {outcome.exit_code}; the log shows its last output"
     return None
 
 
+class _OutputRejected(Exception):
+    """A dataset's output cannot be scored: the verdict, the dataset, and the full reason."""
+
+    def __init__(self, verdict: Verdict, dataset: RunDataset, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict = verdict
+        self.dataset = dataset
+        self.reason = reason
+
+
+def _output_predictions(suite: Suite, ds: RunDataset, outcome: RunOutcome, qids: list[str]) -> Any:
+    """One dataset's output, decoded and checked; each way it can be wrong is its own verdict."""
+    where = f"/output/{ds.output_name} (dataset {ds.label})"
+    if ds.slug in outcome.output_errors:
+        verdict = Verdict.OUTPUT_TOO_LARGE if ds.slug in outcome.outputs_too_large else Verdict.OUTPUT_MISSING
+        raise _OutputRejected(verdict, ds, f"dataset {ds.label}: {outcome.output_errors[ds.slug]}")
+    try:
+        predictions = decode_json(outcome.outputs[ds.slug], where)
+    except UploadError as exc:
+        raise _OutputRejected(Verdict.OUTPUT_NOT_JSON, ds, str(exc)) from None
+    try:
+        suite.check_predictions(predictions, where=where)
+    except ScoringError as exc:
+        raise _OutputRejected(Verdict.OUTPUT_WRONG_SHAPE, ds, str(exc)) from None
+    try:
+        check_qids(predictions, qids=qids, where=where)
+    except UploadError as exc:
+        known = set(qids)
+        verdict = Verdict.UNKNOWN_IDS if any(q not in known for q in predictions) else Verdict.ANSWERS_MISSING
+        raise _OutputRejected(verdict, ds, str(exc)) from None
+    return predictions
+
+
 def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutcome) -> None:
-    """Record the run (log always), then fail it with a reason or score its outputs."""
+    """Record the run (log always), then fail it with a verdict or score its outputs."""
     base = Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt)
     submission = base.select_related("phase__challenge", "team").first()
     if submission is None:
@@ -235,13 +277,15 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         "log": outcome.logs,
         "exit_code": outcome.exit_code,
         "run_seconds": outcome.duration_s,
+        "peak_memory_mb": None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20),
         "runtime": outcome.runtime,
         "lease_expires_at": None,
     }
-    reason = run_verdict(plan, outcome)
-    if reason is not None:
+    failed = run_verdict(plan, outcome)
+    if failed is not None:
+        verdict, reason = failed
         base.update(status=Status.FAILED, failure_reason=reason, failure_cause=FailureCause.PARTICIPANT,
-                    finished_at=timezone.now(), **record)
+                    verdict=verdict, finished_at=timezone.now(), **record)
         return
     # Scoring has its own lease: a worker that dies while scoring is noticed too.
     moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(
@@ -253,19 +297,25 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         files = _dataset_files(plan)
         suite = suite_for(submission.phase.challenge)
         for ds in plan.datasets:
-            where = f"/output/{ds.output_name} (dataset {ds.label})"
-            if ds.slug in outcome.output_errors:
-                raise UploadError(f"dataset {ds.label}: {outcome.output_errors[ds.slug]}")
-            predictions = decode_json(outcome.outputs[ds.slug], where)
             dataset_file = files[ds.slug]
-            predictions_check(suite, predictions, qids=dataset_file.qids, where=where)
+            # A sealed dataset's system answered under re-keyed ids: map them back to score.
+            own_id = ds.qids_for_system(dataset_file.qids)
+            predictions = _output_predictions(suite, ds, outcome, list(own_id))
             results[dataset_file.dataset] = score_dataset(
-                submission=submission, dataset_file=dataset_file, predictions=predictions
+                submission=submission, dataset_file=dataset_file,
+                predictions={own_id[qid]: answer for qid, answer in predictions.items()},
             )
         scores_write(submission=submission, results=results)
-    except (ScoringError, UploadError) as exc:
-        submission_fail(submission_id, reason=f"invalid output: {exc}", cause=FailureCause.PARTICIPANT,
-                        from_statuses=[Status.SCORING])
+    except _OutputRejected as exc:
+        submission_fail(submission_id, reason=f"invalid output: {exc.reason}", cause=FailureCause.PARTICIPANT,
+                        from_statuses=[Status.SCORING], verdict=exc.verdict,
+                        dataset=files[exc.dataset.slug].dataset)
+    except ScoringError as exc:
+        # The output passed every check a team can be told about, yet scoring refused it:
+        # the gold is at fault (issue 16), not the team; the organizers read the full reason.
+        logger.error("submission %s: scoring failed on checked output: %s", submission_id, exc)
+        submission_fail(submission_id, reason=f"scoring failed: {exc}", cause=FailureCause.PLATFORM,
+                        from_statuses=[Status.SCORING], verdict=Verdict.GOLD)
     except Exception:
         logger.exception("submission %s: scoring the run's output failed", submission_id)
         submission_fail(
@@ -273,6 +323,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
             reason="the platform failed while scoring this run; it does not count against your quota",
             cause=FailureCause.PLATFORM,
             from_statuses=[Status.SCORING],
+            verdict=Verdict.PLATFORM,
         )
 
 
@@ -287,7 +338,7 @@ def submission_run_fail(submission_id: int, *, attempt: int, reason: str) -> Non
     """The submission itself cannot run (an image that does not load, a bad bundle): counted."""
     Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt).update(
         status=Status.FAILED, failure_reason=reason[:5000], failure_cause=FailureCause.PARTICIPANT,
-        finished_at=timezone.now(), lease_expires_at=None, log="",
+        verdict=Verdict.NOT_STARTED, finished_at=timezone.now(), lease_expires_at=None, log="",
     )
 
 
@@ -317,9 +368,22 @@ def _requeue_or_fail(
             return Status.QUEUED
         return None
     if base.update(status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=now, lease_expires_at=None,
-                   failure_reason=failure_reason):
+                   failure_reason=failure_reason, verdict=Verdict.PLATFORM):
         return Status.FAILED
     return None
+
+
+def submission_log_release(*, submission: Submission, user: User) -> Submission:
+    """An organizer shows a run's log to its team (a run on hidden data keeps it from them
+    until then); who released it and when are recorded and shown beside the log."""
+    if not user_is_organizer(user=user, challenge=submission.phase.challenge):
+        raise PermissionDenied("only the challenge's organizers can release a log")
+    Submission.objects.filter(pk=submission.pk, log_released_at__isnull=True).update(
+        log_released_at=timezone.now(), log_released_by=user
+    )
+    logger.info("submission %s: log released to its team by %s", submission.pk, user.username)
+    submission.refresh_from_db(fields=["log_released_at", "log_released_by"])
+    return submission
 
 
 # --------------------------------------------------------------------------- the reaper

@@ -25,9 +25,12 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
+
+from scoring import inputs
 
 DEFAULT_BASE_IMAGE = "readerboard/python:bookworm"
 BUNDLE_ENTRY_POINTS = (("run.sh", ["sh", "/system/run.sh"]), ("run.py", ["python3", "/system/run.py"]))
@@ -36,6 +39,10 @@ MAX_BUNDLE_MEMBERS = 2000
 
 class ArchiveError(Exception):
     """An uploaded image or bundle cannot be used; the message says why and what to do."""
+
+
+class OutputTooLarge(ArchiveError):
+    """One output file is over the output limit."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,25 @@ class RunDataset:
     source: str  # path of the answer-free inputs on the platform's storage
     input_name: str
     output_name: str
-    rename_header: bool  # sealed: the MRQA header must not carry the real name
+    # Sealed: the system reads re-keyed ids (HMAC with this hex key) and the alias, never
+    # the dataset's own ids or name; "" while the dataset is public.
+    id_key: str = ""
+
+    @property
+    def sealed(self) -> bool:
+        return bool(self.id_key)
+
+    def qids_for_system(self, qids: Sequence[str]) -> dict[str, str]:
+        """{the id the system reads and answers under: the dataset's own id}, every question.
+
+        For a sealed dataset this is the map the re-keying made (recomputed from the
+        stored inputs with the same key: cheaper to redo than to carry).
+        """
+        if not self.sealed:
+            return {qid: qid for qid in qids}
+        data = Path(self.source).read_bytes()
+        _, visible = inputs.rekey(self.format, data, key=bytes.fromhex(self.id_key), label=self.label)
+        return visible
 
 
 @dataclass(frozen=True)
@@ -141,9 +166,13 @@ class RunOutcome:
     duration_s: float
     logs: str
     runtime: str
+    # The container's peak memory use, where the engine's cgroup could be read.
+    peak_memory_bytes: int | None = None
     # dataset slug -> the bytes written, or an error saying why none can be read
     outputs: dict[str, bytes] = field(default_factory=dict)
     output_errors: dict[str, str] = field(default_factory=dict)
+    # slugs among output_errors whose file was over the output limit
+    outputs_too_large: set[str] = field(default_factory=set)
 
 
 # --------------------------------------------------------------------------- image archives
@@ -362,5 +391,5 @@ def output_read(output_dir: Path, name: str, *, limit_bytes: int) -> bytes:
             raise ArchiveError(f"/output/{name} is not a plain file")
         data = fh.read(limit_bytes + 1)
     if len(data) > limit_bytes:
-        raise ArchiveError(f"/output/{name} is larger than the output limit of {limit_bytes} bytes")
+        raise OutputTooLarge(f"/output/{name} is larger than the output limit of {limit_bytes} bytes")
     return data

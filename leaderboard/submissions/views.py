@@ -14,13 +14,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.core.errors import ServiceError
+from leaderboard.core.errors import NotFound, ServiceError
+from leaderboard.core.middleware import request_received_at
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import (
     quota_usage,
+    submission_get_visible,
     submission_queue_position,
+    submission_run_report,
+    submission_visible_primary_score,
     submission_visible_scores,
     submissions_of_team,
 )
@@ -29,7 +33,7 @@ from leaderboard.submissions.services import (
     submission_create_predictions,
     submission_select,
 )
-from leaderboard.submissions.system_services import submission_create_system
+from leaderboard.submissions.system_services import submission_create_system, submission_log_release
 from leaderboard.submissions.systems import SystemSettings
 
 
@@ -96,6 +100,7 @@ def submit(request: HttpRequest, slug: str) -> HttpResponse:
         create=lambda team, data: submission_create_predictions(
             team=team, phase=data["phase"], user=request.user,  # type: ignore[arg-type]
             upload=data["file"], limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES, description=data["description"],
+            now=request_received_at(request),
         ),
     )
 
@@ -108,6 +113,7 @@ def submit_system(request: HttpRequest, slug: str) -> HttpResponse:
         create=lambda team, data: submission_create_system(
             team=team, phase=data["phase"], user=request.user,  # type: ignore[arg-type]
             upload=data["file"], kind=data["kind"], description=data["description"],
+            now=request_received_at(request),
         ),
     )
 
@@ -118,26 +124,32 @@ def submission_list(request: HttpRequest, slug: str) -> HttpResponse:
     team = team_of_user(user=request.user, challenge=challenge)
     if team is None:
         return redirect("team", slug=slug)
-    submissions = list(submissions_of_team(team=team))
+    # Each with its ranking score as the team may see it (withheld where a sealed score would follow).
+    submissions = [
+        (s, submission_visible_primary_score(
+            submission=s, scores=submission_visible_scores(submission=s, is_organizer=False)))
+        for s in submissions_of_team(team=team)
+    ]
     return render(
         request, "submissions/list.html", {"challenge": challenge, "team": team, "submissions": submissions}
     )
 
 
 def _own_submission(request: HttpRequest, slug: str, pk: int) -> tuple[Challenge, Submission, bool]:
-    """The submission if the viewer's team owns it (or the viewer organizes); 404 otherwise.
+    """The submission if the viewer's team owns it (or the viewer organizes); 404 otherwise,
+    with one message whether it does not exist or is another team's (ids reveal nothing)."""
+    try:
+        submission, is_organizer = submission_get_visible(user=request.user, pk=pk, challenge_slug=slug)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    return submission.phase.challenge, submission, is_organizer
 
-    404 rather than 403, so that ids of other teams' submissions reveal nothing.
-    """
-    challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
-    submission = get_object_or_404(
-        Submission.objects.select_related("phase__challenge", "team"), pk=pk, phase__challenge=challenge
-    )
-    is_organizer = user_is_organizer(user=request.user, challenge=challenge)
-    team = team_of_user(user=request.user, challenge=challenge)
-    if not is_organizer and (team is None or team.pk != submission.team_id):
-        raise Http404("no such submission")
-    return challenge, submission, is_organizer
+
+_ACTIONS: dict[str, Callable[..., Submission]] = {
+    "cancel": submission_cancel,
+    "select": submission_select,
+    "release_log": submission_log_release,
+}
 
 
 @login_required
@@ -145,13 +157,14 @@ def _own_submission(request: HttpRequest, slug: str, pk: int) -> tuple[Challenge
 def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     challenge, submission, is_organizer = _own_submission(request, slug, pk)
     if request.method == "POST":
-        try:
-            if request.POST.get("action") == "cancel":
-                submission_cancel(submission=submission, user=request.user)  # type: ignore[arg-type]
-            elif request.POST.get("action") == "select":
-                submission_select(submission=submission, user=request.user)  # type: ignore[arg-type]
-        except ServiceError as exc:
-            messages.error(request, exc.message)
+        action = _ACTIONS.get(request.POST.get("action", ""))
+        if action is None:
+            messages.error(request, "Unknown action.")
+        else:
+            try:
+                action(submission=submission, user=request.user)
+            except ServiceError as exc:
+                messages.error(request, exc.message)
         return redirect("submission-detail", slug=slug, pk=pk)
     return render(
         request,
@@ -159,6 +172,8 @@ def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         {
             "challenge": challenge,
             "submission": submission,
+            "is_organizer": is_organizer,
+            "report": submission_run_report(submission=submission, is_organizer=is_organizer),
             "scores": submission_visible_scores(submission=submission, is_organizer=is_organizer),
             "queue_position": submission_queue_position(submission=submission),
         },

@@ -109,14 +109,19 @@ def test_the_challenge_and_its_leaderboard_are_public(cast: Cast) -> None:
     assert client.get("/api/v1/challenges/").json() == [
         {"slug": "demo", "title": "Demo MRQA", "metric_suite": "mrqa"}
     ]
-    detail = client.get("/api/v1/challenges/demo/").json()
+    response = client.get("/api/v1/challenges/demo/")
+    # "visible_to_you" depends on the caller: no shared cache may answer for another.
+    assert "private" in response["Cache-Control"]
+    assert {"Authorization", "Cookie"} <= {v.strip() for v in response["Vary"].split(",")}
+    detail = response.json()
     assert [p["slug"] for p in detail["phases"]] == ["dev", "test"]
     assert detail["phases"][0]["quota"] == {"per_day": 5, "total": None, "concurrent": None}
-    assert [(d["name"], d["split"], d["sealed"]) for d in detail["datasets"]] == [
-        ("SQuAD", "I", False), ("XQuAD-en", "II", False), ("Hidden-07", "III", True),
+    assert [(d["name"], d["split"], d["state"], d["visible_to_you"]) for d in detail["datasets"]] == [
+        ("SQuAD", "I", "public", True), ("XQuAD-en", "II", "public", True), ("Hidden-07", "III", "sealed", False),
     ]
     board = client.get("/api/v1/challenges/demo/phases/test/leaderboard/").json()
-    assert board == {"challenge": "demo", "phase": "test", "ranked_by": "macro_f1", "rows": []}
+    assert board == {"challenge": "demo", "phase": "test", "view": "public", "ranked_by": "macro_f1",
+                     "ranking": "Macro F1 over every dataset of this phase", "withheld": {}, "rows": []}
 
 
 # --- the OpenAPI schema ------------------------------------------------------------------------------
@@ -158,7 +163,7 @@ def error_cases(cast: Cast) -> list[tuple[str, Client, str, str, dict | str | No
         ("unknown challenge", alice, "get", "/api/v1/challenges/nope/", None, 404, "No Challenge matches"),
         ("unknown board", alice, "get", "/api/v1/challenges/demo/phases/nope/leaderboard/", None, 404,
          "No Phase matches"),
-        ("unknown submission", alice, "get", "/api/v1/submissions/999999/", None, 404, "No Submission matches"),
+        ("unknown submission", alice, "get", "/api/v1/submissions/999999/", None, 404, "No such submission"),
         ("method not allowed", alice, "delete", "/api/v1/submissions/1/", None, 405,
          'Method "DELETE" not allowed.'),
         ("JSON body to a file upload", alice, "post", SUBMISSIONS, json.dumps({"phase": "dev"}), 415,

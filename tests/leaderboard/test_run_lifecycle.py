@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
+import re
 import zipfile
 
 import pytest
@@ -15,7 +17,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from leaderboard.submissions.models import FailureCause, Score, Status, Submission
-from leaderboard.submissions.selectors import quota_usage
+from leaderboard.submissions.selectors import quota_usage, system_run_plan
 from leaderboard.submissions.system_services import (
     submission_create_system,
     submission_run_claim,
@@ -25,7 +27,7 @@ from leaderboard.submissions.system_services import (
     submissions_lost_in_queue,
     submissions_reap,
 )
-from leaderboard.submissions.systems import RunOutcome
+from leaderboard.submissions.systems import RunOutcome, RunPlan
 from tests.leaderboard.conftest import DEMO_DATA, Cast, mrqa_gold
 from tests.workers.systems_fixtures import system_phases
 
@@ -53,17 +55,26 @@ def outcome(**changes: object) -> RunOutcome:
     return RunOutcome(**base)  # type: ignore[arg-type]
 
 
-def gold_outputs() -> dict[str, bytes]:
-    import json
+GOLD_FILES = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz"}
 
-    return {slug: json.dumps({q: a[0] for q, a in mrqa_gold(DEMO_DATA / "mrqa" / name).items()}).encode()
-            for slug, name in [("xquad-en", "XQuAD-en.test.jsonl.gz"), ("coqa", "CoQA.test.jsonl.gz")]}
+
+def gold_outputs(plan: RunPlan | None = None, *, extra: dict[str, str] | None = None) -> dict[str, bytes]:
+    """Gold answers as a system would write them: under the ids it read (a sealed dataset's
+    are re-keyed), with ``extra`` answers added to every file."""
+    plan = plan or system_run_plan(submission=Submission.objects.get())
+    out = {}
+    for ds in plan.datasets:
+        gold = mrqa_gold(DEMO_DATA / "mrqa" / GOLD_FILES[ds.slug])
+        answers = {system_qid: gold[qid][0] for system_qid, qid in ds.qids_for_system(list(gold)).items()}
+        out[ds.slug] = json.dumps({**answers, **(extra or {})}).encode()
+    return out
 
 
 def test_a_claim_is_taken_once(queued: Submission) -> None:
     plan = submission_run_claim(queued.pk, worker="host:1")
     assert plan is not None and plan.attempt == 1
     assert [d.label for d in plan.datasets] == ["XQuAD-en", "Hidden-07"]  # the sealed one by its alias only
+    assert [d.sealed for d in plan.datasets] == [False, True]  # and under re-keyed ids
     assert submission_run_claim(queued.pk, worker="host:2") is None
     queued.refresh_from_db()
     assert queued.status == Status.RUNNING and queued.worker == "host:1" and queued.lease_expires_at is not None
@@ -152,3 +163,94 @@ def test_queued_submissions_whose_message_was_lost_are_sent_again_once(queued: S
     later = timezone.now() + dt.timedelta(seconds=5)
     assert submissions_lost_in_queue(queues={"systems"}, now=later) == [(queued.pk, "readerboard.run_system")]
     assert submissions_lost_in_queue(queues={"systems"}, now=later) == []  # just sent: not again at once
+
+
+# --------------------------------------------------------------------------- what a team sees of a run
+
+CANARY = "CANARY-7f3a9c"
+
+
+def team_and_organizer_views(cast: Cast, pk: int) -> tuple[str, str]:
+    """Everything the team can read about the submission, and the organizer's page."""
+    alice = cast.client("alice")
+    team_sees = "\n".join([
+        alice.get(f"/c/demo/submissions/{pk}/").content.decode(),
+        alice.get("/c/demo/submissions/").content.decode(),
+        alice.get(f"/api/v1/submissions/{pk}/").content.decode(),
+        alice.get(f"/api/v1/submissions/{pk}/log/").content.decode(),
+        alice.get("/api/v1/challenges/demo/submissions/").content.decode(),
+    ])
+    return team_sees, cast.client("oscar").get(f"/c/demo/submissions/{pk}/").content.decode()
+
+
+@pytest.mark.parametrize(("changes", "verdict", "sentence"), [
+    # Unknown ids that carry text the system read from the hidden inputs.
+    ({"extra": {f"LEAK{i} {CANARY} q=When was it opened?": "x" for i in range(5)}}, "unknown_ids",
+     "Unknown ids present for dataset XQuAD-en."),
+    ({"outputs": {"xquad-en": b"{}", "coqa": b"{}"}}, "answers_missing", "Answers missing for dataset XQuAD-en."),
+    ({"outputs": {"xquad-en": b'{"a": "b", ' + b" " * 77 + b"CANARY", "coqa": b"{}"}}, "output_not_json",
+     "Output not valid JSON for dataset XQuAD-en."),
+    ({"outputs": {"xquad-en": json.dumps([CANARY]).encode(), "coqa": b"{}"}}, "output_wrong_shape",
+     "Output of the wrong shape for dataset XQuAD-en."),
+    ({"output_errors": {"xquad-en": "output missing: expected /output/xquad-en.json"}}, "output_missing",
+     "Output missing for dataset XQuAD-en."),
+    ({"exit_code": 42}, "crashed", "Crashed."),
+    ({"timed_out": True, "exit_code": None}, "time_limit", "Time limit reached."),
+    ({"oom_killed": True, "exit_code": 137}, "memory_limit", "Memory limit reached."),
+])
+def test_on_hidden_data_a_team_sees_only_the_fixed_vocabulary(
+    queued: Submission, cast: Cast, changes: dict, verdict: str, sentence: str
+) -> None:
+    plan = submission_run_claim(queued.pk, worker="host:1")
+    assert plan is not None
+    run = {"logs": f"the system printed {CANARY}", "duration_s": 7.123456, "peak_memory_bytes": 150 * 2**20 + 1}
+    if "extra" in changes:
+        run["outputs"] = gold_outputs(plan, extra=changes["extra"])
+    elif "outputs" not in changes:
+        run["outputs"] = gold_outputs(plan)
+    run.update({k: v for k, v in changes.items() if k != "extra"})
+    submission_run_finish(queued.pk, attempt=1, outcome=outcome(**run))
+    queued.refresh_from_db()
+    assert queued.status == Status.FAILED and queued.verdict == verdict
+    team_sees, organizer_sees = team_and_organizer_views(cast, queued.pk)
+    assert sentence in team_sees
+    for secret in (CANARY, "LEAK0", "7.12", "line 1", "column", "/output/", "q=When"):
+        assert secret not in team_sees, secret
+    detail = cast.client("alice").get(f"/api/v1/submissions/{queued.pk}/").json()
+    assert detail["run_seconds"] == 7 and detail["peak_memory_mb"] == 151
+    assert detail["exit"] in ("zero", "non-zero", "killed") and "exit_code" not in detail
+    # The organizer reads the full reason the platform built, and the log.
+    assert queued.failure_reason.split(":")[0].lower()[:6] in organizer_sees.lower()
+    assert CANARY in organizer_sees
+
+
+def test_on_public_dev_data_a_team_keeps_the_precise_reason_and_log(cast: Cast) -> None:
+    system_phases(cast)
+    dev_run = submission_create_system(team=cast.alpha, phase=cast.dev, user=cast.alice, upload=bundle(),
+                                       kind="code_bundle")
+    submission_run_claim(dev_run.pk, worker="host:1")
+    submission_run_finish(dev_run.pk, attempt=1, outcome=outcome(exit_code=3, logs="Traceback: KeyError 'x'"))
+    team_sees, _ = team_and_organizer_views(cast, dev_run.pk)
+    assert "exited with code 3" in team_sees and "Traceback: KeyError" in team_sees
+
+
+def test_one_not_found_answer_for_missing_foreign_and_other_challenge_submissions(
+    queued: Submission, cast: Cast
+) -> None:
+    charlie = cast.client("charlie")
+    answers = {
+        "foreign page": charlie.get(f"/c/demo/submissions/{queued.pk}/"),
+        "missing page": charlie.get("/c/demo/submissions/999999/"),
+        "foreign api": charlie.get(f"/api/v1/submissions/{queued.pk}/"),
+        "missing api": charlie.get("/api/v1/submissions/999999/"),
+        "foreign log": charlie.get(f"/api/v1/submissions/{queued.pk}/log/"),
+    }
+    assert {r.status_code for r in answers.values()} == {404}
+    def page(response: object) -> str:  # the CSRF token is masked afresh on every response
+        return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", response.content.decode())  # type: ignore[attr-defined]
+
+    assert page(answers["foreign page"]) == page(answers["missing page"])
+    assert answers["foreign api"].json() == answers["missing api"].json() == answers["foreign log"].json()
+    # The owner asking under another challenge's address learns nothing either.
+    other = cast.client("alice").get(f"/c/other/submissions/{queued.pk}/")
+    assert other.status_code == 404

@@ -167,20 +167,36 @@ def test_a_phase_that_takes_only_predictions_refuses_systems(cast: Cast) -> None
     assert not Submission.objects.exists()
 
 
-def test_the_log_is_shown_to_the_team_and_organizers_only(systems: Cast) -> None:
+def test_the_log_of_a_run_on_hidden_data_is_shown_to_organizers_until_one_releases_it(systems: Cast) -> None:
     content, _ = image_archive()
     post(systems, "api", content, kind="docker_image", name="x.tar")
     submission = Submission.objects.get()
-    Submission.objects.filter(pk=submission.pk).update(log="SECRET-LOG-LINE")
+    assert submission.phase.portion == "test"
+    Submission.objects.filter(pk=submission.pk).update(log="SECRET-LOG-LINE", attempts=1, status="finished")
     url = f"/api/v1/submissions/{submission.pk}/log/"
+    page = f"/c/demo/submissions/{submission.pk}/"
+
     for who, expected in [("alice", 200), ("bob", 200), ("oscar", 200), ("charlie", 404), ("dave", 404),
                           (None, 401)]:
         response = systems.client(who).get(url)
         assert response.status_code in ((expected,) if expected != 401 else (401, 403)), who
-        assert ("SECRET-LOG-LINE" in response.content.decode()) == (expected == 200), who
-    page = f"/c/demo/submissions/{submission.pk}/"
-    assert "SECRET-LOG-LINE" in systems.client("alice").get(page).content.decode()
+        # Only the organizer reads it: the run read hidden test data.
+        assert ("SECRET-LOG-LINE" in response.content.decode()) == (who == "oscar"), who
+    assert "SECRET-LOG-LINE" not in systems.client("alice").get(page).content.decode()
+    assert "SECRET-LOG-LINE" in systems.client("oscar").get(page).content.decode()
     assert systems.client("charlie").get(page).status_code == 404
+    assert systems.client("alice").get(url).json()["log"] is None
+    assert "organizers only" in systems.client("alice").get(url).json()["note"]
+    assert systems.client("oscar").get(url).json()["log"] == "SECRET-LOG-LINE"
+    # A team member cannot release it; the organizer can, and the release is recorded and shown.
+    systems.client("alice").post(page, {"action": "release_log"})
+    assert systems.client("alice").get(url).json()["log"] is None
+    systems.client("oscar").post(page, {"action": "release_log"})
+    submission.refresh_from_db()
+    assert submission.log_released_by == systems.oscar and submission.log_released_at is not None
+    released = systems.client("alice").get(url).json()
+    assert released["log"] == "SECRET-LOG-LINE" and "Released to the team by oscar" in released["note"]
+    assert systems.client("charlie").get(url).status_code == 404
 
 
 def test_an_organizers_bad_baseline_archive_creates_neither_team_nor_submission(systems: Cast, tmp_path: Path) -> None:

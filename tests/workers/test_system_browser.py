@@ -1,5 +1,7 @@
 """A team submits a system through the form and watches it in Chromium: queue position, running,
-finished, scores and log, with no manual reload (real worker, Redis and Docker engine)."""
+finished and scores, with no manual reload (real worker, Redis and Docker engine).  The run read
+hidden test data, so its log (what the system printed of /input) is the organizers' until one of
+them releases it, which the browser does too."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from tests.workers.test_faults import slow_bundle, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-system.png"
+SCREENSHOT_ORGANIZER = Path(tempfile.gettempdir()) / "readerboard-system-organizer.png"
 
 
 def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
@@ -31,11 +34,7 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     ahead = platform.submit(slow_bundle(), who="charlie")
     wait_for(lambda: Submission.objects.get(pk=ahead).status == Status.RUNNING, 60, "the first run", platform)
 
-    driver.get(f"{base}/accounts/login/")
-    driver.find_element(By.ID, "id_username").send_keys("alice")
-    driver.find_element(By.ID, "id_password").send_keys("alice-pw")
-    driver.find_element(By.CSS_SELECTOR, "form button, form input[type=submit]").click()
-    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "header.top nav"), "alice"))
+    log_in(driver, wait, base, "alice")
     driver.get(f"{base}/c/demo/")
     assert "How your system runs" in driver.find_element(By.ID, "contract").text
     assert "256 MiB" in driver.find_element(By.ID, "contract").text  # the challenge's own limits
@@ -55,7 +54,41 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "running"))
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "finished"))
     assert driver.find_elements(By.CSS_SELECTOR, "#scores tr")
-    assert "slept; answering now" in driver.find_element(By.ID, "log").text
+    # What the system printed of /input (dataset names, answer counts) stays with the organizers.
+    assert not driver.find_elements(By.ID, "log")
+    assert "organizers only" in driver.find_element(By.ID, "log-note").text
+    assert "slept; answering now" not in driver.page_source
     assert "Hidden-07" in driver.find_element(By.ID, "scores").text
     assert "CoQA" not in driver.page_source  # the sealed dataset's name is nowhere on the page
     driver.save_screenshot(str(SCREENSHOT))
+    submission_url = driver.current_url
+
+    # The organizer reads the log, and releases it after the confirmation.
+    log_in(driver, wait, base, "oscar")
+    driver.get(submission_url)
+    assert "slept; answering now" in driver.find_element(By.ID, "log").text
+    assert "its team does not see this log" in driver.find_element(By.ID, "log-note").text
+    driver.save_screenshot(str(SCREENSHOT_ORGANIZER))
+    driver.find_element(By.CSS_SELECTOR, "#release-log button").click()
+    wait.until(ec.alert_is_present())
+    driver.switch_to.alert.accept()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "log-note"), "Released to the team by oscar"))
+
+    log_in(driver, wait, base, "alice")
+    driver.get(submission_url)
+    assert "slept; answering now" in driver.find_element(By.ID, "log").text
+    assert "Released to the team by oscar" in driver.find_element(By.ID, "log-note").text
+    released = Submission.objects.get(pk=int(submission_url.rstrip("/").rsplit("/", 1)[1]))
+    assert released.log_released_by == platform.cast.oscar
+
+
+def log_in(driver, wait, base: str, who: str) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    driver.delete_all_cookies()
+    driver.get(f"{base}/accounts/login/")
+    driver.find_element(By.ID, "id_username").send_keys(who)
+    driver.find_element(By.ID, "id_password").send_keys(f"{who}-pw")
+    driver.find_element(By.CSS_SELECTOR, "form button, form input[type=submit]").click()
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "header.top nav"), who))

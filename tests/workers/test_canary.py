@@ -1,0 +1,145 @@
+"""Sealed means sealed: hostile systems try every side channel, and no team surface carries the hidden data.
+
+The demo's hidden test data (a copy, loaded into the test challenge) gets a unique canary
+string planted in a question, a context and an id of every hidden dataset.  Hostile systems
+(tests/workers/canary/leak.py) run through the real path (upload, queue, worker, engine) and try
+to get it out: unknown ids quoting the inputs, an empty output, an exit code, broken JSON at a
+chosen position, a chosen run time, and printing everything into the log.  Then every surface
+the team can reach is fetched, and none may carry the canary, the sealed dataset's real name or
+any real id of the hidden data; the organizer's view still shows the full reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core import mail
+
+from leaderboard.challenges.models import Dataset
+from leaderboard.challenges.services import dataset_file_put
+from leaderboard.submissions.models import Status
+from tests.leaderboard.conftest import DEMO_DATA, Cast
+from tests.workers.systems_fixtures import Platform, bundle
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+
+CANARY = "RBCANARY9c41e2"
+LEAK = Path(__file__).resolve().parent / "canary" / "leak.py"
+HIDDEN = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz"}
+MODES = {"unknown_ids": "unknown_ids", "empty": "answers_missing", "exit_code": "crashed",
+         "broken_json": "output_not_json", "timing": "output_missing", "log": "finished",
+         "mounts": "answers_missing"}
+
+
+def canary_record(slug: str) -> dict[str, object]:
+    context = f"The {CANARY} of {slug} was opened in 1475 by the librarian."
+    start = context.index("1475")
+    return {
+        "id": f"{CANARY}-context-{slug}",
+        "context": context,
+        "qas": [{
+            "qid": f"{CANARY}-qid-{slug}",
+            "question": f"When was the {CANARY} opened?",
+            "answers": ["1475"],
+            "detected_answers": [{"text": "1475", "char_spans": [[start, start + 3]], "token_spans": [[7, 7]]}],
+        }],
+    }
+
+
+def plant_canaries(cast: Cast) -> set[str]:
+    """Re-load the challenge's hidden test files with a canary context; return every hidden id."""
+    ids: set[str] = set()
+    for slug, name in HIDDEN.items():
+        lines = gzip.open(DEMO_DATA / "mrqa" / name, "rt", encoding="utf-8").read().splitlines()
+        lines.append(json.dumps(canary_record(slug)))
+        for line in lines[1:]:
+            record = json.loads(line)
+            ids.add(record["id"])
+            ids.update(qa["qid"] for qa in record["qas"])
+        content = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
+        dataset = Dataset.objects.get(challenge=cast.challenge, slug=slug)
+        dataset_file_put(dataset=dataset, portion="test", content=content, filename=name)
+    return ids
+
+
+def team_surfaces(platform: Platform, pks: list[int]) -> dict[str, str]:
+    """Every page, export and API answer the team (alice) can reach about its runs and the boards."""
+    alice = platform.cast.client("alice")
+    slug = platform.cast.challenge.slug
+    urls = [f"/c/{slug}/", f"/c/{slug}/submissions/", f"/api/v1/challenges/{slug}/submissions/",
+            f"/api/v1/challenges/{slug}/", "/api/v1/challenges/", f"/c/{slug}/data/",
+            f"/api/v1/challenges/{slug}/data/", f"/c/{slug}/data/starting-kit.zip"]
+    for pk in pks:
+        urls += [f"/c/{slug}/submissions/{pk}/", f"/api/v1/submissions/{pk}/", f"/api/v1/submissions/{pk}/log/"]
+    for phase in ("dev", "test"):
+        urls += [f"/c/{slug}/board/{phase}/", f"/c/{slug}/board/{phase}/export.csv",
+                 f"/c/{slug}/board/{phase}/export.json", f"/c/{slug}/board/{phase}/chart.svg",
+                 f"/api/v1/challenges/{slug}/phases/{phase}/leaderboard/"]
+    surfaces = {}
+    for url in urls:
+        response = alice.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        if url.endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(body)) as kit:
+                # The kit's copy of scoring/ names every benchmark it can score (CoQA included):
+                # the library, not the challenge's data.
+                body = b"\n".join(kit.read(name) for name in kit.namelist()
+                                   if "/scoring/" not in f"/{name}" and not name.endswith(".gz"))
+        surfaces[url] = body.decode("utf-8", errors="replace")
+    surfaces["e-mails"] = "\n".join(f"{m.subject}\n{m.body}" for m in mail.outbox)
+    return surfaces
+
+
+def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform) -> None:
+    hidden_ids = plant_canaries(platform.cast)
+    source = LEAK.read_text()
+    pks = {}
+    for mode in MODES:
+        script = source.replace('MODE = "log"', f'MODE = "{mode}"', 1)
+        pks[mode] = platform.submit(bundle(("run.py", script)))
+    runs = {mode: platform.wait_final(pk, timeout=120) for mode, pk in pks.items()}
+    for mode, verdict in MODES.items():
+        run = runs[mode]
+        expected = Status.FINISHED if verdict == "finished" else Status.FAILED
+        assert (run.status, run.verdict) == (expected, verdict), (mode, run.failure_reason, platform.logs())
+    # The hostile systems did read the canary: the organizer's records carry it.
+    assert CANARY in runs["log"].log and CANARY in runs["unknown_ids"].failure_reason
+
+    # The run folder says nothing either: no host path or id in the mounts, copies (one link
+    # each) with the same fixed time, whatever runs are in progress and whenever the gold came.
+    mounts = runs["mounts"].log
+    assert mounts.count("MOUNT") >= 2 and mounts.count("FILE") == 3, mounts
+    assert str(settings.RUNS_DIR) not in mounts and f"{pks['mounts']}-1" not in mounts, mounts
+    assert all(line.split()[5] in ("/input", "/output", "/system") and line.split()[4] in ("/", "/input", "/system")
+               for line in mounts.splitlines() if line.startswith("MOUNT")), mounts
+    assert all(" nlink=1 mtime=0" in line for line in mounts.splitlines() if line.startswith("FILE")), mounts
+
+    surfaces = team_surfaces(platform, list(pks.values()))
+    for where, text in surfaces.items():
+        assert CANARY not in text, f"the canary reached the team through {where}"
+        assert "CoQA" not in text, f"the sealed dataset's real name reached the team through {where}"
+        leaked = [qid for qid in hidden_ids if len(qid) >= 8 and qid in text]
+        assert not leaked, f"hidden ids reached the team through {where}: {leaked[:3]}"
+        assert "LEAK0" not in text and "line 1, column" not in text, where
+
+    # What the team does read: the verdicts, in the fixed vocabulary.
+    alice = platform.cast.client("alice")
+    detail = alice.get(f"/api/v1/submissions/{pks['unknown_ids']}/").json()
+    assert detail["failure_reason"].startswith("Unknown ids present for dataset ")
+    assert alice.get(f"/api/v1/submissions/{pks['exit_code']}/").json()["exit"] == "non-zero"
+    timing = alice.get(f"/api/v1/submissions/{pks['timing']}/").json()
+    assert isinstance(timing["run_seconds"], int) and isinstance(timing["peak_memory_mb"], int)
+    assert alice.get(f"/api/v1/submissions/{pks['log']}/log/").json()["log"] is None
+
+    # The organizer's view shows the full reason and the log.
+    oscar = platform.cast.client("oscar")
+    page = oscar.get(f"/c/{platform.cast.challenge.slug}/submissions/{pks['unknown_ids']}/").content.decode()
+    assert "LEAK0" in page
+    assert CANARY in oscar.get(f"/api/v1/submissions/{pks['log']}/log/").json()["log"]
