@@ -108,6 +108,9 @@ class Submission(models.Model):
     # stdout and stderr of the run, capped.  A run over hidden data shows it to the
     # organizers only, until one of them releases it to the team (recorded).
     log = models.TextField(blank=True)
+    # The platform's own messages about the run (log cut here, container could not start...),
+    # kept apart from ``log`` so that a system cannot imitate them: [{"at": ..., "text": ...}].
+    log_notes = models.JSONField(default=list, blank=True)
     log_released_at = models.DateTimeField(null=True, blank=True)
     log_released_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
