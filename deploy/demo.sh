@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
+# From here on, what the platform writes (database, uploads, runs, logs, the baseline archive)
+# is for this user only; the workers open each run folder up for the sandbox themselves.
+umask 077
 
 PORT=${PORT:-8000}
 REDIS_PORT=${REDIS_PORT:-6379}

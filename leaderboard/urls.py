@@ -2,8 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
 
+from leaderboard.accounts import apis as accounts_api
 from leaderboard.accounts import views as accounts
 from leaderboard.challenges import apis as challenges_api
 from leaderboard.challenges import views as challenges
@@ -18,6 +18,7 @@ urlpatterns = [
     path("accounts/signup/", accounts.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/tokens/", accounts.api_tokens_page, name="api-tokens"),
     path("c/<slug:slug>/", challenges.challenge_detail, name="challenge"),
     path("c/<slug:slug>/team/", accounts.team_page, name="team"),
     path("c/<slug:slug>/data/", challenges.data_page, name="data"),
@@ -40,7 +41,8 @@ urlpatterns = [
          name="board-organizer-json"),
     path("c/<slug:slug>/board/<slug:phase_slug>/organizer/chart.svg", rankings.board_organizer_chart,
          name="board-organizer-chart"),
-    path("api/v1/auth/token/", obtain_auth_token, name="api-token"),
+    path("api/v1/auth/token/", accounts_api.TokenApi.as_view(), name="api-token"),
+    path("api/v1/auth/token/rotate/", accounts_api.TokenRotateApi.as_view(), name="api-token-rotate"),
     path("api/v1/challenges/", rankings_api.ChallengeListApi.as_view(), name="api-challenges"),
     path("api/v1/challenges/<slug:slug>/", rankings_api.ChallengeDetailApi.as_view(), name="api-challenge"),
     path("api/v1/challenges/<slug:slug>/data/", challenges_api.DataListApi.as_view(), name="api-data"),

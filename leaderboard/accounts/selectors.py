@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from rest_framework.authtoken.models import Token
 
 from leaderboard.accounts.models import Membership, Team
 from leaderboard.challenges.models import Challenge
@@ -23,3 +24,8 @@ def user_is_organizer(*, user: AbstractBaseUser | AnonymousUser, challenge: Chal
     if getattr(user, "is_superuser", False):
         return True
     return challenge.staff.filter(pk=user.pk).exists()
+
+
+def api_token_get(*, user: AbstractBaseUser) -> Token | None:
+    """The user's API token row (its key is for the moment it is made; see api_token_create)."""
+    return Token.objects.filter(user_id=user.pk).first()

@@ -6,6 +6,7 @@ import secrets
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from rest_framework.authtoken.models import Token
 
 from leaderboard.accounts.models import Membership, Role, Team, TeamKind
 from leaderboard.challenges.models import Challenge
@@ -71,3 +72,44 @@ def team_update(*, team: Team, actor: User, is_anonymous: bool | None = None, af
         team.affiliation = affiliation
     team.save(update_fields=["is_anonymous", "affiliation"])
     return team
+
+
+# API tokens: DRF keeps one per user, keyed by the token itself, so a new key is a new row.
+
+
+def _lock_user(user: User) -> None:
+    # Token changes of one user are serialised: delete-then-create must not interleave.
+    User.objects.select_for_update().filter(pk=user.pk).first()
+
+
+def api_token_obtain(*, user: User) -> str:
+    """The user's token, made if there is none (the API's password exchange)."""
+    with transaction.atomic():
+        _lock_user(user)
+        token, _ = Token.objects.get_or_create(user=user)
+    return token.key
+
+
+def api_token_create(*, user: User) -> str:
+    """A first token for ``user``.  Its key is returned this once: pages never show it again."""
+    with transaction.atomic():
+        _lock_user(user)
+        if Token.objects.filter(user=user).exists():
+            raise Conflict("you already have an API token; rotate it to get a new one")
+        return Token.objects.create(user=user).key
+
+
+def api_token_rotate(*, user: User) -> str:
+    """Replace the user's token with a new one (or make a first): the old key stops working at once."""
+    with transaction.atomic():
+        _lock_user(user)
+        Token.objects.filter(user=user).delete()
+        return Token.objects.create(user=user).key
+
+
+def api_token_revoke(*, user: User) -> bool:
+    """Delete the user's token; False if there was none.  Sessions are not affected."""
+    with transaction.atomic():
+        _lock_user(user)
+        deleted, _ = Token.objects.filter(user=user).delete()
+    return deleted > 0

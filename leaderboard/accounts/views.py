@@ -1,23 +1,51 @@
-"""Sign-up and team pages: parse the form, call one service, render."""
+"""Sign-up, API token and team pages: parse the form, call one service, render."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import add_never_cache_headers
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django.views.decorators.http import require_http_methods
 
 from leaderboard.accounts.models import Membership, Role
-from leaderboard.accounts.selectors import team_of_user
-from leaderboard.accounts.services import team_create, team_join, team_rotate_join_code, team_update
+from leaderboard.accounts.selectors import api_token_get, team_of_user
+from leaderboard.accounts.services import (
+    api_token_create,
+    api_token_revoke,
+    api_token_rotate,
+    team_create,
+    team_join,
+    team_rotate_join_code,
+    team_update,
+)
 from leaderboard.challenges.models import Challenge
 from leaderboard.core.errors import ServiceError
 
 
+def _next_url(request: HttpRequest) -> str | None:
+    """``next`` if it is a path on this site, checked as Django's login checks it; else None.
+
+    Only paths: an off-site address would make the sign-up page an open redirect, and a
+    bare word is no page of ours (it was once taken for a URL name, and an unknown one
+    raised a 500).
+    """
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    safe = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure())
+    return target if safe and target.startswith("/") else None
+
+
+# The passwords never reach an error report: not as POST values, not as the locals of any frame.
+@sensitive_variables()
+@sensitive_post_parameters("password1", "password2")
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
     form = UserCreationForm(request.POST or None)
@@ -25,8 +53,49 @@ def signup(request: HttpRequest) -> HttpResponse:
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.username}.")
-        return redirect(request.GET.get("next") or "home")
+        next_url = _next_url(request)
+        return HttpResponseRedirect(next_url) if next_url else redirect("home")
     return render(request, "accounts/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+_TOKEN_ACTIONS: dict[str, Callable[..., str]] = {"create": api_token_create, "rotate": api_token_rotate}
+
+
+# A new key is in this frame's locals and in every frame below (the template's context).
+@sensitive_variables()
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens_page(request: HttpRequest) -> HttpResponse:
+    """The user's API token: whether there is one, and create, rotate or revoke it.
+
+    A new key is shown in the answer to the POST that made it and never again (no
+    redirect that would have to carry it), in a page no cache may keep.
+    """
+    key: str | None = None
+    action = request.POST.get("action", "")
+    status = 200
+    if request.method == "POST":
+        try:
+            if action in _TOKEN_ACTIONS:
+                key = _TOKEN_ACTIONS[action](user=request.user)  # type: ignore[arg-type]
+            elif action == "revoke":
+                if api_token_revoke(user=request.user):  # type: ignore[arg-type]
+                    messages.success(request, "Token revoked: it no longer works.")
+                return redirect("api-tokens")
+            else:
+                messages.error(request, "Unknown action.")
+                status = 400
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+            status = exc.status_code
+    response = render(
+        request,
+        "accounts/tokens.html",
+        {"token": api_token_get(user=request.user), "new_key": key, "rotated": bool(key) and action == "rotate"},  # type: ignore[arg-type]
+        status=status,
+    )
+    add_never_cache_headers(response)
+    return response
 
 
 class TeamCreateForm(forms.Form):

@@ -5,3 +5,10 @@ class CoreConfig(AppConfig):
     name = "leaderboard.core"
     label = "core"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
+        from leaderboard.core.database import database_file_restrict
+
+        connection_created.connect(database_file_restrict, dispatch_uid="readerboard-database-file-restrict")

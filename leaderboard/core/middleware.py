@@ -1,11 +1,14 @@
-"""Refuse oversized request bodies before anything reads them."""
+"""Middleware that must act before anything reads a request's body: size limits, arrival time."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+from rest_framework.request import Request
 
 # Room for the multipart envelope around the file: boundaries, CSRF token, phase, description.
 ENVELOPE_BYTES = 64 * 1024
@@ -45,3 +48,30 @@ class UploadSizeLimitMiddleware:
                 return JsonResponse({"detail": message}, status=413)
             return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
+
+
+class RequestReceivedAtMiddleware:
+    """Stamp ``request.received_at``: when the request's headers were in, before its body is read.
+
+    Deadlines are judged by when an upload started, not by when its body finished
+    arriving.  Django's WSGI handler reads the body lazily (``request.POST``,
+    ``request.FILES`` and DRF's ``request.data`` read it on first access, CSRF being
+    the first to), so the first middleware runs once the server has parsed the
+    headers, while the body may still be on the wire.  A proxy in front that buffers
+    whole bodies (nginx's default) hands the request over only once it is complete,
+    so there the stamp is the proxy's end of the upload, never earlier than the truth.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request.received_at = timezone.now()  # type: ignore[attr-defined]
+        return self.get_response(request)
+
+
+def request_received_at(request: HttpRequest | Request) -> dt.datetime:
+    """When the request arrived (DRF's Request reads it from the HttpRequest it wraps); now for a
+    request that did not pass the middleware (a test's)."""
+    received: dt.datetime | None = getattr(request, "received_at", None)
+    return received or timezone.now()

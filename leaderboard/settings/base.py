@@ -20,9 +20,20 @@ def env_int(name: str, default: int) -> int:
     return int(env(name, str(default)))
 
 
+def private_dir(path: Path) -> Path:
+    """``path`` created (or tightened) for the platform's user alone: it holds password hashes,
+    API tokens, hidden gold and teams' uploads.  Mode 0700 on the top folders guards what
+    is below, whatever modes the files inside were created with."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.chmod(0o700)
+    except PermissionError:  # a folder someone else owns (a mount point): theirs to set
+        pass
+    return path
+
+
 # Runtime state (database, uploaded files, logs) lives outside the source tree's tracked files.
-VAR_DIR = Path(env("VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR = private_dir(Path(env("VAR_DIR", str(BASE_DIR / "var"))))
 
 SECRET_KEY = env("SECRET_KEY", "dev-only-not-secret")
 DEBUG = env_bool("DEBUG", False)
@@ -46,6 +57,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First of all: deadlines are judged by when an upload started, before its body is read.
+    "leaderboard.core.middleware.RequestReceivedAtMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Before anything that reads the body (CSRF reads request.POST): oversized uploads get 413 unread.
     "leaderboard.core.middleware.UploadSizeLimitMiddleware",
@@ -99,7 +112,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# Public files: a web server other than this user can serve them only from outside VAR_DIR (0700).
+STATIC_ROOT = Path(env("STATIC_ROOT", str(VAR_DIR / "static")))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LOGIN_URL = "login"
@@ -108,7 +122,11 @@ LOGOUT_REDIRECT_URL = "home"
 
 # Uploaded files (predictions, hidden gold, system images) are private: no URL serves
 # this directory; views stream a file only after a permission check.
-PRIVATE_STORAGE_ROOT = Path(env("PRIVATE_ROOT", str(VAR_DIR / "private")))
+PRIVATE_STORAGE_ROOT = private_dir(Path(env("PRIVATE_ROOT", str(VAR_DIR / "private"))))
+# Readable by the platform's user only (the folders above guard the rest too); the
+# database file is restricted the same way when it is opened (leaderboard.core.apps).
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 STORAGES = {
     "default": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
@@ -119,6 +137,9 @@ STORAGES = {
 
 # Upload limits: requests larger than this are refused before they are read whole.
 MAX_PREDICTION_UPLOAD_BYTES = env_int("MAX_PREDICTION_UPLOAD_BYTES", 50 * 1024 * 1024)
+# What a zip of predictions may expand to: near the upload limit, as a plain file could be that
+# large anyway (a few hundred kilobytes of zip must not stand for half a gigabyte of JSON).
+MAX_PREDICTION_ARCHIVE_BYTES = env_int("MAX_PREDICTION_ARCHIVE_BYTES", MAX_PREDICTION_UPLOAD_BYTES * 6 // 5)
 MAX_GOLD_UPLOAD_BYTES = env_int("MAX_GOLD_UPLOAD_BYTES", 500 * 1024 * 1024)
 # Systems: a `docker save` archive or a code bundle (separate endpoints, so the larger
 # limit never applies to prediction uploads).
@@ -127,6 +148,10 @@ MAX_IMAGE_UNCOMPRESSED_BYTES = env_int("MAX_IMAGE_UNCOMPRESSED_BYTES", 6 * 1024 
 MAX_BUNDLE_UNCOMPRESSED_BYTES = env_int("MAX_BUNDLE_UNCOMPRESSED_BYTES", 512 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# An upload that started before a phase closed is in time (its request's arrival is what
+# counts), if its body finished arriving within this long after the close: bytes sent
+# later could have been computed later.
+UPLOAD_DEADLINE_GRACE_S = env_int("UPLOAD_DEADLINE_GRACE_S", 15 * 60)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -151,14 +176,34 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
 # whose lease is older than RUN_LEASE_S lost its worker and is re-queued, at most
 # MAX_RUN_ATTEMPTS times in all.  The reaper (Celery beat) looks every REAP_EVERY_S.
 CONTAINER_RUNTIME = env("CONTAINER_RUNTIME", "")  # "" = the engine's default (runc); or "runsc"
-RUNS_DIR = Path(env("RUNS_DIR", str(VAR_DIR / "runs")))
+# Only the run folders inside are opened up, for the sandbox's user (workers/systems.py).
+RUNS_DIR = private_dir(Path(env("RUNS_DIR", str(VAR_DIR / "runs"))))
 RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))
 RUN_LEASE_S = float(env("RUN_LEASE_S", "60"))
 SCORING_LEASE_S = float(env("SCORING_LEASE_S", "1800"))
 REAP_EVERY_S = float(env("REAP_EVERY_S", "15"))
 MAX_RUN_ATTEMPTS = env_int("MAX_RUN_ATTEMPTS", 3)
+# A run the platform failed (engine down, disk full, worker lost) is due again after this many
+# seconds times the attempts it has had; the team's own faults are never retried.
+RUN_RETRY_BACKOFF_S = float(env("RUN_RETRY_BACKOFF_S", "10"))
+# Each run's image is loaded under <repository>/<submission>:<attempt> and removed after the run;
+# platforms (or test runs) sharing one engine need repositories of their own.
+RUN_IMAGE_REPOSITORY = env("RUN_IMAGE_REPOSITORY", "readerboard-run")
 # A queued submission whose message is nowhere (a broker that lost it) is sent again after this long.
 REDISPATCH_AFTER_S = float(env("REDISPATCH_AFTER_S", "60"))
+
+# E-mail: a challenge's organizers (its staff's addresses; else ADMINS) are told of every run the
+# platform could not complete.  The demo prints the messages in the worker's log (console backend);
+# a deployment sets READERBOARD_EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend and the host.
+EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "readerboard@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+ADMINS = [("Readerboard operators", address) for address in env("ADMINS", "").split(",") if address]
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,549 @@
+"""What a security review asks of the web side: redirects, secrets in error reports, deadlines,
+file modes, and API tokens their owner can rotate and revoke.
+
+The cast is conftest's: alice (team Alpha) and the others, on the small demo challenge.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import tempfile
+import time
+import uuid
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from unittest import mock
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import User
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import connection, connections
+from django.test import Client, RequestFactory
+from django.urls import resolve
+from django.utils import timezone
+from django.views.debug import ExceptionReporter
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIRequestFactory, force_authenticate
+
+from leaderboard.core.errors import ServiceError
+from leaderboard.settings.base import private_dir
+from leaderboard.submissions.models import Status, Submission
+from leaderboard.submissions.services import submission_create_predictions
+from tests.leaderboard.conftest import REPO, Cast, gold_predictions, upload
+from tests.leaderboard.test_browser import CHROMEDRIVER, CHROMIUM, WAIT_SECONDS
+
+SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-security"
+PASSWORD = "Tr0ub4dor&3-horse-battery"
+
+
+def mode(path: str | Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+# --------------------------------------------------------------------------- sign-up's next
+
+
+def signup(client: Client, query: str = "", username: str = "erin") -> object:
+    return client.post(f"/accounts/signup/{query}",
+                       {"username": username, "password1": PASSWORD, "password2": PASSWORD})
+
+
+@pytest.mark.parametrize("target", [
+    "https://evil.example/",
+    "//evil.example/",
+    "/\\evil.example/",
+    "\\\\evil.example",
+    "http://testserver.evil.example/",
+    "https:evil.example",
+    "javascript:alert(1)",
+])
+def test_sign_up_refuses_to_send_a_new_user_off_site(db: None, target: str) -> None:
+    response = signup(Client(), "?" + f"next={target}".replace("&", "%26"))
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+
+
+def test_sign_up_refuses_an_off_site_next_in_the_form_too(db: None) -> None:
+    response = Client().post("/accounts/signup/", {"username": "erin", "password1": PASSWORD, "password2": PASSWORD,
+                                                   "next": "https://evil.example/"})
+    assert response["Location"] == "/"
+
+
+def test_sign_up_honours_a_path_on_this_site(cast: Cast) -> None:
+    response = signup(Client(), "?next=/c/demo/board/dev/%3Fview%3Dorganizer")
+    assert response.status_code == 302
+    assert response["Location"] == "/c/demo/board/dev/?view=organizer"
+    assert User.objects.filter(username="erin").exists()
+
+
+@pytest.mark.parametrize("target", ["no-such-page", "home", "team", ""])
+def test_sign_up_with_an_unknown_or_bare_next_goes_home_not_to_a_500(db: None, target: str) -> None:
+    response = signup(Client(raise_request_exception=False), f"?next={target}")
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+
+
+# --------------------------------------------------------------------------- secrets in error reports
+
+
+def report_of(view: object, request: object) -> str:
+    """The error report Django would mail or log for ``request`` failing in ``view``."""
+    with pytest.raises(RuntimeError) as failure:
+        view(request)  # type: ignore[operator]
+    reporter = ExceptionReporter(request, failure.type, failure.value, failure.tb)
+    return reporter.get_traceback_text() + reporter.get_traceback_html()
+
+
+def test_sign_up_passwords_never_reach_an_error_report(db: None) -> None:
+    request = RequestFactory().post("/accounts/signup/", {"username": "erin-the-user", "password1": PASSWORD,
+                                                          "password2": PASSWORD})
+    with mock.patch.object(UserCreationForm, "save", side_effect=RuntimeError("disk full")):
+        text = report_of(resolve("/accounts/signup/").func, request)
+    assert "disk full" in text and "erin-the-user" in text  # the report is there, with the POST data
+    assert PASSWORD not in text
+    assert request.sensitive_post_parameters == ("password1", "password2")  # type: ignore[attr-defined]
+
+
+def test_the_login_form_marks_every_post_value_sensitive(cast: Cast) -> None:
+    request = RequestFactory().post("/accounts/login/", {"username": "alice", "password": "alice-pw"})
+    request.session = {}  # type: ignore[attr-defined]
+    request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]
+    with mock.patch("django.contrib.auth.views.LoginView.post", side_effect=RuntimeError("boom")):
+        text = report_of(resolve("/accounts/login/").func, request)
+    assert request.sensitive_post_parameters == "__ALL__"  # type: ignore[attr-defined]
+    assert "alice-pw" not in text
+
+
+def test_the_api_password_exchange_never_puts_the_password_in_an_error_report(cast: Cast) -> None:
+    request = RequestFactory().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"})
+    with mock.patch("leaderboard.accounts.apis.api_token_obtain", side_effect=RuntimeError("boom")):
+        text = report_of(resolve("/api/v1/auth/token/").func, request)
+    assert "boom" in text and "alice" in text
+    assert "alice-pw" not in text
+
+
+def test_a_new_token_never_reaches_an_error_report(cast: Cast) -> None:
+    """The key is a local of the view when the failure happens after it was made."""
+    Token.objects.create(user=cast.alice)
+    api_request = APIRequestFactory().post("/api/v1/auth/token/rotate/")
+    force_authenticate(api_request, user=cast.alice)
+    with mock.patch("leaderboard.accounts.apis._token_response", side_effect=RuntimeError("boom")):
+        api_text = report_of(resolve("/api/v1/auth/token/rotate/").func, api_request)
+    api_key = Token.objects.get(user=cast.alice).key
+    page_request = RequestFactory().post("/accounts/tokens/", {"action": "rotate"})
+    page_request.user = cast.alice
+    with mock.patch("leaderboard.accounts.views.render", side_effect=RuntimeError("boom")):
+        page_text = report_of(resolve("/accounts/tokens/").func, page_request)
+    page_key = Token.objects.get(user=cast.alice).key
+    assert "boom" in api_text and "boom" in page_text
+    assert api_key != page_key
+    assert api_key not in api_text and page_key not in page_text
+
+
+# --------------------------------------------------------------------------- deadline by arrival
+
+
+def close_phase(cast: Cast, *, seconds_ago: float) -> dt.datetime:
+    phase = cast.dev
+    phase.closes_at = timezone.now() - dt.timedelta(seconds=seconds_ago)
+    phase.allowed_kinds = ["predictions", "code_bundle"]
+    phase.quota_per_day = None
+    phase.save()
+    return phase.closes_at
+
+
+def bundle() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("run.py", "print('hello')\n")
+    return buffer.getvalue()
+
+
+def post_upload(cast: Cast, channel: str, kind: str) -> tuple[int, str]:
+    """Upload to the dev phase through the web form or the API (alice's session)."""
+    client = cast.client("alice")
+    if kind == "predictions":
+        file = io.BytesIO(json.dumps(gold_predictions("dev")).encode())
+        file.name = "preds.json"
+        web, api, data = "/c/demo/submit/", "/api/v1/challenges/demo/submissions/", {}
+    else:
+        file = io.BytesIO(bundle())
+        file.name = "bundle.zip"
+        web, api, data = "/c/demo/submit/system/", "/api/v1/challenges/demo/systems/", {"kind": "code_bundle"}
+    if channel == "web":
+        response = client.post(web, {"phase": cast.dev.pk, "file": file, **data})
+        return response.status_code, response.content.decode()
+    response = client.post(api, {"phase": "dev", "file": file, **data})
+    return response.status_code, json.dumps(response.json())
+
+
+def arriving_at(when: dt.datetime) -> mock._patch[object]:
+    """Requests stamped as arriving at ``when`` by the first middleware (the rest of the clock runs on)."""
+    return mock.patch("leaderboard.core.middleware.timezone", SimpleNamespace(now=lambda: when))
+
+
+@pytest.mark.parametrize("channel", ["web", "api"])
+@pytest.mark.parametrize("kind", ["predictions", "code_bundle"])
+def test_an_upload_that_started_before_the_close_is_accepted_after_it(cast: Cast, channel: str, kind: str) -> None:
+    closes_at = close_phase(cast, seconds_ago=5)
+    with arriving_at(closes_at - dt.timedelta(seconds=6)):
+        status, body = post_upload(cast, channel, kind)
+    assert status in (201, 302), body
+    assert Submission.objects.get().status in (Status.QUEUED, Status.FINISHED)
+
+
+@pytest.mark.parametrize("channel", ["web", "api"])
+@pytest.mark.parametrize("kind", ["predictions", "code_bundle"])
+def test_an_upload_that_started_after_the_close_is_refused(cast: Cast, channel: str, kind: str) -> None:
+    closes_at = close_phase(cast, seconds_ago=5)
+    with arriving_at(closes_at + dt.timedelta(seconds=1)):
+        status, body = post_upload(cast, channel, kind)
+    assert status == 400
+    assert "closed at" in body
+    assert not Submission.objects.exists()
+
+
+def test_an_upload_that_trickles_in_past_the_grace_is_refused(cast: Cast) -> None:
+    closes_at = close_phase(cast, seconds_ago=settings.UPLOAD_DEADLINE_GRACE_S + 5)
+    with pytest.raises(ServiceError, match="took more than"):
+        submission_create_predictions(
+            team=cast.alpha, phase=cast.dev, user=cast.alice, upload=upload(gold_predictions("dev")),
+            limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES, now=closes_at - dt.timedelta(seconds=1),
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_upload_over_a_real_socket_is_judged_by_its_first_bytes(
+    cast: Cast, live_server  # type: ignore[no-untyped-def]
+) -> None:
+    """The server stamps the request when its headers are in; the body arrives after the close."""
+    token = Token.objects.create(user=cast.alice).key
+    boundary = uuid.uuid4().hex
+    preds = json.dumps(gold_predictions("dev")).encode()
+    body = (
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"phase\"\r\n\r\ndev\r\n"
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"preds.json\"\r\n"
+        f"Content-Type: application/json\r\n\r\n"
+    ).encode() + preds + f"\r\n--{boundary}--\r\n".encode()
+    host, port = live_server.url.removeprefix("http://").split(":")
+    cast.dev.closes_at = timezone.now() + dt.timedelta(seconds=1.5)
+    cast.dev.save()
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(
+            f"POST /api/v1/challenges/demo/submissions/ HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Authorization: Token {token}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        )
+        sock.sendall(body[:100])
+        time.sleep(2.5)  # the phase closes while the body is on its way
+        assert timezone.now() > cast.dev.closes_at
+        sock.sendall(body[100:])
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    status_line = answer.split(b"\r\n", 1)[0].decode()
+    assert " 201 " in status_line, answer[-500:]
+    assert Submission.objects.filter(team=cast.alpha, phase=cast.dev).count() == 1
+
+
+# --------------------------------------------------------------------------- file modes
+
+
+def test_private_folders_are_made_for_the_platform_user_alone(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        fresh = private_dir(tmp_path / "var" / "private")
+        existing = tmp_path / "runs"
+        existing.mkdir(mode=0o755)
+        private_dir(existing)
+    finally:
+        os.umask(old)
+    assert mode(fresh) == 0o700
+    assert mode(existing) == 0o700  # an older deployment's folder is tightened
+
+
+def test_the_settings_folders_are_private(db: None) -> None:
+    for folder in (settings.VAR_DIR, settings.RUNS_DIR, settings.PRIVATE_STORAGE_ROOT):
+        private_dir(Path(folder))  # the test settings move PRIVATE_STORAGE_ROOT; base made its own
+        assert mode(folder) == 0o700, folder
+    assert settings.FILE_UPLOAD_PERMISSIONS == 0o600
+    assert settings.FILE_UPLOAD_DIRECTORY_PERMISSIONS == 0o700
+
+
+def test_stored_files_are_readable_by_the_platform_user_only(db: None) -> None:
+    old = os.umask(0o022)
+    try:
+        name = default_storage.save(f"modes-{uuid.uuid4().hex}/deeper/file.json", ContentFile(b"{}"))
+    finally:
+        os.umask(old)
+    path = Path(default_storage.path(name))
+    try:
+        assert mode(path) == 0o600
+        assert mode(path.parent) == 0o700 and mode(path.parent.parent) == 0o700
+    finally:
+        shutil.rmtree(path.parent.parent)
+
+
+@pytest.mark.parametrize("kind", ["predictions", "code_bundle"])
+def test_an_accepted_upload_is_stored_0600(cast: Cast, kind: str) -> None:
+    cast.dev.allowed_kinds = ["predictions", "code_bundle"]
+    cast.dev.save()
+    status, body = post_upload(cast, "api", kind)
+    assert status == 201, body
+    assert mode(Submission.objects.get().file.path) == 0o600
+
+
+def test_the_database_file_is_readable_by_the_platform_user_only(db: None, tmp_path: Path) -> None:
+    assert mode(connection.settings_dict["NAME"]) == 0o600  # the test database, as made by Django
+    # A database created anew under a permissive umask, in WAL mode like ours.
+    old = os.umask(0o022)
+    fresh = connections["default"].__class__({**connection.settings_dict, "NAME": str(tmp_path / "fresh.sqlite3")}, alias="fresh")
+    try:
+        fresh.connect()
+        with fresh.cursor() as cursor:
+            cursor.execute("CREATE TABLE t (x INTEGER)")
+            cursor.execute("INSERT INTO t VALUES (1)")
+        for suffix in ("", "-wal", "-shm"):
+            assert mode(tmp_path / f"fresh.sqlite3{suffix}") == 0o600, suffix
+    finally:
+        fresh.close()
+        os.umask(old)
+
+
+def test_an_existing_database_file_is_tightened_when_opened(db: None, tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    path.touch(mode=0o644)
+    os.chmod(path, 0o644)
+    old_db = connections["default"].__class__({**connection.settings_dict, "NAME": str(path)}, alias="old")
+    try:
+        old_db.connect()
+    finally:
+        old_db.close()
+    assert mode(path) == 0o600
+
+
+def test_the_demo_sets_a_private_umask_before_it_writes_anything() -> None:
+    script = (REPO / "deploy" / "demo.sh").read_text()
+    umask = script.index("\numask 077\n")
+    assert umask < script.index("mkdir -p var") < script.index("manage.py migrate")
+
+
+# --------------------------------------------------------------------------- API tokens: the page
+
+
+def authenticates(key: str) -> bool:
+    response = Client(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/challenges/demo/submissions/")
+    assert response.status_code in (200, 401), response.content
+    return response.status_code == 200
+
+
+def shown_key(response: object) -> str:
+    match = re.search(r'<code id="token-key">([0-9a-f]{40})</code>', response.content.decode())  # type: ignore[attr-defined]
+    assert match, response.content  # type: ignore[attr-defined]
+    return match.group(1)
+
+
+def test_the_token_page_is_for_logged_in_users_and_linked_from_the_header(cast: Cast) -> None:
+    assert Client().get("/accounts/tokens/")["Location"].startswith("/accounts/login/?next=/accounts/tokens/")
+    assert 'href="/accounts/tokens/"' in cast.client("alice").get("/").content.decode()
+    assert 'href="/accounts/tokens/"' not in Client().get("/").content.decode()
+
+
+def test_a_token_made_on_the_page_is_shown_once(cast: Cast) -> None:
+    client = cast.client("alice")
+    assert "You have no API token" in client.get("/accounts/tokens/").content.decode()
+    created = client.post("/accounts/tokens/", {"action": "create"})
+    key = shown_key(created)
+    assert key == Token.objects.get(user=cast.alice).key
+    assert "no-store" in created["Cache-Control"]
+    assert authenticates(key)
+    later = client.get("/accounts/tokens/").content.decode()
+    assert "You have a token" in later and key not in later
+    # A second "create" cannot show the key again, and makes no other.
+    again = client.post("/accounts/tokens/", {"action": "create"})
+    assert again.status_code == 409 and key not in again.content.decode()
+    assert Token.objects.get(user=cast.alice).key == key
+
+
+def test_rotating_on_the_page_stops_the_old_token(cast: Cast) -> None:
+    old = Token.objects.create(user=cast.alice).key
+    client = cast.client("alice")
+    new = shown_key(client.post("/accounts/tokens/", {"action": "rotate"}))
+    assert new != old
+    assert not authenticates(old)
+    assert authenticates(new)
+
+
+def test_revoking_on_the_page_stops_the_token(cast: Cast) -> None:
+    key = Token.objects.create(user=cast.alice).key
+    bobs = Token.objects.create(user=cast.bob).key
+    response = cast.client("alice").post("/accounts/tokens/", {"action": "revoke"})
+    assert response.status_code == 302
+    assert not Token.objects.filter(user=cast.alice).exists()
+    assert not authenticates(key)
+    assert authenticates(bobs)  # only the owner's own token
+
+
+def test_the_token_page_needs_the_csrf_token(cast: Cast) -> None:
+    key = Token.objects.create(user=cast.alice).key
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(cast.alice)
+    assert client.post("/accounts/tokens/", {"action": "revoke"}).status_code == 403
+    assert client.post("/accounts/tokens/", {"action": "rotate"}).status_code == 403
+    assert Token.objects.get(user=cast.alice).key == key
+
+
+# --------------------------------------------------------------------------- API tokens: the API
+
+
+def test_rotating_through_the_api_stops_the_token_that_asked(cast: Cast) -> None:
+    old = Token.objects.create(user=cast.alice).key
+    response = Client(HTTP_AUTHORIZATION=f"Token {old}").post("/api/v1/auth/token/rotate/")
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    new = response.json()["token"]
+    assert new != old and Token.objects.get(user=cast.alice).key == new
+    assert not authenticates(old)
+    assert authenticates(new)
+    # The old token cannot rotate again either.
+    assert Client(HTTP_AUTHORIZATION=f"Token {old}").post("/api/v1/auth/token/rotate/").status_code == 401
+
+
+def test_revoking_through_the_api_stops_the_token(cast: Cast) -> None:
+    key = Token.objects.create(user=cast.alice).key
+    response = Client(HTTP_AUTHORIZATION=f"Token {key}").delete("/api/v1/auth/token/")
+    assert response.status_code == 204
+    assert not authenticates(key)
+    assert Client(HTTP_AUTHORIZATION=f"Token {key}").delete("/api/v1/auth/token/").status_code == 401
+    # The password still gets a token, a fresh one.
+    fresh = Client().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"}).json()["token"]
+    assert fresh != key and authenticates(fresh)
+
+
+def test_rotating_or_revoking_needs_a_credential(cast: Cast) -> None:
+    assert Client().post("/api/v1/auth/token/rotate/").status_code == 401
+    assert Client().delete("/api/v1/auth/token/").status_code == 401
+
+
+def test_the_schema_documents_rotate_and_revoke(db: None) -> None:
+    schema = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    assert set(schema["paths"]["/api/v1/auth/token/"]) >= {"post", "delete"}
+    assert "post" in schema["paths"]["/api/v1/auth/token/rotate/"]
+
+
+# --------------------------------------------------------------------------- the page in a browser
+
+
+@pytest.fixture
+def chromium() -> Iterator[object]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        reason = f"{CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="readerboard-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", "--window-size=1366,1000",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(WAIT_SECONDS)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
+    """The whole page at 1366 and 400 px; nothing may overflow sideways."""
+    SCREENSHOTS.mkdir(exist_ok=True)
+    for width in (1366, 400):
+        driver.set_window_size(width, 1000)
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(width, min(int(height) + 120, 6000))
+        driver.save_screenshot(str(SCREENSHOTS / f"{name}-{width}.png"))
+        overflow = driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"{name} at {width}px is {overflow}px wider than the window"
+    driver.set_window_size(1366, 1000)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_user_signing_up_from_a_crafted_link_lands_on_this_site(
+    cast: Cast, live_server, chromium  # type: ignore[no-untyped-def]
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = chromium
+    driver.get(f"{live_server.url}/accounts/signup/?next=https://evil.example/")
+    screenshot(driver, "signup")
+    driver.find_element(By.ID, "id_username").send_keys("erin")
+    driver.find_element(By.ID, "id_password1").send_keys(PASSWORD)
+    driver.find_element(By.ID, "id_password2").send_keys(PASSWORD)
+    driver.find_element(By.ID, "signup-submit").click()
+    WebDriverWait(driver, WAIT_SECONDS).until(ec.presence_of_element_located((By.ID, "api-tokens-link")))
+    assert driver.current_url == f"{live_server.url}/"
+    assert "Welcome, erin." in driver.find_element(By.TAG_NAME, "main").text
+    screenshot(driver, "signed-up-home")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_alice_creates_rotates_and_revokes_her_token_in_a_browser(
+    cast: Cast, live_server, chromium  # type: ignore[no-untyped-def]
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = chromium
+    wait = WebDriverWait(driver, WAIT_SECONDS)
+    driver.get(f"{live_server.url}/accounts/login/")
+    driver.find_element(By.ID, "id_username").send_keys("alice")
+    driver.find_element(By.ID, "id_password").send_keys("alice-pw")
+    driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
+    wait.until(ec.presence_of_element_located((By.ID, "api-tokens-link"))).click()
+    wait.until(ec.presence_of_element_located((By.ID, "token-create")))
+    screenshot(driver, "tokens-none")
+
+    driver.find_element(By.ID, "token-create").click()
+    first = wait.until(ec.presence_of_element_located((By.ID, "token-key"))).text
+    assert first == Token.objects.get(user=cast.alice).key
+    screenshot(driver, "tokens-created")
+
+    driver.find_element(By.ID, "token-rotate").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "new-token"), "the old one no longer works"))
+    second = driver.find_element(By.ID, "token-key").text
+    assert second != first and second == Token.objects.get(user=cast.alice).key
+    screenshot(driver, "tokens-rotated")
+
+    driver.get(f"{live_server.url}/accounts/tokens/")
+    assert second not in driver.page_source
+    screenshot(driver, "tokens-have-one")
+
+    driver.find_element(By.ID, "token-revoke").click()
+    wait.until(ec.presence_of_element_located((By.ID, "token-create")))
+    assert "Token revoked" in driver.find_element(By.TAG_NAME, "main").text
+    assert not Token.objects.filter(user=cast.alice).exists()
+    screenshot(driver, "tokens-revoked")
