@@ -280,6 +280,8 @@ class Mrc2018Suite(_MeanOfEachMetric):
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
     def check_predictions(self, predictions: Any, *, where: str) -> None:
+        from scoring.charmetrics import is_string_list
+
         if not isinstance(predictions, dict):
             raise InputFormatError(
                 f"expected a JSON object {{question_id: answer}}, found {type(predictions).__name__}", path=where
@@ -287,13 +289,17 @@ class Mrc2018Suite(_MeanOfEachMetric):
         for qid, answer in predictions.items():
             if isinstance(answer, str):
                 continue
-            if isinstance(answer, dict) and isinstance(answer.get("answers"), list) and all(
-                isinstance(a, str) for a in answer["answers"]
-            ):
-                continue
-            raise InputFormatError(
-                'the answer should be a string or {"answers": [...], "yesno_answers": [...]}', path=where, qid=qid
-            )
+            if not isinstance(answer, dict) or not is_string_list(answer.get("answers")):
+                raise InputFormatError(
+                    'the answer should be a string or {"answers": [...], "yesno_answers": [...]}', path=where, qid=qid
+                )
+            # Scoring reads "yesno_answers" as a list and compares its first label with the
+            # references' strings: anything else would fail there, after the upload was counted.
+            if "yesno_answers" in answer and not is_string_list(answer["yesno_answers"]):
+                raise InputFormatError(
+                    f'"yesno_answers" should be a list of strings (e.g. ["Yes"]), found {answer["yesno_answers"]!r:.60}',
+                    path=where, qid=qid,
+                )
 
     def score(self, gold_path: str, predictions: Any, options: Mapping[str, Any]) -> DatasetResult:
         from scoring import mrc2018

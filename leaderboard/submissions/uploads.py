@@ -4,23 +4,23 @@ An upload is accepted whole or rejected whole, so every check happens here,
 before anything is stored: size, encoding, JSON syntax, archive member names
 (no path traversal, no zip bombs), which datasets it covers, and the question
 ids of each dataset against the gold's.
+
+JSON is read by ``answers_json``, which checks the shape as it reads, so what a
+refused upload costs is bounded by the phase's gold, not by what the upload holds.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
 
 from leaderboard.core.errors import PayloadTooLarge, ServiceError
+from leaderboard.submissions.answers_json import Answers, AnswersReader, JsonRejected, answers_decode, shown
 
-# Uncompressed bytes one archive may expand to, whatever its compressed size.
-MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
 MAX_ARCHIVE_MEMBERS = 200
 _SHOWN_IDS = 5
 
@@ -38,26 +38,10 @@ class DatasetTarget:
     qids: Sequence[str]
 
 
-def decode_json(raw: bytes, where: str) -> Any:
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise UploadError(
-            f"{where}: not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}); save the file as UTF-8"
-        ) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UploadError(f"{where}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except RecursionError:
-        raise UploadError(f"{where}: JSON nested too deeply") from None
-    except ValueError as exc:
-        # Valid syntax that Python still refuses, e.g. an integer of more than 4300 digits.
-        raise UploadError(f"{where}: not usable JSON: {exc}") from None
-
-
-def _read_zip(raw: bytes, filename: str) -> dict[str, Any]:
+def _read_zip(
+    raw: bytes, filename: str, *, target_named: Callable[[str], DatasetTarget | None], known: str,
+    max_expanded_bytes: int,
+) -> dict[str, Answers]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
     except zipfile.BadZipFile:
@@ -66,7 +50,7 @@ def _read_zip(raw: bytes, filename: str) -> dict[str, Any]:
     if len(members) > MAX_ARCHIVE_MEMBERS:
         raise UploadError(f"{filename}: {len(members)} files in the archive; at most {MAX_ARCHIVE_MEMBERS}")
     total = 0
-    out: dict[str, Any] = {}
+    out: dict[str, Answers] = {}
     for member in members:
         path = PurePosixPath(member.filename.replace("\\", "/"))
         # Reject rather than sanitise: a name like ../../x is a mistake or an attack.
@@ -77,8 +61,14 @@ def _read_zip(raw: bytes, filename: str) -> dict[str, Any]:
         if path.suffix != ".json":
             raise UploadError(f"{filename}: {member.filename!r} is not a .json file; name members <dataset>.json")
         total += member.file_size
-        if total > MAX_UNCOMPRESSED_BYTES:
-            raise PayloadTooLarge(f"{filename}: the archive expands to more than {MAX_UNCOMPRESSED_BYTES} bytes")
+        if total > max_expanded_bytes:
+            raise PayloadTooLarge(f"{filename}: the archive expands to more than {max_expanded_bytes} bytes")
+        # Which dataset, before a byte of the member is read.
+        target = target_named(path.stem)
+        if target is None:
+            raise UploadError(f"{filename}: unknown dataset {shown(path.stem)}; this phase scores: {known}")
+        if target.slug in out:
+            raise UploadError(f"{filename}: two members for dataset {target.slug!r}")
         try:
             with archive.open(member) as fh:
                 data = fh.read(member.file_size + 1)
@@ -90,10 +80,7 @@ def _read_zip(raw: bytes, filename: str) -> dict[str, Any]:
             ) from None
         if len(data) > member.file_size:
             raise UploadError(f"{filename}: {member.filename!r} is larger than its header says")
-        key = path.stem
-        if key in out:
-            raise UploadError(f"{filename}: two members for dataset {key!r}")
-        out[key] = decode_json(data, f"{filename}:{member.filename}")
+        out[target.slug] = answers_decode(data, where=f"{filename}:{member.filename}", qids=target.qids)
     if not out:
         raise UploadError(f"{filename}: the archive holds no .json file")
     return out
@@ -104,9 +91,13 @@ def parse_upload(
     *,
     filename: str,
     targets: Sequence[DatasetTarget],
+    max_expanded_bytes: int,
     dataset_hint: str | None = None,
-) -> dict[str, Any]:
-    """Return ``{dataset_slug: predictions}`` covering every target, or raise UploadError."""
+) -> dict[str, Answers]:
+    """Return ``{dataset_slug: answers}`` covering every target, or raise UploadError.
+
+    ``max_expanded_bytes`` bounds what a zip's members may expand to in all (413 past it).
+    """
     if not raw:
         raise UploadError(f"{filename}: the file is empty")
     by_name: dict[str, DatasetTarget] = {}
@@ -115,64 +106,80 @@ def parse_upload(
             by_name.setdefault(name, target)
             by_name.setdefault(name.lower(), target)
 
-    if raw[:4] == b"PK\x03\x04":
-        per_key = _read_zip(raw, filename)
-    else:
-        document = decode_json(raw, filename)
-        if not isinstance(document, dict):
-            raise UploadError(
-                f"{filename}: expected a JSON object ({{dataset: {{qid: answer}}}} or {{qid: answer}}), "
-                f"found {type(document).__name__}"
-            )
-        # {dataset: {qid: answer}}: every value an object (answers are strings) and at least one
-        # key a dataset of the phase; other keys are then reported as unknown datasets below.
-        looks_multi = (
-            bool(document)
-            and all(isinstance(v, dict) for v in document.values())
-            and any(k in by_name or k.lower() in by_name for k in document)
-        )
-        if looks_multi:
-            per_key = document
-        elif dataset_hint:
-            per_key = {dataset_hint: document}
-        elif len(targets) == 1:
-            per_key = {targets[0].slug: document}
-        else:
-            names = ", ".join(t.slug for t in targets)
-            raise UploadError(
-                f"{filename}: this phase scores several datasets ({names}); upload "
-                "{dataset: {qid: answer}} or a zip of <dataset>.json files, or name the dataset"
-            )
+    def target_named(name: str) -> DatasetTarget | None:
+        return by_name.get(name) or by_name.get(name.lower())
 
-    result: dict[str, Any] = {}
-    for key, value in per_key.items():
-        target = by_name.get(key) or by_name.get(key.lower())
-        if target is None:
-            known = ", ".join(t.slug for t in targets)
-            raise UploadError(f"{filename}: unknown dataset {key!r}; this phase scores: {known}")
-        if target.slug in result:
-            raise UploadError(f"{filename}: dataset {target.slug!r} appears twice")
-        result[target.slug] = value
+    known = ", ".join(t.slug for t in targets)
+    try:
+        if raw[:4] == b"PK\x03\x04":
+            result = _read_zip(raw, filename, target_named=target_named, known=known,
+                               max_expanded_bytes=max_expanded_bytes)
+        else:
+            result = _read_document(raw, filename, targets=targets, target_named=target_named, known=known,
+                                    dataset_hint=dataset_hint)
+    except JsonRejected as exc:
+        raise UploadError(exc.message) from None
     missing = [t.slug for t in targets if t.slug not in result]
     if missing:
         raise UploadError(f"{filename}: no predictions for dataset(s) {', '.join(missing)}")
     return result
 
 
-def check_qids(predictions: Mapping[str, Any], *, qids: Sequence[str], where: str) -> None:
+def _read_document(
+    raw: bytes, filename: str, *, targets: Sequence[DatasetTarget],
+    target_named: Callable[[str], DatasetTarget | None], known: str, dataset_hint: str | None,
+) -> dict[str, Answers]:
+    """One JSON file: ``{dataset: {qid: answer}}``, or ``{qid: answer}`` for one dataset."""
+    reader = AnswersReader(raw, filename)
+    expected = "a JSON object ({dataset: {qid: answer}} or {qid: answer})"
+    first = reader.first_member(expected)
+    # {dataset: {qid: answer}} when the first key names a dataset of the phase (no question id
+    # does); the other keys must then be datasets too.  Decided from the first member, as the
+    # file is read once, front to back.
+    if first is not None and target_named(first[0]) is not None:
+        result: dict[str, Answers] = {}
+        for key in reader.object_members(expected):
+            target = target_named(key)
+            if target is None:
+                raise UploadError(f"{filename}: unknown dataset {shown(key)}; this phase scores: {known}")
+            if target.slug in result:
+                raise UploadError(f"{filename}: dataset {target.slug!r} appears twice")
+            result[target.slug] = reader.answers(
+                qids=target.qids, where=f"{filename} [{target.slug}]",
+                expected=f"a JSON object {{qid: answer}} for dataset {shown(key)}",
+            )
+        reader.finish()
+        return result
+    if dataset_hint:
+        named = target_named(dataset_hint)
+        if named is None:
+            raise UploadError(f"{filename}: unknown dataset {shown(dataset_hint)}; this phase scores: {known}")
+        target = named
+    elif len(targets) == 1:
+        target = targets[0]
+    else:
+        # An object for the first value: most likely {dataset: ...} with a name the phase lacks.
+        unknown = f"unknown dataset {shown(first[0])}; " if first is not None and first[1] == "object" else ""
+        raise UploadError(
+            f"{filename}: {unknown}this phase scores several datasets ({known}); upload "
+            "{dataset: {qid: answer}} or a zip of <dataset>.json files, or name the dataset"
+        )
+    answers = reader.answers(qids=target.qids, where=f"{filename} [{target.slug}]", expected=expected)
+    reader.finish()
+    return {target.slug: answers}
+
+
+def check_qids(answers: Answers, *, qids: Sequence[str], where: str) -> None:
     """Every gold question answered, nothing else: name the first offenders and the counts."""
-    if not isinstance(predictions, dict):
-        raise UploadError(f"{where}: expected a JSON object {{qid: answer}}, found {type(predictions).__name__}")
-    gold = set(qids)
-    given = set(predictions)
+    given = answers.by_qid
     missing = [q for q in qids if q not in given]
-    unknown = [q for q in predictions if q not in gold]
     problems = []
     if missing:
-        shown = ", ".join(repr(q) for q in missing[:_SHOWN_IDS])
-        problems.append(f"{len(missing)} question(s) have no prediction (e.g. {shown})")
-    if unknown:
-        shown = ", ".join(repr(q) for q in unknown[:_SHOWN_IDS])
-        problems.append(f"{len(unknown)} id(s) are not questions of this dataset (e.g. {shown})")
+        shown_ids = ", ".join(repr(q) for q in missing[:_SHOWN_IDS])
+        problems.append(f"{len(missing)} question(s) have no prediction (e.g. {shown_ids})")
+    if answers.n_unknown:
+        # The reader kept the first few of them only: an id that is not a question is never stored.
+        shown_ids = ", ".join(repr(q) for q in answers.unknown_ids[:_SHOWN_IDS])
+        problems.append(f"{answers.n_unknown} id(s) are not questions of this dataset (e.g. {shown_ids})")
     if problems:
         raise UploadError(f"{where}: " + "; ".join(problems))

@@ -23,7 +23,6 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from leaderboard.submissions import uploads
 from leaderboard.submissions.models import Submission
 from tests.leaderboard.conftest import Cast, gold_predictions
 
@@ -130,6 +129,33 @@ def _unknown_dataset(preds: dict) -> None:
     preds["newsqa"] = {"q1": "an answer"}
 
 
+def _twice(text: str, member: str, earlier: str) -> str:
+    """``text`` with the member ``earlier`` written just before ``member``, which starts with the
+    same key: json.dumps cannot write a key twice (and json.loads would keep the last)."""
+    assert text.count(member) == 1
+    return text.replace(member, f"{earlier}, {member}")
+
+
+def _dataset_twice() -> bytes:
+    return _twice(json.dumps(gold_predictions()), '"squad": {', '"squad": {}').encode()
+
+
+def _question_twice() -> bytes:
+    qid = first_qids(1)[0]
+    return _twice(json.dumps(gold_predictions()), f'"{qid}": ', f'"{qid}": "again"').encode()
+
+
+def _question_twice_in_a_member() -> bytes:
+    qid = first_qids(1)[0]
+    members = {f"{k}.json": json.dumps(v) for k, v in gold_predictions().items()}
+    members["squad.json"] = _twice(members["squad.json"], f'"{qid}": ', f'"{qid}": "again"')
+    return zip_of(members)
+
+
+def _a_list_answer(preds: dict) -> None:
+    preds["squad"][first_qids(1)[0]] = [{}] * 1000
+
+
 # (case, bytes, file name, status, message fragments)
 BAD_UPLOADS = [
     ("malformed JSON", b'{"squad": {"q1": "a",}}', "preds.json", 400,
@@ -164,6 +190,17 @@ BAD_UPLOADS = [
     ("zip of a non-JSON member", zip_of({"squad.txt": "x"}), "preds.zip", 400, ["'squad.txt' is not a .json file"]),
     ("zip member not UTF-8", zip_of({"squad.json": '{"q": "café"}'.encode("latin-1")}), "preds.zip", 400,
      ["preds.zip:squad.json", "not UTF-8"]),
+    # Issue 17: a key twice is refused, naming it (json.loads would keep the last).
+    ("dataset twice", _dataset_twice(), "preds.json", 400, ["preds.json: dataset 'squad' appears twice"]),
+    ("question twice", _question_twice(), "preds.json", 400,
+     ["preds.json [squad]", f"id {first_qids(1)[0]!r}: appears twice"]),
+    ("question twice in a zip member", _question_twice_in_a_member(), "preds.zip", 400,
+     ["preds.zip:squad.json", f"id {first_qids(1)[0]!r}: appears twice"]),
+    # And a list where an answer goes is refused where it starts, before it is built.
+    ("a list for an answer", preds_json(_a_list_answer), "preds.json", 400,
+     ["preds.json [squad]", f"id {first_qids(1)[0]!r}", "the answer should be a string", "found list"]),
+    ("a list for a dataset", b'{"squad": [{}, {}], "xquad-en": {}}', "preds.json", 400,
+     ["preds.json: expected a JSON object {qid: answer} for dataset 'squad', found list"]),
 ]
 
 
@@ -200,10 +237,8 @@ def test_the_service_refuses_an_empty_upload_too(cast: Cast, nothing_stored: Non
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_a_zip_that_expands_past_the_limit_is_413(
-    cast: Cast, nothing_stored: None, channel: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(uploads, "MAX_UNCOMPRESSED_BYTES", 50_000)
+def test_a_zip_that_expands_past_the_limit_is_413(cast: Cast, nothing_stored: None, channel: str, settings) -> None:
+    settings.MAX_PREDICTION_ARCHIVE_BYTES = 50_000
     content = zip_of({"squad.json": '{"q": "' + "a" * 100_000 + '"}', "xquad-en.json": "{}"})
     assert len(content) < 5_000
     outcome = post(cast, channel, content, name="preds.zip")
