@@ -6,6 +6,7 @@ import logging
 
 import redis
 from django.conf import settings
+from django.utils import timezone
 
 from leaderboard.core.tasks import TASK_QUEUES, send_task
 from leaderboard.submissions.models import Submission
@@ -16,8 +17,13 @@ logger = logging.getLogger(__name__)
 
 
 def dispatch_again(*submission_ids: int) -> None:
+    """Send each again, to be taken no sooner than it is due: a run re-queued after a platform
+    failure is due after a back-off (``run_retry_delay_s``, written as its ``dispatched_at``)."""
+    now = timezone.now()
     for submission in Submission.objects.filter(pk__in=submission_ids):
-        send_task(task_for(submission), submission.pk)
+        due = submission.dispatched_at
+        countdown = max(0.0, (due - now).total_seconds()) if due is not None else 0.0
+        send_task(task_for(submission), submission.pk, countdown=countdown)
 
 
 def broker_queue_lengths() -> dict[str, int] | None:

@@ -22,6 +22,7 @@ import logging
 import os
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +34,17 @@ import docker.errors
 import docker.types
 import requests.exceptions
 
-from leaderboard.submissions.systems import ArchiveError, Limits, RunOutcome, image_archive_untagged
+from leaderboard.submissions.systems import (
+    ArchiveError,
+    Limits,
+    RunImage,
+    RunNote,
+    RunOutcome,
+    image_archive_inspect,
+    image_archive_untagged,
+    log_clean,
+    run_images_list,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +54,8 @@ SANDBOX_UID = 10001
 LABEL_SUBMISSION = "readerboard.submission"
 LABEL_ATTEMPT = "readerboard.attempt"
 GVISOR_PIDS_HEADROOM = 512
+# How long the log stream may take to deliver what a stopped container left in its pipe.
+LOG_DRAIN_S = 10.0
 
 
 class PlatformError(Exception):
@@ -252,17 +265,114 @@ def _read_peak(path: str | None) -> int | None:
         return None
 
 
-def cap_log(raw: bytes, limit: int) -> str:
-    """Keep the start and the end of a log (where errors usually are), marking the cut."""
-    if len(raw) <= limit:
-        return raw.decode("utf-8", errors="replace")
-    half = limit // 2
-    dropped = len(raw) - 2 * half
-    return (
-        raw[:half].decode("utf-8", errors="replace")
-        + f"\n[... {dropped} bytes of log cut: logs are capped at {limit} bytes ...]\n"
-        + raw[-half:].decode("utf-8", errors="replace")
-    )
+class LogCapture:
+    """A container's stdout and stderr as they are written, bounded: the first half of the cap
+    and a rolling tail of the second half, counting the bytes dropped between them.
+
+    Read as a stream while the system runs, because the engine's json-file rotation (two files
+    of the cap each) has dropped the start of a long log by the time the run ends, and the start
+    is half of what the cap promises to keep (the end is where errors usually are).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._head_cap = limit // 2
+        self._tail_cap = limit - self._head_cap
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        self.dropped = 0
+        self.broken = False  # the stream ended before the container did
+
+    def feed(self, chunk: bytes) -> None:
+        with self._lock:
+            room = self._head_cap - len(self._head)
+            if room > 0:
+                self._head += chunk[:room]
+                chunk = chunk[room:]
+            if not chunk:
+                return
+            self._tail += chunk
+            excess = len(self._tail) - self._tail_cap
+            if excess > 0:
+                del self._tail[:excess]
+                self.dropped += excess
+
+    def result(self) -> tuple[str, list[RunNote]]:
+        """The log as kept (control characters removed) and the platform's notes about it."""
+        with self._lock:
+            head, tail, dropped = bytes(self._head), bytes(self._tail), self.dropped
+        notes = []
+        if not dropped:
+            text = log_clean((head + tail).decode("utf-8", errors="replace"))
+        else:
+            kept = log_clean(head.decode("utf-8", errors="replace"))
+            text = kept + log_clean(tail.decode("utf-8", errors="replace"))
+            notes.append(RunNote(
+                f"{dropped} bytes of log cut between the head and the tail: a log keeps its first "
+                f"{self._head_cap} and its last {self._tail_cap} bytes", at=len(kept)))
+        if self.broken:
+            notes.append(RunNote("the platform lost the log stream before the run ended: its end may be missing"))
+        return text, notes
+
+
+def _log_follow(client: docker.DockerClient, container_id: str, capture: LogCapture) -> Callable[[float], None]:
+    """Attach to a created container's stdout and stderr and feed them to ``capture`` in a thread.
+
+    Attached before the start, nothing the system writes is missed, and nothing depends on the
+    log driver.  The stream ends when the container does.  Returns a function that waits (at
+    most so long) for the rest of the stream, then closes it.
+    """
+    stream = client.api.attach(container_id, stdout=True, stderr=True, stream=True, logs=False)
+
+    def follow() -> None:
+        try:
+            for chunk in stream:
+                capture.feed(chunk)
+        except Exception:  # noqa: BLE001 - the engine went away or the stream was closed: keep what came
+            capture.broken = True
+
+    thread = threading.Thread(target=follow, name=f"log-{container_id[:12]}", daemon=True)
+    thread.start()
+
+    def finish(timeout: float) -> None:
+        thread.join(timeout)
+        if thread.is_alive():
+            capture.broken = True
+        with contextlib.suppress(Exception):
+            stream.close()
+
+    return finish
+
+
+def _start_refusal(explanation: str) -> str:
+    """Why the engine could not start the container, in the platform's words: the engine's message
+    quotes the image's command, which its team wrote, so it is only classified here."""
+    message = explanation.lower()
+    if "not a directory" in message:
+        return ("the container could not start: a path the platform mounts (/input, /output, /system "
+                "or /tmp) is a file in the image")
+    if "permission denied" in message:
+        return "the container could not start: its ENTRYPOINT/CMD cannot be executed (permission denied)"
+    if "no such file or directory" in message or "not found" in message:
+        return "the container could not start: its ENTRYPOINT/CMD was not found in the image"
+    return "the container could not start: the engine refused its ENTRYPOINT/CMD"
+
+
+# What `docker load` says when the host, not the archive, is at fault.
+_HOST_FAULTS = ("no space left on device", "disk quota exceeded", "input/output error", "cannot allocate memory",
+                "read-only file system")
+
+
+def load_failure(exc: docker.errors.DockerException) -> Exception:
+    """Whose fault a failed ``docker load`` is: the archive's (ImageError, e.g. more than the engine's
+    125 layers, a hard link out of its layer, a damaged layer) unless the engine says the host is
+    out of room or failing (PlatformError, retried).  ``ImageLoadError`` comes from the progress
+    stream, ``APIError`` from the request itself; both can be either.  An engine that cannot be
+    reached at all raises neither (a ``requests`` error: the platform's)."""
+    message = str(getattr(exc, "explanation", None) or exc)
+    if any(fault in message.lower() for fault in _HOST_FAULTS):
+        return PlatformError(f"the engine could not store the image: {message}")
+    return ImageError(f"the engine could not load the image: {message}")
 
 
 def run_container(
@@ -287,16 +397,30 @@ def run_container(
     try:
         container = client.containers.create(**_create_kwargs(spec))
     except docker.errors.ImageNotFound:
-        raise ImageError(f"the image {spec.image} is not in the engine") from None
+        # It was there a moment ago (loaded, or the base image checked): removed under the run.
+        raise PlatformError(f"the image {spec.image} is not in the engine") from None
     except docker.errors.APIError as exc:
+        if exc.is_client_error() and "no command specified" in str(exc.explanation or "").lower():
+            # An image with neither ENTRYPOINT nor CMD (refused at upload since; kept for older ones).
+            raise ImageError("the image has no ENTRYPOINT or CMD, so there is nothing to run") from None
         raise PlatformError(f"the engine refused to create the container: {exc.explanation or exc}") from None
+    capture = LogCapture(spec.limits.log_bytes)
     try:
+        if not heartbeat():  # cancelled (or taken over) while the run was being prepared: start nothing
+            return outcome, True
+        log_finish = _log_follow(client, container.id, capture)
         try:
             container.start()
         except docker.errors.APIError as exc:
-            # e.g. an ENTRYPOINT that does not exist in the image: the image's fault.
+            log_finish(0)
+            if not exc.is_client_error():
+                raise PlatformError(f"the engine could not start the container: {exc.explanation or exc}") from None
+            # The engine answers 400 when the image's command is missing or not executable, or
+            # a mount point is a file in it: the image's fault.  Anything else is the engine's.
+            logger.info("container of %s could not start: %s", spec.labels, exc.explanation or exc)
             outcome.exit_code = 127
-            outcome.logs = f"the container could not start: {exc.explanation or exc}"
+            outcome.not_started = _start_refusal(str(exc.explanation or exc))
+            outcome.notes.append(RunNote(outcome.not_started))
             return outcome, False
         started = time.monotonic()
         # The engine removes the cgroup with the container, so its high-water mark is read
@@ -334,11 +458,10 @@ def run_container(
         container.reload()
         state = container.attrs.get("State", {})
         outcome.oom_killed = bool(state.get("OOMKilled"))
-        try:
-            raw = container.logs(stdout=True, stderr=True)
-        except docker.errors.APIError as exc:
-            raw = f"[logs unavailable: {exc}]".encode()
-        outcome.logs = cap_log(raw, spec.limits.log_bytes)
+        # The container has stopped, so its stream is at its end: what is left is in the pipe.
+        log_finish(LOG_DRAIN_S)
+        outcome.logs, notes = capture.result()
+        outcome.notes.extend(notes)
         if not outcome.output_too_large and (
             directory_bytes(spec.output_dir) > limit_bytes or (output_capped and _filled(spec.output_dir))
         ):
@@ -363,30 +486,76 @@ def containers_kill(client: docker.DockerClient, *, submission_id: int) -> int:
 # --------------------------------------------------------------------------- images
 
 
-def image_load(client: docker.DockerClient, path: Path, *, expected_id: str) -> str:
-    """Load an uploaded archive into the engine, untagged, and return its id: the pin.
+def image_load(
+    client: docker.DockerClient, path: Path, *, expected_id: str, reference: str, max_uncompressed: int
+) -> str:
+    """Make ``reference`` name the image of the archive at ``path``, and return it: what the run runs.
 
-    Loading again is a no-op; an archive whose image id differs from the one read
-    at upload time is refused.
+    The archive is checked again here, layers included (``image_archive_inspect``): the engine
+    knows an image by its config's hash alone and skips layers it already has, so only an archive
+    whose layers hash to its config's diff_ids may stand for that image.  Once they do, an image
+    with that id in the engine has exactly those layers, and is tagged instead of loaded again.
     """
     try:
-        if image_exists(client, expected_id):
-            return expected_id
-    except docker.errors.APIError as exc:
+        archive = image_archive_inspect(path, max_uncompressed=max_uncompressed)
+    except ArchiveError as exc:
+        raise ImageError(str(exc)) from None
+    if archive.image_id != expected_id:
+        raise ImageError(f"the archive now holds image {archive.image_id}, not {expected_id} as at upload")
+    try:
+        if not _tag_existing(client, expected_id, reference):
+            with tempfile.TemporaryFile(suffix=".tar") as copy:
+                try:
+                    # Loaded under the run's reference only: no tag of the archive's own can move.
+                    image_archive_untagged(path, copy, reference=reference)
+                except ArchiveError as exc:
+                    raise ImageError(str(exc)) from None
+                copy.seek(0)
+                try:
+                    client.images.load(copy)
+                except (docker.errors.APIError, docker.errors.ImageLoadError) as exc:
+                    raise load_failure(exc) from None
+        loaded = client.images.get(reference).id
+    except docker.errors.NotFound:
+        raise ImageError(f"after loading, the engine has no image {reference}") from None
+    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
         raise PlatformError(f"the engine failed: {exc}") from None
-    with tempfile.TemporaryFile(suffix=".tar") as untagged:
-        try:
-            image_archive_untagged(path, untagged)
-        except ArchiveError as exc:
-            raise ImageError(str(exc)) from None
-        untagged.seek(0)
-        try:
-            client.images.load(untagged)
-        except docker.errors.APIError as exc:
-            raise ImageError(f"the engine could not load the image: {exc.explanation or exc}") from None
-    if not image_exists(client, expected_id):
-        raise ImageError(f"after loading, the engine has no image {expected_id}")
-    return expected_id
+    if loaded != expected_id:
+        image_remove(client, reference)
+        raise ImageError(f"the engine loaded image {loaded}, not {expected_id} as the archive says")
+    return reference
+
+
+def _tag_existing(client: docker.DockerClient, image_id: str, reference: str) -> bool:
+    """Tag the image ``image_id`` as ``reference`` if the engine has it; False if it has not
+    (or it was removed meanwhile, by another run's clean-up)."""
+    repository, _, tag = reference.rpartition(":")
+    try:
+        return bool(client.images.get(image_id).tag(repository, tag))
+    except docker.errors.NotFound:
+        return False
+
+
+def run_images(client: docker.DockerClient, *, repository: str) -> list[RunImage]:
+    """Every run reference in ``repository`` (one entry per reference, several may share an image)."""
+    try:
+        return run_images_list(client, repository)
+    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+        raise PlatformError(f"the engine failed: {exc}") from None
+
+
+def image_remove(client: docker.DockerClient, reference: str) -> bool:
+    """Remove a run's reference, and with it the image unless another name (the base image's tag,
+    another run's reference) still holds it; never forced, so an image a container still uses
+    stays.  True if the reference is gone."""
+    try:
+        client.images.remove(reference, noprune=False)
+    except docker.errors.NotFound:
+        return True
+    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+        logger.warning("image %s not removed: %s", reference, exc)
+        return False
+    return True
 
 
 def image_exists(client: docker.DockerClient, image: str) -> bool:

@@ -7,16 +7,25 @@ clean-up of containers whose worker died.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
 import socket
+import threading
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker
+import docker.errors
+import requests.exceptions
+from django import db
 from django.conf import settings
 
+from leaderboard.submissions.storage import run_images_in_use
 from leaderboard.submissions.system_services import (
     Reaped,
     submission_run_claim,
@@ -27,6 +36,7 @@ from leaderboard.submissions.system_services import (
     submissions_reap,
 )
 from leaderboard.submissions.systems import (
+    PLATFORM_ERRNOS,
     ArchiveError,
     OutputTooLarge,
     RunDataset,
@@ -34,6 +44,7 @@ from leaderboard.submissions.systems import (
     RunPlan,
     bundle_extract,
     output_read,
+    run_image_reference,
 )
 from scoring import inputs
 from workers import runner
@@ -110,8 +121,80 @@ def outputs_collect(plan: RunPlan, output_dir: Path, outcome: RunOutcome) -> Non
                 outcome.outputs_too_large.add(ds.slug)
 
 
+@dataclass(frozen=True)
+class RunFailure:
+    """Why a run ended before it produced an outcome, and whose fault that is."""
+
+    participant: bool  # the team's: final at once, counted; else the platform's: retried, not counted
+    reason: str  # for the failure reason (a team reads it in full on public data)
+    detail: str = ""  # for the organizers' alert only (a traceback)
+
+
+def run_failure_classify(exc: Exception) -> RunFailure:
+    """Whose fault a run that stopped with ``exc`` is: the one place that decides it.
+
+    The team's: the engine refuses its image (no command, more layers than the engine takes, a
+    hard link out of a layer: ``runner.ImageError``) or its bundle cannot be unpacked (a file and
+    a folder of one name, over-long names: ``ArchiveError``).  It would fail the same way again.
+    Everything else is the platform's: the engine unreachable or failing (``PlatformError``, a
+    Docker or HTTP error), the host's disk full or failing (``OSError``: what the bundle causes
+    is an ``ArchiveError`` by then), or a bug.  A worker that dies is the reaper's to find.
+    """
+    if isinstance(exc, (runner.ImageError, ArchiveError)):
+        return RunFailure(True, f"the system could not be started: {exc}")
+    if isinstance(exc, runner.PlatformError):
+        return RunFailure(False, str(exc))
+    if isinstance(exc, OSError) and exc.errno in PLATFORM_ERRNOS:
+        return RunFailure(False, f"the worker's disk or memory failed: {exc.strerror}", _traceback(exc))
+    if isinstance(exc, (docker.errors.DockerException, requests.exceptions.RequestException)):
+        return RunFailure(False, "the container engine failed", _traceback(exc))
+    return RunFailure(False, type(exc).__name__, _traceback(exc))
+
+
+def _traceback(exc: Exception) -> str:
+    return "".join(traceback.format_exception(exc))
+
+
+@contextlib.contextmanager
+def lease_kept(submission_id: int, *, attempt: int) -> Iterator[None]:
+    """Renew the run's lease in a thread for as long as the worker holds the run.
+
+    Preparing a run (copying inputs, unpacking a bundle, ``docker load`` of an image of up to
+    gigabytes, 8 s for 130 small layers) can take longer than the lease, and the container's own
+    heartbeat starts only with the container: without this the reaper would take a busy worker
+    for a dead one and queue the run again, to load everything again.  The beats stop once the
+    run is not this attempt's any more (scoring, cancelled, reaped); the container's heartbeat
+    is what stops a cancelled run.
+    """
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(settings.RUN_HEARTBEAT_S):
+                if not submission_run_heartbeat(submission_id, attempt=attempt):
+                    return
+        except Exception:  # a database that went away: the reaper will judge the lease
+            logger.exception("submission %s: lease not renewed", submission_id)
+        finally:
+            db.connection.close()  # this thread's own connection
+
+    thread = threading.Thread(target=beat, name=f"lease-{submission_id}-{attempt}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def system_evaluate(submission_id: int) -> None:
-    """Run a queued system once; a second call for the same submission does nothing."""
+    """Run a queued system once; a second call for the same submission does nothing.
+
+    A run that cannot produce an outcome ends by whose fault that is (``run_failure_classify``):
+    the team's fails at once and counts; the platform's is queued again after a back-off (the
+    next attempt loads nothing that is still in place), at most ``MAX_RUN_ATTEMPTS`` in all, and
+    then fails without counting and alerts the organizers.
+    """
     plan = submission_run_claim(submission_id, worker=worker_name())
     if plan is None:
         logger.info("submission %s: not queued any more (already claimed, final or gone)", submission_id)
@@ -121,18 +204,19 @@ def system_evaluate(submission_id: int) -> None:
     _run_dir_remove(run_dir)
     try:
         client = runner.engine()
-        with runner.run_area(run_dir, _run_area_mb(plan)):
+        with lease_kept(submission_id, attempt=attempt), runner.run_area(run_dir, _run_area_mb(plan)):
             _run(plan, run_dir, client)
-    except (runner.ImageError, ArchiveError) as exc:
-        submission_run_fail(submission_id, attempt=attempt, reason=f"the system could not be started: {exc}")
-    except runner.PlatformError as exc:
-        logger.error("submission %s: platform error: %s", submission_id, exc)
-        if submission_run_platform_failure(submission_id, attempt=attempt, reason=str(exc)):
-            dispatch_again(submission_id)
     except Exception as exc:
-        logger.exception("submission %s: the run failed", submission_id)
-        if submission_run_platform_failure(submission_id, attempt=attempt, reason=type(exc).__name__):
-            dispatch_again(submission_id)
+        failure = run_failure_classify(exc)
+        if failure.participant:
+            logger.info("submission %s: %s", submission_id, failure.reason)
+            submission_run_fail(submission_id, attempt=attempt, reason=failure.reason)
+        else:
+            logger.error("submission %s: attempt %s ended by the platform: %s\n%s", submission_id, attempt,
+                         failure.reason, failure.detail)
+            if submission_run_platform_failure(submission_id, attempt=attempt, reason=failure.reason,
+                                               detail=failure.detail):
+                dispatch_again(submission_id)
     finally:
         # The areas are unmounted on the way out of their blocks, whatever happened inside.
         _run_dir_remove(run_dir)
@@ -148,14 +232,8 @@ def _run(plan: RunPlan, run_dir: Path, client: docker.DockerClient) -> None:
     """Prepare the run folder, run the container, and hand the outcome to the platform."""
     submission_id, attempt = plan.submission_id, plan.attempt
     input_dir, system_dir, command = run_prepare(plan, run_dir)
-    if plan.kind == "docker_image":
-        image = runner.image_load(client, Path(plan.upload_path), expected_id=plan.image_digest)
-    else:
-        image = plan.base_image
-        if not runner.image_exists(client, image):
-            raise runner.PlatformError(f"the base image {image} is not built on this worker")
     output_dir = run_dir / "output"
-    with runner.output_area(output_dir, plan.limits.output_mb) as capped:
+    with run_image(plan, client) as image, runner.output_area(output_dir, plan.limits.output_mb) as capped:
         spec = runner.RunSpec(
             image=image,
             command=command,
@@ -179,6 +257,48 @@ def _run(plan: RunPlan, run_dir: Path, client: docker.DockerClient) -> None:
         if not (outcome.timed_out or outcome.output_too_large):
             outputs_collect(plan, output_dir, outcome)
     submission_run_finish(submission_id, attempt=attempt, outcome=outcome)
+
+
+@contextlib.contextmanager
+def run_image(plan: RunPlan, client: docker.DockerClient) -> Iterator[str]:
+    """The image the run runs, by a name of its own: a bundle's base image, or the submission's
+    archive, checked layer by layer and loaded under ``<RUN_IMAGE_REPOSITORY>/<id>:<attempt>``,
+    then removed with every run reference nothing needs once the run is over."""
+    if plan.kind != "docker_image":
+        if not runner.image_exists(client, plan.base_image):
+            raise runner.PlatformError(f"the base image {plan.base_image} is not built on this worker")
+        yield plan.base_image
+        return
+    reference = run_image_reference(settings.RUN_IMAGE_REPOSITORY, plan.submission_id, plan.attempt)
+    release = True
+    try:
+        # The lease is renewed meanwhile (lease_kept): a large image outlasts a lease.
+        yield runner.image_load(client, Path(plan.upload_path), expected_id=plan.image_digest, reference=reference,
+                                max_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES)
+    except Exception as exc:
+        # A platform fault queues the run again: its image stays for the next attempt (it is
+        # pinned by the queued run), and the reaper's sweep removes it once the run is final.
+        release = run_failure_classify(exc).participant
+        raise
+    finally:
+        if release:
+            run_images_release(client, finished=(plan.submission_id, plan.attempt))
+
+
+def run_images_release(client: docker.DockerClient, *, finished: tuple[int, int] | None = None) -> list[str]:
+    """Remove the run references no run needs (``storage.run_images_in_use``); the engine drops an
+    image with its last name, so a base image (its own tag) or an image another run holds stays.
+
+    ``finished``: the run that just ended, whose own reference goes even if its row still says running.
+    """
+    try:
+        # The engine first, then the database (see run_images_in_use).
+        images = runner.run_images(client, repository=settings.RUN_IMAGE_REPOSITORY)
+        in_use = run_images_in_use(finished=finished)
+        return [i.reference for i in images if not in_use.needs(i) and runner.image_remove(client, i.reference)]
+    except runner.PlatformError as exc:
+        logger.warning("run images not released: %s", exc)
+        return []
 
 
 def _pid_alive(pid: int) -> bool:
@@ -223,4 +343,17 @@ def runs_reap() -> Reaped:
         for pk in reaped.stopped:
             for run_dir in Path(settings.RUNS_DIR).glob(f"{pk}-*"):
                 _run_dir_remove(run_dir)
+    _run_images_sweep()
     return reaped
+
+
+def _run_images_sweep() -> None:
+    """The images of runs whose worker died (or whose clean-up failed) go too."""
+    try:
+        client = runner.engine()
+    except runner.PlatformError as exc:
+        logger.debug("reaper: no engine to sweep run images: %s", exc)
+        return
+    removed = run_images_release(client)
+    if removed:
+        logger.warning("reaper: removed run images no run needs: %s", ", ".join(removed))

@@ -17,6 +17,7 @@ from leaderboard.challenges.downloads import (
 from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
 from leaderboard.challenges.selectors import PhaseState, dataset_label, phase_status
+from leaderboard.submissions.storage import size_text, storage_budget_bytes
 from leaderboard.submissions.systems import SystemSettings
 
 
@@ -52,6 +53,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "team": team_of_user(user=request.user, challenge=challenge),
             "is_organizer": is_organizer,
             "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
+            "storage_budget": size_text(storage_budget_bytes(challenge=challenge)),
         },
     )
 

@@ -47,8 +47,10 @@ def _service(task_name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
-def send_task(task_name: str, object_id: int) -> None:
-    celery_client().send_task(task_name, args=[object_id], queue=TASK_QUEUES[task_name])
+def send_task(task_name: str, object_id: int, *, countdown: float = 0) -> None:
+    """Send now; with ``countdown``, a worker takes the task no sooner than that many seconds."""
+    celery_client().send_task(task_name, args=[object_id], queue=TASK_QUEUES[task_name],
+                              countdown=countdown or None)
 
 
 def enqueue_on_commit(task_name: str, object_id: int) -> None:

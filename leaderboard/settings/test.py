@@ -1,3 +1,4 @@
+import os
 import tempfile
 from pathlib import Path
 
@@ -19,4 +20,6 @@ DATABASES["default"]["TEST"] = {"NAME": str(_TMP / "test-db.sqlite3")}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = True
+# Test runs share the engine with each other (and with the demo): run images of their own.
+RUN_IMAGE_REPOSITORY = f"readerboard-run-test{os.getpid()}"
 DEBUG = False

@@ -168,18 +168,22 @@ class SubmissionLogApi(APIView):
     """The run's log (stdout and stderr, capped): for the owning team and organizers only.
 
     A run on hidden data keeps its log from its team (``log`` is null, ``note`` says why)
-    until an organizer releases it.
+    until an organizer releases it.  ``platform_notes`` are the platform's own messages about
+    the run (bytes cut from the log, a container that could not start), never part of ``log``,
+    shown under the same rule; ``log_cut_at`` is where in ``log`` bytes were cut, if they were.
     """
 
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses={200: {"type": "object", "properties": {
         "id": {"type": "integer"}, "status": {"type": "string"}, "log": {"type": "string", "nullable": True},
-        "note": {"type": "string"}}}})
+        "note": {"type": "string"}, "platform_notes": {"type": "array", "items": {"type": "string"}},
+        "log_cut_at": {"type": "integer", "nullable": True}}}})
     def get(self, request: Request, pk: int) -> Response:
         submission, is_organizer = _visible_submission(request, pk)
         report = submission_run_report(submission=submission, is_organizer=is_organizer)
-        return Response({"id": submission.pk, "status": submission.status, "log": report.log, "note": report.log_note})
+        return Response({"id": submission.pk, "status": submission.status, "log": report.log, "note": report.log_note,
+                         "platform_notes": list(report.log_notes), "log_cut_at": report.log_cut})
 
 
 class SubmissionDetailApi(APIView):

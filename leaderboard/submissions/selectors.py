@@ -19,7 +19,7 @@ from leaderboard.challenges.selectors import aggregates_published, dataset_label
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import NotFound
 from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission, Verdict
-from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings
+from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings, log_clean
 
 QUOTA_WINDOW = dt.timedelta(hours=24)
 Viewer = AbstractBaseUser | AnonymousUser
@@ -254,6 +254,20 @@ class RunReport:
     peak_memory: str
     log: str | None
     log_note: str
+    # The platform's own messages about the run (a cut in the log, a container that could not
+    # start), shown apart from the log and only where the log is: their figures (bytes cut)
+    # are the system's doing, so on hidden data they are a channel like the log itself.
+    log_notes: tuple[str, ...] = ()
+    # Where in ``log`` the platform cut bytes out (the page marks the place), if it did.
+    log_cut: int | None = None
+
+    @property
+    def log_head(self) -> str:
+        return (self.log or "")[: self.log_cut] if self.log_cut is not None else (self.log or "")
+
+    @property
+    def log_tail(self) -> str:
+        return (self.log or "")[self.log_cut:] if self.log_cut is not None else ""
 
 
 def verdict_sentence(*, verdict: str, dataset: Dataset | None, cause: str) -> str:
@@ -307,16 +321,26 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
         run_time = "" if submission.run_seconds is None else f"{round(submission.run_seconds)} s"
     peak = "" if submission.peak_memory_mb is None else f"{submission.peak_memory_mb} MiB"
     released = submission.log_released_at is not None
+    notes: tuple[str, ...] = ()
+    cut = None
     if not ran:
         log, note = None, ""
     elif full or released:
-        log = submission.log
+        log = log_clean(submission.log)  # runs recorded before logs were cleaned at capture
         note = _log_note(submission, hidden=hidden, released=released)
+        notes, cut = _platform_notes(submission.log_notes, log_length=len(log))
     else:
         log = None
         note = ("This run read hidden test data, so its log is shown to the organizers only; "
                 "they can release it to your team.")
-    return RunReport(hidden, full, reason, exit_text, run_time, peak, log, note)
+    return RunReport(hidden, full, reason, exit_text, run_time, peak, log, note, notes, cut)
+
+
+def _platform_notes(raw: object, *, log_length: int) -> tuple[tuple[str, ...], int | None]:
+    """The stored notes' texts, and the position of the cut in the log if one is marked."""
+    notes = [n for n in raw if isinstance(n, dict) and isinstance(n.get("text"), str)] if isinstance(raw, list) else []
+    cut = next((n["at"] for n in notes if isinstance(n.get("at"), int) and 0 <= n["at"] <= log_length), None)
+    return tuple(n["text"] for n in notes), cut
 
 
 def _log_note(submission: Submission, *, hidden: bool, released: bool) -> str:

@@ -21,7 +21,7 @@ from django.contrib.auth.models import User
 from django.core.files.base import ContentFile, File
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from leaderboard.accounts.models import Membership, Team, TeamKind
@@ -39,6 +39,7 @@ from leaderboard.challenges.selectors import ranking_scope_get
 from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, enqueue_on_commit
+from leaderboard.submissions.answers_json import Answers
 from leaderboard.submissions.models import (
     BoardEntry,
     FailureCause,
@@ -49,6 +50,7 @@ from leaderboard.submissions.models import (
     Verdict,
 )
 from leaderboard.submissions.selectors import quota_usage
+from leaderboard.submissions.storage import storage_budget_enforce
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, check_qids, parse_upload
 from scoring.errors import ScoringError
 
@@ -126,6 +128,7 @@ def submission_create_predictions(
     """
     submission_check_can_submit(team=team, phase=phase, user=user, kind=SubmissionKind.PREDICTIONS, now=now)
     raw = _read_upload(upload, limit_bytes)
+    storage_budget_enforce(team=team, incoming_bytes=len(raw))
     name = upload.name or "predictions.json"
     targets = phase_prediction_targets(phase=phase)
     if not targets:
@@ -134,6 +137,7 @@ def submission_create_predictions(
         raw,
         filename=name,
         targets=[DatasetTarget(ds.slug, (ds.name,), f.qids) for ds, f in targets],
+        max_expanded_bytes=settings.MAX_PREDICTION_ARCHIVE_BYTES,
         dataset_hint=dataset_hint,
     )
     suite = suite_for(phase.challenge)
@@ -142,6 +146,7 @@ def submission_create_predictions(
 
     with transaction.atomic():
         quota_enforce_locked(team=team, phase=phase)
+        storage_budget_enforce(team=team, incoming_bytes=len(raw))
         now = timezone.now()
         submission = Submission(
             team=team,
@@ -160,13 +165,13 @@ def submission_create_predictions(
     return submission
 
 
-def predictions_check(suite: Suite, predictions: Any, *, qids: Sequence[str], where: str) -> None:
+def predictions_check(suite: Suite, answers: Answers, *, qids: Sequence[str], where: str) -> None:
     """The suite's answer format, then the qids; both fail as an UploadError naming ``where``."""
     try:
-        suite.check_predictions(predictions, where=where)
+        suite.check_predictions(answers.by_qid, where=where)
     except ScoringError as exc:
         raise UploadError(str(exc)) from None
-    check_qids(predictions, qids=qids, where=where)
+    check_qids(answers, qids=qids, where=where)
 
 
 def quota_enforce_locked(*, team: Team, phase: Phase) -> None:
@@ -198,13 +203,21 @@ def task_for(submission: Submission) -> str:
 
 
 def submission_cancel(*, submission: Submission, user: User) -> Submission:
+    """A team withdraws its submission: one waiting, or a system while it runs.
+
+    A running system is stopped by its worker at its next heartbeat (which fails once the run is
+    no longer ``running``: ``submission_run_heartbeat``), which removes the container and drops
+    the run's outcome; a cancelled submission does not count against the quota.  Scoring, which
+    takes seconds and may already be writing scores, is not interrupted.
+    """
     if not Membership.objects.filter(team_id=submission.team_id, user=user).exists():
         raise PermissionDenied("only members of the team can cancel its submissions")
     changed = Submission.objects.filter(
-        pk=submission.pk, status__in=(Status.SUBMITTED, Status.QUEUED)
-    ).update(status=Status.CANCELLED, finished_at=timezone.now())
+        Q(status__in=(Status.SUBMITTED, Status.QUEUED)) | Q(status=Status.RUNNING, kind__in=SYSTEM_KINDS),
+        pk=submission.pk,
+    ).update(status=Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None)
     if not changed:
-        raise ServiceError("only a submission that has not started can be cancelled")
+        raise ServiceError("only a submission that is waiting, or a system that is running, can be cancelled")
     submission.refresh_from_db()
     return submission
 
@@ -261,9 +274,10 @@ def submission_evaluate(submission_id: int) -> None:
             raw,
             filename=submission.original_name or "predictions",
             targets=[DatasetTarget(ds.slug, (ds.name,), f.qids) for ds, f in targets],
+            max_expanded_bytes=settings.MAX_PREDICTION_ARCHIVE_BYTES,
         )
         results = {
-            ds: score_dataset(submission=submission, dataset_file=f, predictions=per_dataset[ds.slug])
+            ds: score_dataset(submission=submission, dataset_file=f, predictions=per_dataset[ds.slug].by_qid)
             for ds, f in targets
         }
         scores_write(submission=submission, results=results)

@@ -5,7 +5,9 @@ A worker (``workers/systems.py``) drives a run through these services:
     submission_run_claim     queued -> running, with a lease and an attempt number
     submission_run_heartbeat renews the lease; False tells the worker to stop
     submission_run_finish    running -> scoring -> finished, or failed with a reason
-    submission_run_platform_failure   back to queued (or failed, not counted)
+    submission_run_fail      failed at once, counted: the submission cannot run (its team's fault)
+    submission_run_platform_failure   back to queued after a back-off (or failed, not counted,
+                             and the organizers alerted): the platform's fault
 
 Every transition is a conditional UPDATE on (status, attempt), so a worker that
 lost its lease, a redelivered message or the reaper can never move a run that
@@ -27,7 +29,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files import File
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
+from django.core.mail import mail_admins, send_mail
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -38,6 +42,7 @@ from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase, Subm
 from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
 from leaderboard.core.tasks import TASK_QUEUES
+from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import (
@@ -50,6 +55,7 @@ from leaderboard.submissions.services import (
     submission_store_and_queue,
     task_for,
 )
+from leaderboard.submissions.storage import storage_budget_enforce
 from leaderboard.submissions.systems import (
     ArchiveError,
     RunDataset,
@@ -57,8 +63,9 @@ from leaderboard.submissions.systems import (
     RunPlan,
     bundle_inspect,
     image_archive_inspect,
+    log_clean,
 )
-from leaderboard.submissions.uploads import UploadError, check_qids, decode_json
+from leaderboard.submissions.uploads import UploadError, check_qids
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)
@@ -142,13 +149,24 @@ def submission_create_system(
         raise ServiceError(f"unknown kind of system {kind!r}: use docker_image or code_bundle", field="kind")
     submission_check_can_submit(team=team, phase=phase, user=user, kind=kind, now=now)
     name = upload.name or ("image.tar" if kind == SubmissionKind.DOCKER_IMAGE else "bundle.zip")
+    # Over the team's storage budget: refused before a byte is spooled when the size is declared.
+    storage_budget_enforce(team=team, incoming_bytes=upload.size or 0)
     path, sha256, size = _spool(upload, settings.MAX_SYSTEM_UPLOAD_BYTES)
+    stored = ""
     try:
         digest = _check_archive(path, kind=kind, name=name)
         with transaction.atomic():
             quota_enforce_locked(team=team, phase=phase)
-            return _store_and_queue(team=team, phase=phase, user=user, kind=kind, name=name, path=path,
-                                    sha256=sha256, size=size, digest=digest, description=description)
+            storage_budget_enforce(team=team, incoming_bytes=size)
+            submission = _store_and_queue(team=team, phase=phase, user=user, kind=kind, name=name, path=path,
+                                          sha256=sha256, size=size, digest=digest, description=description)
+            stored = str(submission.file.name)
+        return submission
+    except BaseException:
+        # The archive was moved into storage, but its row did not commit: nothing would name it.
+        if stored:
+            default_storage.delete(stored)
+        raise
     finally:
         if os.path.exists(path):
             os.unlink(path)
@@ -211,6 +229,8 @@ def run_verdict(plan: RunPlan, outcome: RunOutcome) -> tuple[Verdict, str] | Non
     """Why a run failed: the verdict (fixed vocabulary) and the full reason in words a
     person can act on; None if it ran to a clean exit."""
     limits = plan.limits
+    if outcome.not_started:
+        return Verdict.NOT_STARTED, outcome.not_started
     if outcome.timed_out:
         return Verdict.TIME_LIMIT, (f"timed out: still running after {limits.time_limit_s:g} s (the time limit) "
                                     "and was killed; the log shows how far it got")
@@ -248,21 +268,24 @@ def _output_predictions(suite: Suite, ds: RunDataset, outcome: RunOutcome, qids:
     if ds.slug in outcome.output_errors:
         verdict = Verdict.OUTPUT_TOO_LARGE if ds.slug in outcome.outputs_too_large else Verdict.OUTPUT_MISSING
         raise _OutputRejected(verdict, ds, f"dataset {ds.label}: {outcome.output_errors[ds.slug]}")
+    # Read with the shape in mind (answers_json): an output the size of the output limit costs
+    # the worker memory in proportion to the dataset's questions, whatever it holds.
     try:
-        predictions = decode_json(outcome.outputs[ds.slug], where)
-    except UploadError as exc:
-        raise _OutputRejected(Verdict.OUTPUT_NOT_JSON, ds, str(exc)) from None
+        answers = answers_decode(outcome.outputs[ds.slug], where=where, qids=qids)
+    except NotJson as exc:
+        raise _OutputRejected(Verdict.OUTPUT_NOT_JSON, ds, exc.message) from None
+    except WrongShape as exc:
+        raise _OutputRejected(Verdict.OUTPUT_WRONG_SHAPE, ds, exc.message) from None
     try:
-        suite.check_predictions(predictions, where=where)
+        suite.check_predictions(answers.by_qid, where=where)
     except ScoringError as exc:
         raise _OutputRejected(Verdict.OUTPUT_WRONG_SHAPE, ds, str(exc)) from None
     try:
-        check_qids(predictions, qids=qids, where=where)
+        check_qids(answers, qids=qids, where=where)
     except UploadError as exc:
-        known = set(qids)
-        verdict = Verdict.UNKNOWN_IDS if any(q not in known for q in predictions) else Verdict.ANSWERS_MISSING
+        verdict = Verdict.UNKNOWN_IDS if answers.n_unknown else Verdict.ANSWERS_MISSING
         raise _OutputRejected(verdict, ds, str(exc)) from None
-    return predictions
+    return answers.by_qid
 
 
 def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutcome) -> None:
@@ -274,7 +297,9 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         return
     plan = system_run_plan(submission=submission)
     record = {
-        "log": outcome.logs,
+        "log": log_clean(outcome.logs),  # the runner cleaned it already; idempotent, so positions stay
+        # The platform's own messages, apart from the log: nothing the system printed can pass for one.
+        "log_notes": [note.as_json() for note in outcome.notes],
         "exit_code": outcome.exit_code,
         "run_seconds": outcome.duration_s,
         "peak_memory_mb": None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20),
@@ -316,7 +341,8 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         logger.error("submission %s: scoring failed on checked output: %s", submission_id, exc)
         submission_fail(submission_id, reason=f"scoring failed: {exc}", cause=FailureCause.PLATFORM,
                         from_statuses=[Status.SCORING], verdict=Verdict.GOLD)
-    except Exception:
+        submission_staff_alert(submission_id, reason=f"scoring failed on output that passed every check: {exc}")
+    except Exception as exc:
         logger.exception("submission %s: scoring the run's output failed", submission_id)
         submission_fail(
             submission_id,
@@ -325,6 +351,9 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
             from_statuses=[Status.SCORING],
             verdict=Verdict.PLATFORM,
         )
+        # Not retried: the run would be repeated for a fault of the scoring code, likely again.
+        submission_staff_alert(submission_id, reason=f"the platform failed while scoring this run's output: "
+                                                     f"{type(exc).__name__}: {exc}")
 
 
 def _dataset_files(plan: RunPlan) -> dict[str, DatasetFile]:
@@ -335,20 +364,34 @@ def _dataset_files(plan: RunPlan) -> dict[str, DatasetFile]:
 
 
 def submission_run_fail(submission_id: int, *, attempt: int, reason: str) -> None:
-    """The submission itself cannot run (an image that does not load, a bad bundle): counted."""
+    """The submission itself cannot run (an image the engine refuses, a bundle that cannot be
+    unpacked): its team's fault, final at once and counted.  Never retried: it would fail the
+    same way again, at the platform's cost."""
     Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt).update(
         status=Status.FAILED, failure_reason=reason[:5000], failure_cause=FailureCause.PARTICIPANT,
-        verdict=Verdict.NOT_STARTED, finished_at=timezone.now(), lease_expires_at=None, log="",
+        verdict=Verdict.NOT_STARTED, finished_at=timezone.now(), lease_expires_at=None, log="", log_notes=[],
     )
 
 
-def submission_run_platform_failure(submission_id: int, *, attempt: int, reason: str) -> bool:
-    """The platform failed the run: queue it again while attempts remain. True if re-queued."""
+def run_retry_delay_s(attempts: int) -> float:
+    """How long a run waits for its next attempt after ``attempts`` ended by the platform: longer
+    each time, so that an engine restarting or a disk being cleared has time to come back."""
+    return settings.RUN_RETRY_BACKOFF_S * attempts
+
+
+def submission_run_platform_failure(submission_id: int, *, attempt: int, reason: str, detail: str = "") -> bool:
+    """The platform failed the run (engine unreachable, disk full, a bug): queue it again, due after
+    a back-off, while attempts remain (True); else fail it, not counted, and tell the organizers.
+
+    ``reason`` goes into the failure reason (which a team reads in full on public data);
+    ``detail`` (say, a traceback) only to the organizers' alert.
+    """
     base = Submission.objects.filter(pk=submission_id, status__in=(Status.RUNNING, Status.SCORING), attempts=attempt)
     outcome = _requeue_or_fail(
-        base, attempts=attempt, now=timezone.now(),
+        base, submission_id=submission_id, attempts=attempt, now=timezone.now(),
         failure_reason=(f"the platform could not run this submission ({reason}) after {attempt} attempts; "
                         "it does not count against your quota"),
+        detail=detail,
     )
     if outcome == Status.QUEUED:
         logger.warning("submission %s: attempt %s failed (%s); queued again", submission_id, attempt, reason)
@@ -356,21 +399,58 @@ def submission_run_platform_failure(submission_id: int, *, attempt: int, reason:
 
 
 def _requeue_or_fail(
-    base: QuerySet[Submission], *, attempts: int, now: dt.datetime, failure_reason: str
+    base: QuerySet[Submission], *, submission_id: int, attempts: int, now: dt.datetime, failure_reason: str,
+    detail: str = "",
 ) -> Status | None:
-    """Queue the run again while attempts remain, else fail it as the platform's fault.
+    """Queue the run again while attempts remain, else fail it as the platform's fault and alert
+    the organizers.  A re-queued run is due after ``run_retry_delay_s``: its ``dispatched_at`` is
+    then, so the lost-message check counts from when its (delayed) message is due.
 
     The new status, or None when ``base`` (a conditional filter on the run's current
     state) no longer matches: someone else moved the run first.
     """
     if attempts < settings.MAX_RUN_ATTEMPTS:
-        if base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=now):
+        due = now + dt.timedelta(seconds=run_retry_delay_s(attempts))
+        if base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=due):
             return Status.QUEUED
         return None
     if base.update(status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=now, lease_expires_at=None,
                    failure_reason=failure_reason, verdict=Verdict.PLATFORM):
+        submission_staff_alert(submission_id, reason="\n\n".join(filter(None, [failure_reason, detail])))
         return Status.FAILED
     return None
+
+
+def submission_staff_alert(submission_id: int, *, reason: str) -> int:
+    """E-mail the challenge's organizers that the platform could not complete a submission: its id
+    and the full reason (theirs to read, whatever data the run was on).  Returns the number of
+    messages sent; a mail server that fails is logged, never allowed to undo the failure itself.
+    """
+    submission = (Submission.objects.filter(pk=submission_id)
+                  .select_related("phase__challenge", "team").first())
+    if submission is None:
+        return 0
+    challenge = submission.phase.challenge
+    recipients = sorted({email for email in challenge.staff.values_list("email", flat=True) if email})
+    subject = f"[Readerboard] {challenge.slug}: submission {submission.pk} failed on the platform's side"
+    body = (
+        f"Submission {submission.pk} ({submission.kind}) of team {submission.team.name}, phase "
+        f"{submission.phase.slug} of challenge {challenge.slug}, failed after {submission.attempts} attempt(s), "
+        f"through no fault of the team (it does not count against their quota).\n\n"
+        f"Reason:\n{reason}\n\n"
+        f"Submission page: /c/{challenge.slug}/submissions/{submission.pk}/\n"
+    )
+    logger.error("submission %s: failed on the platform's side; alerting %s: %s", submission_id,
+                 ", ".join(recipients) or "ADMINS", reason)
+    try:
+        if recipients:
+            return send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+        # A challenge without organizers' addresses: the site's operators, if any are set.
+        mail_admins(subject, body)
+        return 1 if settings.ADMINS else 0
+    except Exception:
+        logger.exception("submission %s: the organizers could not be alerted by e-mail", submission_id)
+        return 0
 
 
 def submission_log_release(*, submission: Submission, user: User) -> Submission:
@@ -416,8 +496,8 @@ def submissions_reap(*, dead_workers: Iterable[str] = (), now: dt.datetime | Non
     )
     for pk, attempts, status in candidates:
         outcome = _requeue_or_fail(
-            Submission.objects.filter(pk=pk, status=status, attempts=attempts), attempts=attempts, now=now,
-            failure_reason=(f"the worker running this submission stopped {attempts} times; "
+            Submission.objects.filter(pk=pk, status=status, attempts=attempts), submission_id=pk, attempts=attempts,
+            now=now, failure_reason=(f"the worker running this submission stopped {attempts} times; "
                             "it does not count against your quota"),
         )
         if outcome == Status.QUEUED:

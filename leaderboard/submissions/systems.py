@@ -17,10 +17,13 @@ The contract a system follows (README "Submitting a system"):
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
+import io
 import json
 import os
+import posixpath
 import stat
 import tarfile
 import zipfile
@@ -28,13 +31,23 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from scoring import inputs
 
 DEFAULT_BASE_IMAGE = "readerboard/python:bookworm"
 BUNDLE_ENTRY_POINTS = (("run.sh", ["sh", "/system/run.sh"]), ("run.py", ["python3", "/system/run.py"]))
 MAX_BUNDLE_MEMBERS = 2000
+# What a team may keep stored per challenge (its uploads: prediction files, image archives,
+# bundles) unless the challenge's ``systems: {storage_mb_per_team: N}`` says otherwise.
+DEFAULT_STORAGE_MB_PER_TEAM = 4096
+# Linux's NAME_MAX, and a path well under PATH_MAX once the run folder is in front of it.
+MAX_BUNDLE_NAME_BYTES = 255
+MAX_BUNDLE_PATH_BYTES = 1024
+_ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
+# OSErrors that say the host is out of room or failing, whatever is being written: the platform's
+# fault, retried, never the team's.
+PLATFORM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.ENOMEM, errno.EROFS})
 
 
 class ArchiveError(Exception):
@@ -70,30 +83,37 @@ class Limits:
 
 @dataclass(frozen=True)
 class SystemSettings:
-    """A challenge's ``system_settings``: base image for bundles, runtime, limits."""
+    """A challenge's ``system_settings``: base image for bundles, runtime, limits, storage budget."""
 
     base_image: str = DEFAULT_BASE_IMAGE
     # "" means the platform default (READERBOARD_CONTAINER_RUNTIME); "runc" or "runsc" to force one.
     runtime: str = ""
     limits: Limits = field(default_factory=Limits)
+    # Bytes of uploads (all kinds) each team may keep stored in the challenge, in MiB.
+    storage_mb_per_team: int = DEFAULT_STORAGE_MB_PER_TEAM
 
     @classmethod
     def from_json(cls, raw: dict[str, Any] | None) -> SystemSettings:
         raw = dict(raw or {})
         limits = raw.pop("limits", {}) or {}
         unknown = sorted(set(limits) - set(Limits.__dataclass_fields__)) + sorted(
-            set(raw) - {"base_image", "runtime"}
+            set(raw) - {"base_image", "runtime", "storage_mb_per_team"}
         )
         if unknown:
             raise ValueError(f"unknown system settings: {', '.join(unknown)}")
+        storage = raw.get("storage_mb_per_team", DEFAULT_STORAGE_MB_PER_TEAM)
+        if isinstance(storage, bool) or not isinstance(storage, int) or storage <= 0:
+            raise ValueError(f"storage_mb_per_team must be a positive whole number of MiB, not {storage!r}")
         return cls(
             base_image=str(raw.get("base_image") or DEFAULT_BASE_IMAGE),
             runtime=str(raw.get("runtime") or ""),
             limits=Limits(**limits),
+            storage_mb_per_team=storage,
         )
 
     def as_json(self) -> dict[str, Any]:
-        return {"base_image": self.base_image, "runtime": self.runtime, "limits": asdict(self.limits)}
+        return {"base_image": self.base_image, "runtime": self.runtime, "limits": asdict(self.limits),
+                "storage_mb_per_team": self.storage_mb_per_team}
 
 
 @dataclass(frozen=True)
@@ -155,6 +175,21 @@ class RunPlan:
         }
 
 
+@dataclass(frozen=True)
+class RunNote:
+    """The platform's own message about a run, kept out of its log so that a system cannot imitate one.
+
+    ``text`` is the platform's words only, never a quote of what the system or its image wrote;
+    ``at`` is the position in the log the note is about (where bytes were cut), None for the run.
+    """
+
+    text: str
+    at: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"text": self.text, "at": self.at}
+
+
 @dataclass
 class RunOutcome:
     """What a run produced, as the worker hands it to the platform to judge and score."""
@@ -164,7 +199,7 @@ class RunOutcome:
     oom_killed: bool
     output_too_large: bool
     duration_s: float
-    logs: str
+    logs: str  # what the system wrote to stdout and stderr, capped and cleaned (log_clean)
     runtime: str
     # The container's peak memory use, where the engine's cgroup could be read.
     peak_memory_bytes: int | None = None
@@ -173,6 +208,21 @@ class RunOutcome:
     output_errors: dict[str, str] = field(default_factory=dict)
     # slugs among output_errors whose file was over the output limit
     outputs_too_large: set[str] = field(default_factory=set)
+    # Why the engine could not start the container (its command missing or not executable),
+    # in the platform's words; "" when it started.
+    not_started: str = ""
+    notes: list[RunNote] = field(default_factory=list)
+
+
+# C0 and C1 control characters and DEL, but tab and newline: a log must not drive the reader's
+# terminal (ESC sequences) or cut a string short (NUL) in whatever shows it.
+_CONTROL = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0)])
+
+
+def log_clean(text: str) -> str:
+    """A log as it can be shown anywhere: control characters removed, carriage returns as newlines
+    (a progress bar's updates become lines instead of one overwritten line)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").translate(_CONTROL)
 
 
 # --------------------------------------------------------------------------- image archives
@@ -203,26 +253,56 @@ def _member_name(name: str) -> str:
 
 
 def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int) -> ImageArchive:
-    """Check a ``docker save`` archive: one image, safe member names, a sane size, no VOLUMEs."""
+    """Check a ``docker save`` archive: one image, safe member names, a sane size, no VOLUMEs,
+    and layers that are the ones its config names.
+
+    The engine knows an image by its config's hash and skips every layer whose chain it already
+    has, so an archive holding another image's config and placeholder layers would run that
+    other image.  Every layer is hashed here as ``docker load`` would (uncompressed) and must be
+    the config's ``rootfs.diff_ids`` entry at its position: an archive proves it holds what it names.
+    """
     with open_tar(path) as tar:
         members: dict[str, tarfile.TarInfo] = {}
-        total = 0
+        links: dict[str, str] = {}
+        digests: dict[str, _BlobDigest] = {}
+        # Small members' bytes: manifest.json and the config are read again below, and going back
+        # in a gzipped archive decompresses it again from its start.
+        small: dict[str, bytes] = {}
+        kept = total = 0
         try:
             for member in tar:
                 name = _member_name(member.name)
                 if name.startswith("/") or ".." in PurePosixPath(name).parts:
                     raise ArchiveError(f"unsafe member name in the archive: {member.name!r}")
                 if member.issym() or member.islnk():
+                    # docker save stores a layer that occurs twice once, and links to it.
+                    links[name] = _link_target(name, member)
                     continue
                 total += member.size
                 if total > max_uncompressed:
                     raise ArchiveError(f"the archive expands past {max_uncompressed} bytes (the image size limit)")
                 members[name] = member
+                fh: IO[bytes] | None = tar.extractfile(member) if member.isfile() else None
+                if fh is not None and member.size <= _SMALL_MEMBER and kept + member.size <= _SMALL_MEMBERS_BYTES:
+                    kept += member.size
+                    small[name] = fh.read()
+                    fh = io.BytesIO(small[name])
+                if fh is not None:
+                    digest = _blob_digest(fh, room=max_uncompressed - total + member.size)
+                    total += max(0, digest.inflated_bytes - member.size)  # a gzipped layer counts expanded
+                    digests[name] = digest
         except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
             raise ArchiveError(f"the archive is damaged or truncated: {exc}") from None
+        for link, target in links.items():
+            if target in members and link not in members:
+                members[link] = members[target]
+                if target in digests:
+                    digests[link] = digests[target]
+                if target in small:
+                    small[link] = small[target]
         if "manifest.json" not in members:
             raise ArchiveError("no manifest.json in the archive: make it with `docker save IMAGE -o image.tar`")
-        manifest = _tar_json(tar, members["manifest.json"], "manifest.json")
+        manifest = _tar_json(tar, members["manifest.json"], "manifest.json", data=small.get("manifest.json"))
         if not isinstance(manifest, list) or len(manifest) != 1 or not isinstance(manifest[0], dict):
             count = len(manifest) if isinstance(manifest, list) else "no"
             raise ArchiveError(f"the archive holds {count} images; save exactly one")
@@ -234,10 +314,10 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
         for name in [config_name, *layers]:
             if not isinstance(name, str) or name not in members:
                 raise ArchiveError(f"manifest.json names {name!r}, which is not in the archive")
-        extracted = tar.extractfile(members[config_name])
-        if extracted is None:
+        extracted = tar.extractfile(members[config_name]) if config_name not in small else None
+        if extracted is None and config_name not in small:
             raise ArchiveError(f"{config_name} is not a file")
-        raw_config = extracted.read()
+        raw_config = small[config_name] if extracted is None else extracted.read()
     try:
         config = json.loads(raw_config)
     except ValueError:
@@ -248,15 +328,113 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
         raise ArchiveError(
             f"the image is for {config.get('os')}/{config.get('architecture')}; linux/amd64 is needed"
         )
-    volumes = (config.get("config") or {}).get("Volumes") or {}
+    container_config = config.get("config") or {}
+    if not isinstance(container_config, dict):
+        raise ArchiveError(f"{config_name}: its \"config\" is not a JSON object")
+    volumes = container_config.get("Volumes") or {}
     if volumes:
         # A VOLUME would give the system a writable place besides /output.
         raise ArchiveError(f"the image declares VOLUME {', '.join(sorted(volumes))}; remove it (write to /output)")
+    if not (container_config.get("Entrypoint") or container_config.get("Cmd")):
+        # The engine would refuse to create a container of it ("no command specified") at every attempt.
+        raise ArchiveError("the image has no ENTRYPOINT or CMD, so there is nothing to run: add one "
+                           '(e.g. ENTRYPOINT ["python3", "/app/run.py"]) and build and save it again')
+    _layers_verify(layers, config.get("rootfs"), digests)
     return ImageArchive("sha256:" + hashlib.sha256(raw_config).hexdigest(), config, total)
 
 
-def _tar_json(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> Any:
-    fh = tar.extractfile(member)
+def _layers_verify(layers: list[str], rootfs: Any, digests: dict[str, _BlobDigest]) -> None:
+    """Each layer file of the archive must hash to the config's diff_id at its position."""
+    diff_ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
+    if not isinstance(diff_ids, list) or len(diff_ids) != len(layers):
+        named = len(diff_ids) if isinstance(diff_ids, list) else "no"
+        raise ArchiveError(f"the image's config lists {named} layers (rootfs.diff_ids) and manifest.json "
+                           f"{len(layers)}; save the image again with `docker save`")
+    for position, (layer, diff_id) in enumerate(zip(layers, diff_ids, strict=True), start=1):
+        digest = digests.get(layer)
+        if digest is None:
+            raise ArchiveError(f"layer {position} ({layer}) is not a file in the archive")
+        if digest.compression not in ("", "gzip"):
+            raise ArchiveError(f"layer {position} ({layer}) is {digest.compression}-compressed, which cannot be "
+                               "checked here; save the image with `docker save` (uncompressed or gzip)")
+        # What docker load hashes: a gzipped layer's content, any other layer as it is.
+        content = digest.inflated or digest.sha256
+        if diff_id != content:
+            raise ArchiveError(
+                f"layer {position} of {len(layers)} ({layer}) is not the layer the image's config names: "
+                f"its content hashes to {content}, where rootfs.diff_ids[{position - 1}] "
+                f"is {diff_id}. An archive must hold its image's own layers: save it again with `docker save`"
+            )
+
+
+@dataclass(frozen=True)
+class _BlobDigest:
+    sha256: str  # of the member as stored
+    inflated: str = ""  # of its gunzipped content, for a gzipped member
+    inflated_bytes: int = 0
+    compression: str = ""  # "", "gzip", or a compression that is not checked ("zstd")
+
+
+_SMALL_MEMBER = 256 * 1024
+_SMALL_MEMBERS_BYTES = 16 * 1024 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+_OTHER_MAGIC = {b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
+
+
+def _blob_digest(fh: IO[bytes], *, room: int) -> _BlobDigest:
+    """sha256 of a member as stored and, when gzipped, of its content (a diff_id is the digest of
+    the uncompressed layer tar); the content may expand to ``room`` bytes at most."""
+    raw = hashlib.sha256()
+    inflated = hashlib.sha256()
+    inflater: Any = None
+    inflated_bytes = 0
+    compression = ""
+    first = True
+    while chunk := fh.read(1 << 20):
+        if first:
+            first = False
+            if chunk.startswith(_GZIP_MAGIC):
+                compression, inflater = "gzip", zlib.decompressobj(wbits=31)
+            else:
+                compression = next((kind for magic, kind in _OTHER_MAGIC.items() if chunk.startswith(magic)), "")
+        raw.update(chunk)
+        data = chunk
+        while inflater is not None and data:
+            # At most 1 MiB out per call: a small gzipped member may expand a thousandfold.
+            out = inflater.decompress(data, 1 << 20)
+            inflated_bytes += len(out)
+            if inflated_bytes > room:
+                raise ArchiveError(f"a layer expands past the image size limit ({inflated_bytes} bytes and more)")
+            inflated.update(out)
+            data = inflater.unconsumed_tail
+            if inflater.eof and inflater.unused_data:
+                # Concatenated gzip members (pigz) are one stream to the engine, too.
+                data, inflater = inflater.unused_data, zlib.decompressobj(wbits=31)
+    if inflater is not None and not inflater.eof:
+        raise ArchiveError("a gzipped layer is truncated")
+    return _BlobDigest(
+        sha256="sha256:" + raw.hexdigest(),
+        inflated="sha256:" + inflated.hexdigest() if compression == "gzip" else "",
+        inflated_bytes=inflated_bytes,
+        compression=compression,
+    )
+
+
+def _link_target(name: str, member: tarfile.TarInfo) -> str:
+    """The archive member a link names: relative to the link's folder for a symbolic link,
+    to the archive's root for a hard link; "" when it points outside the archive."""
+    if member.islnk():
+        target = _member_name(member.linkname)
+    else:
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(name), member.linkname))
+    if target.startswith(("/", "../")) or target == "..":
+        return ""
+    return target
+
+
+def _tar_json(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, *, data: bytes | None = None) -> Any:
+    """A member's JSON; ``data``: its bytes, when they were read already."""
+    fh = tar.extractfile(member) if data is None else io.BytesIO(data)
     if fh is None or member.size > 16 * 1024 * 1024:
         raise ArchiveError(f"{name} is not a small file")
     try:
@@ -265,8 +443,9 @@ def _tar_json(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str) -> Any:
         raise ArchiveError(f"{name} is not JSON") from None
 
 
-def image_archive_untagged(src_path: str | os.PathLike[str], dst: BinaryIO) -> None:
-    """Copy an image archive without its tags, uncompressed, for ``docker load``.
+def image_archive_untagged(src_path: str | os.PathLike[str], dst: BinaryIO, *, reference: str = "") -> None:
+    """Copy an image archive without its tags, uncompressed, for ``docker load``; with ``reference``,
+    that is its only tag (the run's own, see :func:`run_image_reference`).
 
     A loaded ``RepoTags`` could move a tag the platform uses (say, the base image
     code bundles run on) to a team's image; untagged, the image is only its id.
@@ -279,13 +458,51 @@ def image_archive_untagged(src_path: str | os.PathLike[str], dst: BinaryIO) -> N
             if name == "manifest.json":
                 manifest = _tar_json(src, member, name)
                 for entry in manifest:
-                    entry["RepoTags"] = None
+                    entry["RepoTags"] = [reference] if reference else None
                 data = json.dumps(manifest).encode()
                 info = tarfile.TarInfo("manifest.json")
                 info.size = len(data)
                 out.addfile(info, _BytesReader(data))
                 continue
             out.addfile(member, src.extractfile(member) if member.isfile() else None)
+
+
+def run_image_reference(repository: str, submission_id: int, attempt: int) -> str:
+    """The name one run's image is loaded under: removing it after the run removes the image
+    unless something else (the base image's tag, another run's reference) still names it."""
+    return f"{repository}/{submission_id}:{attempt}"
+
+
+def run_image_parse(repository: str, reference: str) -> tuple[int, int] | None:
+    """(submission id, attempt) of a run's reference in ``repository``; None for any other name."""
+    name, _, tag = reference.rpartition(":")
+    prefix, _, submission = name.rpartition("/")
+    if prefix != repository or not submission.isdigit() or not tag.isdigit():
+        return None
+    return int(submission), int(tag)
+
+
+@dataclass(frozen=True)
+class RunImage:
+    """An image the engine holds under a run's reference."""
+
+    reference: str
+    image_id: str
+    size_bytes: int
+    submission_id: int
+    attempt: int
+
+
+def run_images_list(client: Any, repository: str) -> list[RunImage]:
+    """Every run reference ``client`` (a ``docker.DockerClient``) holds in ``repository``, one entry
+    per reference (several may name one image).  Engine errors are the caller's to handle."""
+    found = []
+    for image in client.images.list(filters={"reference": f"{repository}/*"}):
+        for reference in image.tags:
+            parsed = run_image_parse(repository, reference)
+            if parsed is not None:
+                found.append(RunImage(reference, image.id, int(image.attrs.get("Size") or 0), *parsed))
+    return found
 
 
 class _BytesReader:
@@ -322,7 +539,8 @@ def bundle_inspect(path: str | os.PathLike[str], *, max_uncompressed: int) -> Bu
         if len(members) > MAX_BUNDLE_MEMBERS:
             raise ArchiveError(f"{len(members)} files in the bundle; at most {MAX_BUNDLE_MEMBERS}")
         total = 0
-        files = set()
+        files: set[str] = set()
+        folders = {""}  # the top, which no file can be
         for member in members:
             name = member.filename.replace("\\", "/")
             parts = PurePosixPath(name).parts
@@ -330,42 +548,82 @@ def bundle_inspect(path: str | os.PathLike[str], *, max_uncompressed: int) -> Bu
                 raise ArchiveError(f"unsafe path {member.filename!r} in the bundle")
             if (member.external_attr >> 16) & 0o170000 == 0o120000:
                 raise ArchiveError(f"{member.filename!r} is a symbolic link; bundles hold plain files only")
+            _bundle_member_check(member, parts)
             total += member.file_size
             if total > max_uncompressed:
                 raise ArchiveError(f"the bundle expands past {max_uncompressed} bytes (the bundle size limit)")
-            if not member.is_dir():  # a folder named run.sh is no entry point
-                files.add(name.rstrip("/"))
+            # Unpacked, a path is one thing: a file and a folder of one name cannot both be made.
+            folders.update("/".join(parts[:i]) for i in range(len(parts)))
+            (folders if member.is_dir() else files).add("/".join(parts))
+        both = sorted(files & folders)
+        if both:
+            raise ArchiveError(f"{both[0] or '/'!r} is both a file and a folder in the bundle; "
+                               "a path can be only one of them")
     for entry, command in BUNDLE_ENTRY_POINTS:
         if entry in files:
             return BundleInfo(entry, command, len(members), total)
     raise ArchiveError("no run.sh or run.py at the top of the bundle (not inside a folder)")
 
 
+def _bundle_member_check(member: zipfile.ZipInfo, parts: tuple[str, ...]) -> None:
+    """Refuse at upload what could not be unpacked later: over-long names, encrypted or oddly
+    compressed members (each would fail the run, counted, instead of the upload, free)."""
+    if any(len(part.encode("utf-8", "surrogateescape")) > MAX_BUNDLE_NAME_BYTES for part in parts):
+        raise ArchiveError(f"a name in {member.filename[:80]!r}... is longer than {MAX_BUNDLE_NAME_BYTES} bytes; "
+                           "shorten it")
+    if len(member.filename.encode("utf-8", "surrogateescape")) > MAX_BUNDLE_PATH_BYTES:
+        raise ArchiveError(f"the path {member.filename[:80]!r}... is longer than {MAX_BUNDLE_PATH_BYTES} bytes; "
+                           "shorten it")
+    if member.flag_bits & 0x1:
+        raise ArchiveError(f"{member.filename!r} is encrypted; zip the bundle without a password")
+    if member.compress_type not in _ZIP_METHODS:
+        raise ArchiveError(f"{member.filename!r} is compressed with method {member.compress_type}; "
+                           "use deflate (what `zip` does) or store")
+
+
 def bundle_extract(path: str | os.PathLike[str], dest: Path, *, max_uncompressed: int) -> BundleInfo:
-    """Unpack a checked bundle into ``dest``, world-readable, nothing executable-as-setuid."""
+    """Unpack a checked bundle into ``dest``, world-readable, nothing executable-as-setuid.
+
+    What the bundle itself makes impossible to unpack (a member whose data is damaged, names the
+    file system refuses) is an :class:`ArchiveError`, the team's to fix; a full or failing disk
+    is the platform's and stays an ``OSError``.
+    """
     info = bundle_inspect(path, max_uncompressed=max_uncompressed)
     dest.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path) as archive:
         for member in archive.infolist():
-            target = dest.joinpath(*PurePosixPath(member.filename.replace("\\", "/")).parts)
-            if member.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(member) as src, open(target, "wb") as out:
-                remaining = member.file_size
-                while chunk := src.read(1 << 20):
-                    remaining -= len(chunk)
-                    if remaining < 0:
-                        raise ArchiveError(f"{member.filename!r} is larger than its header says")
-                    out.write(chunk)
-            executable = (member.external_attr >> 16) & 0o111
-            target.chmod(0o755 if executable else 0o644)
+            try:
+                _bundle_member_unpack(archive, member, dest)
+            except ArchiveError:
+                raise
+            except OSError as exc:
+                if exc.errno in PLATFORM_ERRNOS:
+                    raise
+                raise ArchiveError(f"{member.filename!r} cannot be unpacked: {exc.strerror or exc}") from None
+            except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
+                raise ArchiveError(f"{member.filename!r} cannot be unpacked (the zip is damaged: {exc})") from None
     for folder, dirs, _files in os.walk(dest):
         for name in dirs:
             os.chmod(os.path.join(folder, name), 0o755)
     dest.chmod(0o755)
     return info
+
+
+def _bundle_member_unpack(archive: zipfile.ZipFile, member: zipfile.ZipInfo, dest: Path) -> None:
+    target = dest.joinpath(*PurePosixPath(member.filename.replace("\\", "/")).parts)
+    if member.is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with archive.open(member) as src, open(target, "wb") as out:
+        remaining = member.file_size
+        while chunk := src.read(1 << 20):
+            remaining -= len(chunk)
+            if remaining < 0:
+                raise ArchiveError(f"{member.filename!r} is larger than its header says")
+            out.write(chunk)
+    executable = (member.external_attr >> 16) & 0o111
+    target.chmod(0o755 if executable else 0o644)
 
 
 # --------------------------------------------------------------------------- outputs

@@ -33,6 +33,7 @@ from leaderboard.submissions.services import (
     submission_create_predictions,
     submission_select,
 )
+from leaderboard.submissions.storage import submission_file_freed_note, team_storage_usage
 from leaderboard.submissions.system_services import submission_create_system, submission_log_release
 from leaderboard.submissions.systems import SystemSettings
 
@@ -87,6 +88,7 @@ def _upload_page(
         "team": team,
         "form": form,
         "quotas": [(p, quota_usage(team=team, phase=p)) for p in phases],
+        "storage": team_storage_usage(team=team),
         "system": SystemSettings.from_json(challenge.system_settings),
     }
     return render(request, template, context, status=status)
@@ -176,6 +178,7 @@ def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "report": submission_run_report(submission=submission, is_organizer=is_organizer),
             "scores": submission_visible_scores(submission=submission, is_organizer=is_organizer),
             "queue_position": submission_queue_position(submission=submission),
+            "file_freed": submission_file_freed_note(submission=submission),
         },
     )
 

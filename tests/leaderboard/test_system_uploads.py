@@ -39,18 +39,24 @@ def tar_of(members: dict[str, bytes], *, gz: bool = False) -> bytes:
 
 
 def image_archive(*, config: dict | None = None, manifest: object = None, extra: dict[str, bytes] | None = None,
-                  gz: bool = False) -> tuple[bytes, str]:
+                  gz: bool = False, stored_layer: bytes | None = None) -> tuple[bytes, str]:
+    """``stored_layer``: what the archive holds where its layer should be (a forgery's placeholder)."""
     layer = tar_of({"run.py": b"print('hello')\n"})
     layer_name = hashlib.sha256(layer).hexdigest() + "/layer.tar"
     config_bytes = json.dumps(config or {"architecture": "amd64", "os": "linux",
                                          "config": {"Cmd": ["python3", "/run.py"]},
-                                         "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+                                         "rootfs": {"type": "layers", "diff_ids": [sha256_id(layer)]}}).encode()
     config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
     if manifest is None:
         manifest = [{"Config": config_name, "RepoTags": ["readerboard/python:bookworm"], "Layers": [layer_name]}]
-    members = {config_name: config_bytes, layer_name: layer, "manifest.json": json.dumps(manifest).encode()}
+    members = {config_name: config_bytes, layer_name: layer if stored_layer is None else stored_layer,
+               "manifest.json": json.dumps(manifest).encode()}
     members.update(extra or {})
     return tar_of(members, gz=gz), "sha256:" + hashlib.sha256(config_bytes).hexdigest()
+
+
+def sha256_id(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def bundle_of(members: dict[str, bytes]) -> bytes:
@@ -118,6 +124,14 @@ CASES = {
     "arm image": (image_archive(config={"os": "linux", "architecture": "arm64", "config": {}})[0],
                   "docker_image", "x.tar", ["linux/arm64", "linux/amd64 is needed"]),
     "truncated gzip": (image_archive(gz=True)[0][:200], "docker_image", "x.tar.gz", ["x.tar.gz:"]),
+    # Another image's config with a placeholder where its layer should be: the engine, which knows
+    # an image by its config's hash and skips layers it has, would run that other image.
+    "forged layer": (image_archive(stored_layer=tar_of({"placeholder": b""}))[0], "docker_image", "x.tar",
+                     ["layer 1 of 1", "is not the layer the image's config names", "rootfs.diff_ids[0]"]),
+    "layers the config does not list": (
+        image_archive(config={"os": "linux", "architecture": "amd64", "config": {"Cmd": ["true"]},
+                              "rootfs": {"type": "layers", "diff_ids": []}})[0], "docker_image", "x.tar",
+        ["lists 0 layers (rootfs.diff_ids) and manifest.json 1"]),
     "bundle not a zip": (b"PK not really", "code_bundle", "b.zip", ["not a zip archive"]),
     "bundle without run.py": (bundle_of({"main.py": b"print(1)"}), "code_bundle", "b.zip",
                               ["no run.sh or run.py at the top"]),

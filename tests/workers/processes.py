@@ -80,6 +80,7 @@ class Worker:
             "READERBOARD_DB_PATH": str(settings.DATABASES["default"]["NAME"]),
             "READERBOARD_PRIVATE_ROOT": str(settings.PRIVATE_STORAGE_ROOT),
             "READERBOARD_VAR_DIR": str(log.parent / "var"),
+            "READERBOARD_RUN_IMAGE_REPOSITORY": settings.RUN_IMAGE_REPOSITORY,
             "READERBOARD_DEBUG": "0",
             **(extra_env or {}),
         }
