@@ -182,7 +182,9 @@ RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))
 RUN_LEASE_S = float(env("RUN_LEASE_S", "60"))
 SCORING_LEASE_S = float(env("SCORING_LEASE_S", "1800"))
 REAP_EVERY_S = float(env("REAP_EVERY_S", "15"))
-MAX_RUN_ATTEMPTS = env_int("MAX_RUN_ATTEMPTS", 3)
+# 2: a platform fault is retried once (a second fault on a fresh attempt is rarely transient,
+# and each attempt holds a runner), then the organizers are told.
+MAX_RUN_ATTEMPTS = env_int("MAX_RUN_ATTEMPTS", 2)
 # A run the platform failed (engine down, disk full, worker lost) is due again after this many
 # seconds times the attempts it has had; the team's own faults are never retried.
 RUN_RETRY_BACKOFF_S = float(env("RUN_RETRY_BACKOFF_S", "10"))
