@@ -173,6 +173,20 @@ class DatasetFile(models.Model):
         return f"{self.dataset} ({self.portion})"
 
 
+class RetiredGold(models.Model):
+    """A gold file replaced by a newer one, kept while any score still refers to it (by sha256)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="retired_gold")
+    portion = models.CharField(max_length=8, choices=FilePortion.choices)
+    gold = models.FileField(upload_to="gold/%Y/")
+    sha256 = models.CharField(max_length=64)
+    n_questions = models.PositiveIntegerField()
+    retired_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.dataset} ({self.portion}, retired {self.sha256[:12]})"
+
+
 class FileDownload(models.Model):
     """How often a file of the Data page was downloaded (organizers see the counts)."""
 

@@ -139,6 +139,8 @@ class Score(models.Model):
     dataset = models.ForeignKey("challenges.Dataset", null=True, blank=True, on_delete=models.CASCADE)
     metric = models.CharField(max_length=64)
     value = models.FloatField(null=True)
+    # The gold file the value was computed against ("" for aggregates and imported results).
+    gold_sha256 = models.CharField(max_length=64, blank=True)
 
     class Meta:
         constraints = [
@@ -156,6 +158,26 @@ class Score(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric}={self.value}"
+
+
+class ScoreHistory(models.Model):
+    """A submission's earlier scores, kept when it is scored again (a gold change, a re-run)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="score_history")
+    recorded_at = models.DateTimeField(auto_now_add=True)
+    # Why the scores were replaced, e.g. "gold of xquad-en (test) changed", "re-run by oscar".
+    reason = models.CharField(max_length=300)
+    scoring_version = models.CharField(max_length=40, blank=True)
+    primary_score = models.FloatField(null=True, blank=True)
+    image_digest = models.CharField(max_length=80, blank=True)
+    # [{"dataset": slug or null, "metric", "value", "gold_sha256"}]
+    scores = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["-recorded_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"scores of submission {self.submission_id} until {self.recorded_at:%Y-%m-%d %H:%M}"
 
 
 class QuestionScores(models.Model):
