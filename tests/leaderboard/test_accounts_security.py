@@ -41,8 +41,8 @@ from leaderboard.core.errors import ServiceError
 from leaderboard.settings.base import private_dir
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
+from tests.chromium import WAIT_SECONDS, chromium_driver
 from tests.leaderboard.conftest import REPO, Cast, gold_predictions, upload
-from tests.leaderboard.test_browser import CHROMEDRIVER, CHROMIUM, WAIT_SECONDS
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-security"
 PASSWORD = "Tr0ub4dor&3-horse-battery"
@@ -448,30 +448,8 @@ def test_the_schema_documents_rotate_and_revoke(db: None) -> None:
 
 @pytest.fixture
 def chromium() -> Iterator[object]:
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        reason = f"{CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="readerboard-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--window-size=1366,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(WAIT_SECONDS)
-    try:
+    with chromium_driver(width=1366) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def screenshot(driver, name: str) -> None:  # type: ignore[no-untyped-def]

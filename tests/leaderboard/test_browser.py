@@ -9,8 +9,6 @@ them the test is skipped, except in CI (``CI=true``), where their absence is a f
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,42 +18,18 @@ from django.conf import settings
 
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
+from tests.chromium import WAIT_SECONDS, chromium_driver
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-board.png"
-WAIT_SECONDS = 30
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def browser() -> Iterator[object]:
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        reason = f"{CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="readerboard-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(WAIT_SECONDS)
-    try:
+    with chromium_driver() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def board_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]

@@ -11,8 +11,6 @@ Needs Debian's ``chromium`` and ``chromium-driver`` (skipped without them, excep
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 import tempfile
 import time
 import zipfile
@@ -24,8 +22,8 @@ import pytest
 from leaderboard.challenges.models import Dataset
 from leaderboard.challenges.services import dataset_file_put
 from leaderboard.submissions.models import Score, Status, Submission
+from tests.chromium import WAIT_SECONDS, chromium_driver
 from tests.leaderboard.conftest import Cast
-from tests.leaderboard.test_browser import CHROMEDRIVER, CHROMIUM, WAIT_SECONDS
 from tests.leaderboard.test_data_page import TRAIN_FILE, run_kit_locally
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-data-page"
@@ -43,36 +41,8 @@ def downloads_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def chromium(downloads_dir: Path) -> Iterator[object]:
     """Headless Chromium that saves downloads into ``downloads_dir`` without asking."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        reason = f"{CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="readerboard-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", "--window-size=1366,1000",
-    ):
-        options.add_argument(flag)
-    options.add_experimental_option("prefs", {
-        "download.default_directory": str(downloads_dir),
-        "download.prompt_for_download": False,
-        "safebrowsing.enabled": False,
-    })
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(WAIT_SECONDS)
-    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads_dir)})
-    try:
+    with chromium_driver(width=1366, downloads=downloads_dir) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def wait_for_download(folder: Path, name: str) -> bytes:

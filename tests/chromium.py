@@ -1,0 +1,58 @@
+"""Headless Debian Chromium for the page tests: one way to start it, shared by every browser fixture.
+
+Without ``/usr/bin/chromium`` and ``/usr/bin/chromedriver`` a browser test is skipped, except in CI
+(``CI=true``), where their absence is a failure (deploy/setup.sh installs both).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+WAIT_SECONDS = 30
+
+
+@contextlib.contextmanager
+def chromium_driver(*, width: int = 1400, height: int = 1000, downloads: Path | None = None) -> Iterator[Any]:
+    """A WebDriver for headless Chromium; ``downloads``: save downloads there without asking."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        reason = f"{CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="readerboard-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", f"--window-size={width},{height}",
+    ):
+        options.add_argument(flag)
+    if downloads is not None:
+        options.add_experimental_option("prefs", {
+            "download.default_directory": str(downloads),
+            "download.prompt_for_download": False,
+            "safebrowsing.enabled": False,
+        })
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(WAIT_SECONDS)
+    if downloads is not None:
+        driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
