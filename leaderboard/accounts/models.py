@@ -22,6 +22,10 @@ class Team(models.Model):
     # Anyone holding the code may join; the owner can rotate it.
     join_code = models.CharField(max_length=32, unique=True)
     reference = models.CharField(max_length=300, blank=True, help_text="paper or URL, for baselines")
+    # Set by an organizer: the team's rows leave the board (hidden) or stay unranked with the
+    # reason (disqualified); the team sees the reason on its pages.
+    disqualified_reason = models.CharField(max_length=300, blank=True)
+    hidden = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -52,3 +56,51 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team} ({self.role})"
+
+
+class InviteStatus(models.TextChoices):
+    PENDING = "pending", "pending"
+    ACCEPTED = "accepted", "accepted"
+    DECLINED = "declined", "declined"
+    CANCELLED = "cancelled", "cancelled"
+
+
+class TeamInvite(models.Model):
+    """An invitation to join a team, by username or e-mail, which the invitee accepts or declines."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invites")
+    invited_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="team_invites"
+    )
+    email = models.EmailField(blank=True)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=12, choices=InviteStatus.choices, default=InviteStatus.PENDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    responded_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"invite to {self.team} for {self.invited_user or self.email} ({self.status})"
+
+
+class MembershipEvent(models.Model):
+    """Who was on which team when: kept for the organizers (joined, left, removed, owner handed over)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="membership_events")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    event = models.CharField(max_length=16)
+    at = models.DateTimeField(auto_now_add=True)
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.event} {self.team} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class LoginFailure(models.Model):
+    """A failed login or token request, by a key (the username asked for, or the client address):
+    the throttle counts these in a sliding window, in the database so every web process agrees."""
+
+    key = models.CharField(max_length=200, db_index=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -36,6 +36,19 @@ class SealedAggregates(models.TextChoices):
     ALL = "all", "withhold every aggregate that covers a sealed dataset"
 
 
+class IncompleteRows(models.TextChoices):
+    """How a row ranks that did not answer every ranked dataset (``ranking: {incomplete: ...}``).
+
+    Stored in ``Challenge.ranking_scope`` (a JSON key, not a column).  Either way the ranking
+    average covers the same datasets for every row, so a prediction file that can never answer
+    Split III cannot outrank a system that answered all of it on an average over fewer datasets.
+    """
+
+    # As MRQA's official script counts an unanswered question: 0.
+    ZERO = "zero", "a dataset a row did not answer counts 0"
+    UNRANKED = "unranked", "a row that did not answer every ranked dataset is shown unranked"
+
+
 class Challenge(models.Model):
     slug = models.SlugField(unique=True)
     title = models.CharField(max_length=200)
@@ -49,11 +62,14 @@ class Challenge(models.Model):
     ranking_rule = models.CharField(max_length=16, choices=RankingRule.choices, default=RankingRule.BEST)
     is_public = models.BooleanField(default=True)
     # Which datasets the ranking average covers: {} for every dataset of the phase, or
-    # {"splits": ["II", "III"]} / {"datasets": ["slug", ...]} (MRQA 2019 ranked on II and III).
+    # {"splits": ["II", "III"]} / {"datasets": ["slug", ...]} (MRQA 2019 ranked on II and III),
+    # with "incomplete": "zero" | "unranked" when the spec says how incomplete rows rank.
     ranking_scope = models.JSONField(default=dict, blank=True)
     sealed_aggregates = models.CharField(
         max_length=16, choices=SealedAggregates.choices, default=SealedAggregates.ISOLATING
     )
+    # None: no limit on a team's members.
+    max_team_size = models.PositiveIntegerField(null=True, blank=True)
     # Never shown: keys the re-keyed ids and the aliases of sealed datasets.
     secret = models.CharField(max_length=64, default=new_challenge_secret, editable=False)
     staff = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="organized_challenges")
@@ -201,3 +217,55 @@ class FileDownload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.challenge.slug}:{self.key} x{self.count}"
+
+
+class AuditEntry(models.Model):
+    """An organizer's action on a challenge (re-run, disqualify, reveal, extend...): who, what, when, why."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="audit_entries")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=40)
+    target = models.CharField(max_length=200, blank=True)
+    reason = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} by {self.actor} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class Announcement(models.Model):
+    """A message the organizers show on the challenge page."""
+
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="announcements")
+    text = models.TextField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.text[:60]
+
+
+class TeamPhaseOverride(models.Model):
+    """An organizer's extension for one team in one phase: a later deadline, a larger quota."""
+
+    team = models.ForeignKey("accounts.Team", on_delete=models.CASCADE, related_name="phase_overrides")
+    phase = models.ForeignKey(Phase, on_delete=models.CASCADE, related_name="team_overrides")
+    closes_at = models.DateTimeField(null=True, blank=True)
+    quota_per_day = models.PositiveIntegerField(null=True, blank=True)
+    quota_total = models.PositiveIntegerField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "phase"], name="teamphaseoverride_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.team} in {self.phase}"

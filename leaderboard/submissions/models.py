@@ -77,6 +77,8 @@ class Submission(models.Model):
     # Shown unranked on the board, with this reason (an imported row the organizers
     # excluded, a disqualified submission).
     excluded_reason = models.CharField(max_length=300, blank=True)
+    # Set by an organizer: the submission leaves the board; its team sees the reason.
+    hidden_reason = models.CharField(max_length=300, blank=True)
     description = models.CharField(max_length=300, blank=True)
     file = models.FileField(upload_to="submissions/%Y/%m/", blank=True)
     original_name = models.CharField(max_length=255, blank=True)
