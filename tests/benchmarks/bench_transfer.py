@@ -91,8 +91,10 @@ def incompressible(path: Path, size: int) -> None:
             written += len(piece)
 
 
-def setup(tmp: Path, env: dict[str, str], size: int) -> dict[str, Any]:
-    """Migrate, load a small challenge, add a user with a team and a ``size``-byte training file."""
+def bench_challenge(tmp: Path, env: dict[str, str], *, slug: str, title: str, phase: str,
+                    password: str) -> tuple[Any, str]:
+    """Migrate, load a one-dataset challenge (the demo's SQuAD dev) whose dev phase has the
+    ``phase`` settings, and add a user with a team and a token; returns the challenge and token."""
     os.environ.update(env)
     import django
 
@@ -102,26 +104,32 @@ def setup(tmp: Path, env: dict[str, str], size: int) -> dict[str, Any]:
     from rest_framework.authtoken.models import Token
 
     from leaderboard.accounts.services import team_create
-    from leaderboard.challenges.models import Dataset, DatasetFile
     from leaderboard.challenges.services import challenge_load
 
     call_command("migrate", verbosity=0)
     spec = tmp / "spec.yaml"
     spec.write_text("\n".join([
-        f"slug: {SLUG}",
-        "title: Transfer benchmark",
+        f"slug: {slug}",
+        f"title: {title}",
         "metric_suite: mrqa",
         "phases:",
         "  - {slug: dev, name: Dev, kind: dev, portion: dev, opens_at: 2020-01-01T00:00:00Z,",
-        "     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [predictions, code_bundle]}",
+        f"     closes_at: 2099-01-01T00:00:00Z, {phase}}}",
         "datasets:",
         f"  - {{slug: squad, name: SQuAD, split: I, files: {{dev: {DEMO / 'SQuAD.dev.jsonl.gz'}}}}}",
         "",
     ]))
     challenge = challenge_load(spec_path=spec)
-    user = User.objects.create_user("bench", password=PASSWORD)
+    user = User.objects.create_user("bench", password=password)
     team_create(challenge=challenge, owner=user, name="Bench")
-    token = Token.objects.create(user=user).key
+    return challenge, Token.objects.create(user=user).key
+
+
+def setup(tmp: Path, env: dict[str, str], size: int) -> dict[str, Any]:
+    """Load a small challenge with a user, and add a ``size``-byte training file."""
+    challenge, token = bench_challenge(tmp, env, slug=SLUG, title="Transfer benchmark",
+                                       phase="allowed_kinds: [predictions, code_bundle]", password=PASSWORD)
+    from leaderboard.challenges.models import Dataset, DatasetFile
 
     # The training file: written straight into private storage, streamed and hashed.
     stored = Path(env["READERBOARD_PRIVATE_ROOT"]) / "gold" / "bench" / f"{SLUG}-squad-train.jsonl.gz"

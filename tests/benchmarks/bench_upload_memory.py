@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.benchmarks.bench_transfer import (
-    DEMO,
     REPO,
     Sampler,
+    bench_challenge,
     environment,
     free_port,
     multipart,
@@ -126,39 +126,16 @@ def write_zip(path: Path, member: str, source: Path) -> None:
 
 
 def setup(tmp: Path, env: dict[str, str]) -> dict[str, Any]:
-    """Migrate, load a one-dataset challenge, add a user with a team and a token; read the limits."""
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    """Load a one-dataset challenge with a user, a team and a token; read the limits."""
+    challenge, token = bench_challenge(
+        tmp, env, slug=SLUG, title="Upload memory benchmark", password="bench-upload-memory-pw",
+        phase="allowed_kinds: [predictions],\n     quota: {per_day: 1000, total: 1000, concurrent: 1000}",
+    )
     from django.conf import settings
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.db import connections
-    from rest_framework.authtoken.models import Token
 
-    from leaderboard.accounts.services import team_create
     from leaderboard.challenges.models import DatasetFile
-    from leaderboard.challenges.services import challenge_load
 
-    call_command("migrate", verbosity=0)
-    spec = tmp / "spec.yaml"
-    spec.write_text("\n".join([
-        f"slug: {SLUG}",
-        "title: Upload memory benchmark",
-        "metric_suite: mrqa",
-        "phases:",
-        "  - {slug: dev, name: Dev, kind: dev, portion: dev, opens_at: 2020-01-01T00:00:00Z,",
-        "     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [predictions],",
-        "     quota: {per_day: 1000, total: 1000, concurrent: 1000}}",
-        "datasets:",
-        f"  - {{slug: squad, name: SQuAD, split: I, files: {{dev: {DEMO / 'SQuAD.dev.jsonl.gz'}}}}}",
-        "",
-    ]))
-    challenge = challenge_load(spec_path=spec)
-    user = User.objects.create_user("bench", password="bench-upload-memory-pw")
-    team_create(challenge=challenge, owner=user, name="Bench")
-    token = Token.objects.create(user=user).key
     qid = DatasetFile.objects.get(dataset__challenge=challenge, portion="dev").qids[0]
     limit = int(settings.MAX_PREDICTION_UPLOAD_BYTES)
     # Before issue 17 there was no such setting: archives could expand to 512 MiB.  The figures
