@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "squad2": "scoring.squad",
     "mrqa": "scoring.mrqa",
     "mrqa-macro": "scoring.mrqa",
+    "cmrc2018": "scoring.cmrc2018",
     "dureader": "scoring.dureader",
     "mrc2018": "scoring.mrc2018",
     "quac": "scoring.quac",

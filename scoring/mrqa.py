@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, UndefinedMetricError
@@ -33,6 +33,9 @@ from scoring.inputs import iter_input_lines
 from scoring.io import Warn, iter_json_lines, load_prediction_map
 from scoring.result import EvalResult, summarise
 from scoring.squad import CachedScorer, prediction_text, without_gc
+
+if TYPE_CHECKING:
+    from scoring.cmrc2018 import Cmrc2018Scorer
 
 # --------------------------------------------------------------------------- gold file
 
@@ -160,13 +163,29 @@ def evaluate_mrqa(
     skip_no_answer: bool = False,
     dataset: str | None = None,
     prediction_path: str = "predictions",
+    tokenization: str = "whitespace",
 ) -> EvalResult:
     """``evaluate`` of mrqa_official_eval.py (spec 3): ``{"exact_match", "f1"}`` x100.
 
     ``gold`` is a :class:`MrqaGold` or a plain ``{qid: [answer, ...]}``
     mapping; ``dataset`` labels the per-question records (default: the gold
     file's dataset name, or None for a plain mapping).
+
+    ``tokenization="cjk"`` scores each question with CMRC 2018's EM and F1
+    instead (:mod:`scoring.cmrc2018`: Chinese characters as tokens), for
+    Chinese answers; everything else (missing predictions, the average) is
+    MRQA's, which CMRC 2018's script does alike.
     """
+    scorer: CachedScorer | Cmrc2018Scorer
+    if tokenization == "cjk":
+        from scoring.cmrc2018 import Cmrc2018Scorer
+
+        scorer = Cmrc2018Scorer()
+    elif tokenization == "whitespace":
+        scorer = CachedScorer()
+    else:
+        raise InputFormatError(f"unknown tokenization {tokenization!r}; use 'whitespace' (MRQA's) or 'cjk' "
+                               "(CMRC 2018's, for Chinese)")
     label: str | None
     if isinstance(gold, MrqaGold):
         answers: Mapping[str, Sequence[str]] = gold.answers
@@ -181,7 +200,6 @@ def evaluate_mrqa(
         for qid, golds in answers.items():
             if isinstance(golds, str) or not all(isinstance(g, str) for g in golds):
                 raise InputFormatError("the gold answers should be a list of strings", path=gold_path, qid=qid)
-    scorer = CachedScorer()
     answered = [predictions[qid] for qid in answers if qid in predictions]
     scorer.prime(chain(chain.from_iterable(answers.values()), (p for p in answered if isinstance(p, str))))
     exact_total = 0
@@ -318,7 +336,7 @@ def _load_pair(dataset: str, predictions: str, *, strict: bool) -> tuple[MrqaGol
 def _run_mrqa(args: argparse.Namespace) -> EvalResult:
     gold, predictions, load_warnings = _load_pair(args.dataset, args.predictions, strict=args.strict)
     result = evaluate_mrqa(gold, predictions, skip_no_answer=args.skip_no_answer,
-                           prediction_path=args.predictions)
+                           prediction_path=args.predictions, tokenization=args.tokenization)
     result.warnings[:0] = load_warnings
     return result
 
@@ -365,6 +383,9 @@ def register(subparsers: Any) -> None:
     single.add_argument("predictions", metavar="PRED.json", help="predictions: {qid: answer string}")
     single.add_argument("--skip-no-answer", action="store_true",
                         help="leave questions without a prediction out of the denominator")
+    single.add_argument("--tokenization", choices=("whitespace", "cjk"), default="whitespace",
+                        help="whitespace: the official MRQA EM/F1 (default); cjk: CMRC 2018's EM/F1 for "
+                             "Chinese answers (characters as tokens; see python -m scoring cmrc2018 --help)")
     add_common_options(single)
     single.set_defaults(run=_run_mrqa)
 
