@@ -8,7 +8,8 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, RESCORE_SUBMISSION, RUN_SYSTEM
+from leaderboard.submissions.rescore import submission_rescore
 from leaderboard.submissions.services import submission_evaluate
 from workers.celery_app import REAP, app
 from workers.dispatch import dispatch_again, lost_messages_redispatch
@@ -30,6 +31,12 @@ def evaluate_submission(submission_id: int) -> None:
 @app.task(name=RUN_SYSTEM, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
 def run_system(submission_id: int) -> None:
     system_evaluate(submission_id)
+
+
+@app.task(name=RESCORE_SUBMISSION, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def rescore_submission(submission_id: int) -> None:
+    # Safe twice: a rescore claims the scores it read, and does nothing once they are up to date.
+    submission_rescore(submission_id)
 
 
 @app.task(name=REAP)

@@ -1,16 +1,19 @@
-"""Writes for challenges: loading a spec, hidden gold files, reveals, imported results."""
+"""Writes for challenges: loading a spec (a reload reconciles: ``reconcile.py``), gold files (a replaced
+one retired while scores refer to it, its submissions rescored: ``submissions/rescore.py``), reveals."""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
@@ -19,24 +22,26 @@ from leaderboard.challenges.models import (
     Dataset,
     DatasetFile,
     FilePortion,
+    IncompleteRows,
     MetricSuite,
     Phase,
     PhaseKind,
     RankingRule,
+    RetiredGold,
     SealedAggregates,
     Split,
     SubmissionKind,
 )
+from leaderboard.challenges.reconcile import DatasetSpec, ReloadPlan, datasets_remove, reload_plan
+from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope
+from leaderboard.challenges.spec import SpecError, mrqa_header_check, spec_check
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
 from leaderboard.submissions.services import aggregates_refresh
 from leaderboard.submissions.systems import SystemSettings
 from scoring import inputs
 from scoring.errors import ScoringError
-
-
-class SpecError(ServiceError):
-    """A challenge spec that cannot be loaded; the message names the key."""
 
 
 def _parse_utc(value: Any, where: str) -> dt.datetime:
@@ -72,11 +77,19 @@ def _choice(value: str, choices: type[Any], where: str) -> str:
     return value
 
 
-def challenge_load(*, spec_path: Path) -> Challenge:
+def challenge_load(
+    *, spec_path: Path, warn: Callable[[str], None] | None = None, allow_remove: bool = False
+) -> Challenge:
     """Create or update a challenge from a YAML spec; safe to run again.
 
+    A reload reconciles (``challenges/reconcile.py``; ``challenge_plan`` says what will change):
+    datasets no longer in the spec are removed, but one that has scores only with
+    ``allow_remove``; a replaced gold file is kept while scores refer to it, and the
+    submissions scored against it are rescored in the background (``dataset_file_put``).
+
     Gold files named in the spec are validated with the challenge's metric
-    suite and stored only when their content changed.
+    suite and stored only when their content changed.  ``warn`` receives
+    what the organizer should know but that does not stop the load.
     """
     try:
         spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
@@ -85,8 +98,10 @@ def challenge_load(*, spec_path: Path) -> Challenge:
     if not isinstance(spec, dict):
         raise SpecError(f"{spec_path}: expected a mapping at the top level")
     base_dir = spec_path.parent
+    spec_check(spec, spec_path=spec_path)
     slug = _get(spec, "slug", "challenge")
     suite = _choice(_get(spec, "metric_suite", slug), MetricSuite, f"{slug}.metric_suite")
+    _tokenization_check(suite, spec.get("suite_options") or {}, slug)
     try:
         # Validated here so a typo in a limit fails the load, not a run weeks later.
         systems = SystemSettings.from_json(spec.get("systems")).as_json() if spec.get("systems") else {}
@@ -96,9 +111,16 @@ def challenge_load(*, spec_path: Path) -> Challenge:
     sealed_aggregates = _choice(
         str(spec.get("sealed_aggregates", SealedAggregates.ISOLATING)), SealedAggregates, f"{slug}.sealed_aggregates"
     )
+    max_team_size = _max_team_size(spec.get("max_team_size"), f"{slug}.max_team_size")
 
     with transaction.atomic():
         previous_scope = Challenge.objects.filter(slug=slug).values_list("ranking_scope", flat=True).first()
+        previous_ranked = _ranked_datasets(Challenge.objects.filter(slug=slug).first())
+        # Decided before anything is written: scores are deleted only when the organizer said so.
+        plan = _reload_plan(spec, slug=slug, suite=suite, base_dir=base_dir)
+        refusal = plan.refusal(allow_remove=allow_remove)
+        if refusal:
+            raise SpecError(refusal)
         challenge, _ = Challenge.objects.update_or_create(
             slug=slug,
             defaults={
@@ -111,6 +133,7 @@ def challenge_load(*, spec_path: Path) -> Challenge:
                 "system_settings": systems,
                 "ranking_scope": ranking_scope,
                 "sealed_aggregates": sealed_aggregates,
+                "max_team_size": max_team_size,
             },
         )
         for username in spec.get("staff", []) or []:
@@ -121,24 +144,138 @@ def challenge_load(*, spec_path: Path) -> Challenge:
         for order, phase_spec in enumerate(_get(spec, "phases", slug, list)):
             _phase_load(challenge, phase_spec, order)
         for order, ds_spec in enumerate(_get(spec, "datasets", slug, list)):
-            _dataset_load(challenge, ds_spec, order, base_dir)
-        if previous_scope is not None and previous_scope != ranking_scope:
-            # Stored ranking averages were computed under the old scope.
+            _dataset_load(challenge, ds_spec, order, base_dir, warn=warn)
+        if plan.datasets_removed:
+            # Recomputes the averages of the submissions that lose scores.
+            datasets_remove(challenge=challenge, slugs=[r.dataset for r in plan.datasets_removed])
+        elif plan.splits_changed:
+            # Per-split averages were computed under the old splits.
+            aggregates_refresh(challenge=challenge)
+        if "incomplete" not in ranking_scope:
+            _incomplete_rows_check(challenge)
+        ranked_now = _ranked_datasets(challenge)
+        if previous_scope is not None and (previous_scope != ranking_scope or ranked_now != previous_ranked):
+            # Stored ranking averages were computed under the old scope, or over other datasets
+            # (a dataset added to a phase counts 0 for the submissions made before it).
             aggregates_refresh(challenge=challenge)
     return challenge
 
 
-def _ranking_scope(ranking: Any, datasets: Any, where: str) -> dict[str, list[str]]:
-    """``ranking: {splits: [II, III]}`` or ``{datasets: [slug, ...]}`` (absent: every dataset ranks).
+def _max_team_size(value: object, where: str) -> int | None:
+    """The spec's ``max_team_size``: a whole number of members, at least 1; absent for no limit.
+
+    Teams already larger when it is lowered keep their members; they only cannot grow.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"{where}: {value!r} is not a number of members (a whole number, at least 1)")
+    return value
+
+
+def _ranked_datasets(challenge: Challenge | None) -> dict[str, list[str]]:
+    """Each phase's ranked datasets (slugs), to tell whether a reload changed what rows rank on."""
+    if challenge is None:
+        return {}
+    return {phase.slug: [ds.slug for ds in phase_ranking_scope(phase=phase).datasets]
+            for phase in challenge.phases.select_related("challenge")}
+
+
+def _incomplete_rows_check(challenge: Challenge) -> None:
+    """Refuse a phase whose rows could not all answer what it ranks on, unless the spec says how they rank.
+
+    A prediction file never covers Split III (teams never see its questions; only systems run
+    on them), so in a phase that takes prediction files and ranks on Split III datasets, some
+    rows are incomplete by construction: the organizer must choose whether they count 0 there
+    or are shown unranked, rather than learn it from the board.
+    """
+    for order, phase in enumerate(challenge.phases.order_by("order")):
+        if SubmissionKind.PREDICTIONS not in phase.allowed_kinds:
+            continue
+        hidden = [ds.slug for ds in phase_ranking_scope(phase=phase).datasets if ds.split == Split.III]
+        if not hidden:
+            continue
+        others = [ds.slug for ds in phase_datasets(phase=phase) if ds.split != Split.III]
+        raise SpecError(
+            f"{challenge.slug}.phases[{order}] ({phase.slug}): this phase takes prediction files, but its ranking "
+            f"average covers the Split III dataset(s) {', '.join(hidden)}, which a prediction file cannot answer "
+            "(teams never see their questions; only systems run on them), so a prediction row would be ranked "
+            "against systems on fewer datasets. Say how such rows rank: ranking: {incomplete: zero} (a dataset "
+            "a row did not answer counts 0, as MRQA's script counts an unanswered question) or ranking: "
+            "{incomplete: unranked} (such rows are shown unranked); or rank this phase on "
+            + (f"its other datasets (ranking: {{splits: [...]}} without III: {', '.join(others)})" if others
+               else "datasets a prediction file can answer")
+            + ", or take only systems in it (allowed_kinds: [docker_image, code_bundle])"
+        )
+
+
+def _spec_read(spec_path: Path) -> dict[str, Any]:
+    try:
+        spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{spec_path}: cannot read the spec ({exc})") from None
+    if not isinstance(spec, dict):
+        raise SpecError(f"{spec_path}: expected a mapping at the top level")
+    return spec
+
+
+def challenge_plan(*, spec_path: Path) -> ReloadPlan:
+    """What loading the spec would change (``manage.py challenge_load --dry-run``); writes nothing."""
+    spec = _spec_read(spec_path)
+    spec_check(spec, spec_path=spec_path)
+    slug = _get(spec, "slug", "challenge")
+    suite = _choice(_get(spec, "metric_suite", slug), MetricSuite, f"{slug}.metric_suite")
+    return _reload_plan(spec, slug=slug, suite=suite, base_dir=spec_path.parent)
+
+
+def _reload_plan(spec: Mapping[str, Any], *, slug: str, suite: str, base_dir: Path) -> ReloadPlan:
+    phases = [_phase_fields(slug, p, order) for order, p in enumerate(_get(spec, "phases", slug, list))]
+    datasets = []
+    for order, ds in enumerate(_get(spec, "datasets", slug, list)):
+        where = f"{slug}.datasets[{order}]"
+        if not isinstance(ds, dict):
+            raise SpecError(f"{where}: expected a mapping, found {ds!r}")
+        ds_slug = _get(ds, "slug", where)
+        files: dict[Any, Any] = ds["files"] if isinstance(ds.get("files"), dict) else {}
+        datasets.append(DatasetSpec(
+            slug=ds_slug, where=where,
+            fields={"name": ds.get("name", ds_slug), "split": str(ds.get("split"))},
+            files={str(portion): (base_dir / str(rel)).resolve() for portion, rel in files.items()},
+        ))
+    return reload_plan(slug=slug, suite_key=suite, phases=phases, datasets=datasets)
+
+
+def _ranking_scope(ranking: Any, datasets: Any, where: str) -> dict[str, Any]:
+    """``ranking: {splits: [II, III]}`` or ``{datasets: [slug, ...]}`` (absent: every dataset ranks),
+    optionally with ``incomplete: zero | unranked`` (how a row ranks that did not answer every
+    ranked dataset; stored only when the spec says it, see ``_incomplete_rows_check``).
 
     Checked against the spec's own splits and dataset slugs, so a typo fails the load
     rather than silently ranking on nothing.
     """
     if ranking is None or ranking == {}:
         return {}
-    shape = "{splits: [II, III]} or {datasets: [slug, ...]}"
-    if not isinstance(ranking, dict) or len(ranking) != 1 or not set(ranking) <= {"splits", "datasets"}:
+    shape = "{splits: [II, III]} or {datasets: [slug, ...]}, optionally with incomplete: zero or unranked"
+    if not isinstance(ranking, dict) or not set(ranking) <= {"splits", "datasets", "incomplete"}:
         raise SpecError(f"{where}: expected {shape}, found {ranking!r}")
+    incomplete: dict[str, str] = {}
+    if "incomplete" in ranking:
+        value = ranking["incomplete"]
+        if value not in IncompleteRows.values:
+            raise SpecError(
+                f"{where}.incomplete: {value!r} is not one of zero (a dataset a row did not answer counts 0), "
+                "unranked (a row that did not answer every ranked dataset is shown unranked)"
+            )
+        incomplete = {"incomplete": str(value)}
+    scoped = {k: v for k, v in ranking.items() if k != "incomplete"}
+    if not scoped:
+        return incomplete
+    if len(scoped) != 1:
+        raise SpecError(f"{where}: expected {shape}, found {ranking!r}")
+    return {**_ranking_datasets(scoped, datasets, where), **incomplete}
+
+
+def _ranking_datasets(ranking: dict[str, Any], datasets: Any, where: str) -> dict[str, list[str]]:
     ((key, values),) = ranking.items()
     if not isinstance(values, list) or not values:
         raise SpecError(f"{where}.{key}: expected a non-empty list, found {values!r}")
@@ -155,7 +292,14 @@ def _ranking_scope(ranking: Any, datasets: Any, where: str) -> dict[str, list[st
 
 
 def _phase_load(challenge: Challenge, spec: Mapping[str, Any], order: int) -> Phase:
-    where = f"{challenge.slug}.phases[{order}]"
+    slug, fields = _phase_fields(challenge.slug, spec, order)
+    phase, _ = Phase.objects.update_or_create(challenge=challenge, slug=slug, defaults=fields)
+    return phase
+
+
+def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int) -> tuple[str, dict[str, Any]]:
+    """A phase's slug and the fields a load writes, checked: also what a reload plan compares."""
+    where = f"{challenge_slug}.phases[{order}]"
     kind = _choice(_get(spec, "kind", where), PhaseKind, f"{where}.kind")
     quota = spec.get("quota") or {}
     allowed = spec.get("allowed_kinds", [SubmissionKind.PREDICTIONS.value])
@@ -165,27 +309,25 @@ def _phase_load(challenge: Challenge, spec: Mapping[str, Any], order: int) -> Ph
     closes_at = _parse_utc(_get(spec, "closes_at", where, (str, dt.datetime)), f"{where}.closes_at")
     if closes_at <= opens_at:
         raise SpecError(f"{where}: closes_at must be after opens_at")
-    phase, _ = Phase.objects.update_or_create(
-        challenge=challenge,
-        slug=_get(spec, "slug", where),
-        defaults={
-            "name": spec.get("name", spec["slug"]),
-            "kind": kind,
-            "portion": _choice(spec.get("portion", kind), PhaseKind, f"{where}.portion"),
-            "opens_at": opens_at,
-            "closes_at": closes_at,
-            "quota_per_day": quota.get("per_day"),
-            "quota_total": quota.get("total"),
-            "quota_concurrent": quota.get("concurrent"),
-            "allowed_kinds": list(allowed),
-            "board_public": bool(spec.get("board_public", True)),
-            "order": order,
-        },
-    )
-    return phase
+    return _get(spec, "slug", where), {
+        "name": spec.get("name", spec["slug"]),
+        "kind": kind,
+        "portion": _choice(spec.get("portion", kind), PhaseKind, f"{where}.portion"),
+        "opens_at": opens_at,
+        "closes_at": closes_at,
+        "quota_per_day": quota.get("per_day"),
+        "quota_total": quota.get("total"),
+        "quota_concurrent": quota.get("concurrent"),
+        "allowed_kinds": list(allowed),
+        "board_public": bool(spec.get("board_public", True)),
+        "order": order,
+    }
 
 
-def _dataset_load(challenge: Challenge, spec: Mapping[str, Any], order: int, base_dir: Path) -> Dataset:
+def _dataset_load(
+    challenge: Challenge, spec: Mapping[str, Any], order: int, base_dir: Path,
+    *, warn: Callable[[str], None] | None = None,
+) -> Dataset:
     where = f"{challenge.slug}.datasets[{order}]"
     split = _choice(str(_get(spec, "split", where)), Split, f"{where}.split")
     alias = spec.get("sealed_alias", "")
@@ -222,8 +364,45 @@ def _dataset_load(challenge: Challenge, spec: Mapping[str, Any], order: int, bas
             content = path.read_bytes()
         except OSError as exc:
             raise SpecError(f"{where}.files.{portion}: cannot read {path} ({exc.strerror})") from None
+        if challenge.metric_suite == MetricSuite.MRQA:
+            mrqa_header_check(content, name=dataset.name, slug=dataset.slug, portion=str(portion),
+                              where=f"{where}.files.{portion} ({path.name})")
         dataset_file_put(dataset=dataset, portion=portion, content=content, filename=path.name)
+    if challenge.metric_suite == MetricSuite.MRQA:
+        scored = [(base_dir / rel).resolve() for portion, rel in files.items() if portion != FilePortion.TRAIN]
+        _cjk_answers_warning(challenge, f"{where} ({dataset.slug})", scored, warn)
     return dataset
+
+
+def _tokenization_check(suite: str, options: Any, slug: str) -> None:
+    """The MRQA suite's ``tokenization`` option is ``whitespace`` (MRQA's, the default) or ``cjk``."""
+    from scoring.cmrc2018 import TOKENIZATIONS
+
+    tokenization = options.get("tokenization", "whitespace") if isinstance(options, dict) else "whitespace"
+    if suite == MetricSuite.MRQA and tokenization not in TOKENIZATIONS:
+        raise SpecError(f"{slug}.suite_options.tokenization: {tokenization!r} is not one of {', '.join(TOKENIZATIONS)}")
+
+
+def _cjk_answers_warning(
+    challenge: Challenge, where: str, gold_paths: list[Path], warn: Callable[[str], None] | None
+) -> None:
+    """Warn when the MRQA suite's white-space tokens meet gold answers that are mostly CJK text.
+
+    MRQA's metric splits on white space, so a Chinese answer is a single token and a near miss
+    (gold plus "。") scores F1 0; ``suite_options: {tokenization: cjk}`` scores with CMRC 2018's EM/F1.
+    """
+    from scoring.cmrc2018 import cjk_share
+    from scoring.mrqa import load_mrqa_gold
+
+    if (challenge.suite_options or {}).get("tokenization", "whitespace") != "whitespace" or warn is None:
+        return
+    answers = [a for path in gold_paths for q in load_mrqa_gold(path).questions.values() for a in q.answers]
+    share = cjk_share(answers)
+    if share > 0.5:
+        warn(f"{where}: {share:.0%} of the gold answers are Chinese, Japanese or Korean text, "
+             "which the MRQA metric's white-space tokens score as a single word each (gold plus \"。\" "
+             "scores F1 0); for Chinese, set suite_options: {tokenization: cjk} to score with CMRC 2018's "
+             "EM/F1 (Chinese characters as tokens; Korean and Japanese stay NLTK words)")
 
 
 def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename: str) -> DatasetFile:
@@ -242,15 +421,20 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
         return existing
     suite = suite_for(dataset.challenge)
     try:
-        info = suite.inspect_gold(content, filename=filename)
+        # A scored portion's gold must score against itself; training files are never scored.
+        info = suite.inspect_gold(content, filename=filename, self_check=None if portion == FilePortion.TRAIN
+                                  else dataset.challenge.suite_options or {})
     except ScoringError as exc:
         raise ServiceError(f"gold file for {dataset.slug} ({portion}) rejected: {exc}") from None
     stem = f"{dataset.challenge.slug}-{dataset.slug}-{portion}-{sha[:12]}"
     with transaction.atomic():
         if existing is not None:
-            existing.gold.delete(save=False)
+            # Scores computed against the old file keep it: retired, not deleted, until they are
+            # rescored (``retired_gold_prune``).  Its answer-free inputs served runs only: they go.
+            RetiredGold.objects.create(dataset=dataset, portion=portion, gold=existing.gold.name,
+                                       sha256=existing.sha256, n_questions=existing.n_questions)
             if existing.inputs:
-                existing.inputs.delete(save=False)
+                transaction.on_commit(functools.partial(default_storage.delete, str(existing.inputs.name)))
             existing.delete()
         record = DatasetFile(
             dataset=dataset,
@@ -263,6 +447,11 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
         record.gold.save(f"{stem}{suite.gold_suffix}", ContentFile(content), save=False)
         record.inputs.save(f"{stem}-inputs{suite.gold_suffix}", ContentFile(info.inputs), save=False)
         record.save()
+        if existing is not None:
+            # Scores follow the gold: each submission scored against the old file is rescored in
+            # the background after the commit, then the old file goes once nothing refers to it.
+            rescore_enqueue(challenge=dataset.challenge, dataset=dataset, portion=portion)
+            transaction.on_commit(functools.partial(retired_gold_prune, challenge=dataset.challenge))
     return record
 
 
@@ -270,5 +459,19 @@ def dataset_reveal(*, dataset: Dataset) -> Dataset:
     """Unseal a Split III dataset: its name and per-dataset scores become visible."""
     if dataset.revealed_at is None:
         dataset.revealed_at = timezone.now()
+        dataset.save(update_fields=["revealed_at"])
+    return dataset
+
+
+def dataset_unreveal(*, dataset: Dataset) -> Dataset:
+    """Seal a revealed Split III dataset again (a reveal made by mistake or too early): its alias,
+    and the withholding of its scores and of the aggregates they follow from, apply again.
+
+    What was public meanwhile may have been copied; this stops showing it, nothing more.
+    """
+    if dataset.split != Split.III:
+        raise ServiceError(f"{dataset.name} is a Split {dataset.split} dataset: only Split III datasets are sealed")
+    if dataset.revealed_at is not None:
+        dataset.revealed_at = None
         dataset.save(update_fields=["revealed_at"])
     return dataset

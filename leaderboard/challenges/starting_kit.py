@@ -142,7 +142,9 @@ def _sources_digest() -> str:
 def _score_lines(suite: str, options: dict[str, Any], gold: str, output: str) -> tuple[str, ...]:
     """The command lines that score one dev dataset exactly as the platform does (suites.py)."""
     if suite == "mrqa":
-        return (f"python -m scoring mrqa {gold} {output}",)
+        # MrqaSuite.score's tokenization option (CMRC 2018's EM/F1 for Chinese answers).
+        flags = " --tokenization cjk" if options.get("tokenization") == "cjk" else ""
+        return (f"python -m scoring mrqa {gold} {output}{flags}",)
     if suite == "mrc2018":
         lines = output.removesuffix(".json") + ".jsonl"
         flags = f"--alpha {float(options.get('alpha', 1.0))!r} --beta {float(options.get('beta', 1.0))!r}"
@@ -214,7 +216,7 @@ def readme_text(plan: KitPlan) -> str:
         "plan": plan,
         "limits": plan.system.limits,
         "sample_manifest": json.dumps(sample_manifest, indent=2) if sample_manifest else "",
-        "needs_requirements": plan.suite != "mrqa",
+        "needs_requirements": plan.suite != "mrqa" or plan.suite_options.get("tokenization") == "cjk",
     })
 
 
@@ -254,11 +256,11 @@ def _write_kit(plan: KitPlan, target: Path) -> None:
 
 
 def _requirements() -> bytes:
-    # What scoring/ needs beyond the standard library (mrc2018, dureader, significance): the
-    # platform's own pins, so local numbers match the board's.
+    # What scoring/ needs beyond the standard library (mrc2018, dureader, significance; nltk for
+    # cmrc2018 and mrqa --tokenization cjk): the platform's own pins, so local numbers match the board's.
     pins = [line for line in (Path(settings.BASE_DIR) / "requirements.txt").read_text().splitlines()
-            if line.split("==")[0].strip() in {"numpy", "rapidfuzz"}]
-    header = "# Only for `python -m scoring` commands other than mrqa: pip install -r requirements.txt\n"
+            if line.split("==")[0].strip() in {"numpy", "rapidfuzz", "nltk"}]
+    header = "# Only for `python -m scoring` commands other than plain mrqa: pip install -r requirements.txt\n"
     return (header + "\n".join(pins) + "\n").encode("utf-8")
 
 

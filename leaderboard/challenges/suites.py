@@ -60,7 +60,16 @@ class Suite(Protocol):
     dataset_columns: Sequence[Column]
     aggregate_columns: Sequence[Column]
 
-    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo: ...
+    def inspect_gold(
+        self, content: bytes, *, filename: str, self_check: Mapping[str, Any] | None = None
+    ) -> GoldInfo:
+        """Validate a gold file and build its answer-free inputs.
+
+        ``self_check``: the challenge's suite options, for a portion that will be scored; the
+        gold's own answers are then scored with them and the file refused if a question cannot
+        be scored (or, for the EM/F1 suites, does not get 100).  None skips that (training files).
+        """
+        ...
 
     def check_predictions(self, predictions: Any, *, where: str) -> None: ...
 
@@ -69,7 +78,11 @@ class Suite(Protocol):
     def aggregate(
         self, per_dataset: Mapping[Dataset, Mapping[str, float | None]], *, ranked: Collection[Dataset] | None = None
     ) -> dict[str, float | None]:
-        """The aggregate metrics; the ranking ones average the ``ranked`` datasets only (None: all)."""
+        """The aggregate metrics; the ranking ones average the ``ranked`` datasets only (None: all).
+
+        ``ranked`` may hold datasets that ``per_dataset`` lacks (a prediction file never answers
+        Split III): they count 0, so every row's ranking average covers the same datasets.
+        """
         ...
 
     def averaged_over(
@@ -104,22 +117,132 @@ def _inspect_gold_file(
             raise _renamed(exc, path, filename) from None
     finally:
         os.unlink(path)
-    if not info.qids:
+    _questions_check(info.qids, path=filename)
+    return info
+
+
+def _questions_check(qids: Sequence[str], *, path: str) -> None:
+    if not qids:
         # Every metric would divide by zero, and prediction uploads could never be checked.
-        raise InputFormatError("the gold file has no questions", path=filename)
+        raise InputFormatError("the gold file has no questions", path=path)
     # Uploads are {qid: answer} checked against this list, so two questions sharing an id
     # (in MRC2018 even 123 and "123") could never both be answered.
     from scoring.squad import find_duplicates
 
-    duplicates = find_duplicates(info.qids)
+    duplicates = find_duplicates(qids)
     if duplicates:
-        raise InputFormatError("question id appears more than once", path=filename, qid=duplicates[0])
-    return info
+        raise InputFormatError("question id appears more than once", path=path, qid=duplicates[0])
 
 
 def _renamed(exc: ScoringError, temp_path: str, filename: str) -> ScoringError:
     path = filename if exc.path in (None, temp_path) else exc.path
     return type(exc)(exc.message.replace(temp_path, filename), path=path, line=exc.line, qid=exc.qid)
+
+
+def _nth_answer(answers: Mapping[str, Sequence[str]]) -> Callable[[str, int], Any]:
+    """``answer(qid, k)`` for :func:`_check_against_itself`: the k-th gold answer as the prediction."""
+
+    def answer(qid: str, k: int) -> Any:
+        own = answers[qid]
+        if k == 0:
+            return own[0] if own else ""  # a question without answers still gets one, as in an upload
+        return own[k] if k < len(own) else None
+
+    return answer
+
+
+def _no_location(qid: str) -> tuple[int | None, str]:
+    return None, ""
+
+
+def _check_against_itself(
+    suite: Suite, path: str, options: Mapping[str, Any], *, qids: Sequence[str],
+    answer: Callable[[str, int], Any], full_marks: Sequence[str] = (),
+    locate: Callable[[str], tuple[int | None, str]] = _no_location,
+) -> None:
+    """Score a gold file's own answers with the suite, exactly as a team's upload would be scored.
+
+    A gold that the suite cannot score would fail every submission, with the team blamed, so it
+    is refused here, naming the question.  ``full_marks`` (the EM/F1 suites) are per-question
+    metrics that must be 1: a question whose answers do not get 100 against themselves (an answer
+    that normalises to nothing, like "the" or ".") caps every team below 100.
+
+    ``answer(qid, k)`` is the prediction made of the question's k-th gold answer (None: it has no
+    k-th).  The file is scored once; only when a question falls short is it scored again with
+    such questions' next answers (the metrics take the best over a question's answers).
+    ``locate(qid)`` gives the question's line and a position for messages.
+    """
+    predictions = {qid: answer(qid, 0) for qid in qids}
+    tried: dict[str, list[Any]] = {}
+    for k in range(1, 1 << 16):
+        try:
+            result = suite.score(path, predictions, options)
+        except ScoringError as exc:
+            line, where = locate(exc.qid) if exc.qid in predictions else (None, "")
+            # Named as the gold file's: the predictions are the gold's own answers.
+            raise type(exc)(
+                f"{where}{': ' if where else ''}the gold's own answers cannot be scored, so every submission "
+                f"would fail: {exc.message}",
+                path=path, line=exc.line if exc.line is not None else line, qid=exc.qid,
+            ) from None
+        finally:
+            _gold_caches_forget()
+        ranking = suite.dataset_columns[0]
+        if result.metrics.get(ranking.metric) is None:
+            raise InputFormatError(
+                f"scored against its own answers with these suite options, the file's {ranking.label} is "
+                f"undefined, and so would every submission's be (every question left out?)", path=path,
+            )
+        # CoQA's records carry the platform's qid beside the story id.
+        short = [(str(record.get("qid", record["id"])), record) for record in result.per_example
+                 if any(record.get(m, 1) < 1 - 1e-9 for m in full_marks)]
+        if not short:
+            return
+        for qid, _ in short:
+            tried.setdefault(qid, []).append(_shown(predictions[qid]))
+        retry = {qid: answer(qid, k) for qid, _ in short}
+        hopeless = [(qid, record) for qid, record in short if retry[qid] is None]
+        if hopeless:
+            qid, record = hopeless[0]
+            line, where = locate(qid)
+            got = ", ".join(f"{_LABELS.get(m, m)} {100 * record[m]:.4g}" for m in full_marks)
+            others = f"; {len(hopeless) - 1} more question(s) like it, e.g. " + ", ".join(
+                repr(q) for q, _ in hopeless[1:6]) if len(hopeless) > 1 else ""
+            raise InputFormatError(
+                f"{where}{': ' if where else ''}no gold answer of this question gets 100 against itself "
+                f"({', '.join(tried[qid])}: the last gets {got}), so no prediction can; fix or remove "
+                f"the answer{others}",
+                path=path, line=line, qid=qid,
+            )
+        predictions.update(retry)
+
+
+_LABELS = {"exact_match": "EM", "exact": "EM", "f1": "F1", "rouge_l": "ROUGE-L"}
+
+
+def _shown(prediction: Any) -> str:
+    if isinstance(prediction, dict):
+        prediction = prediction.get("answer", prediction.get("answers"))
+    return f"{prediction!r:.80}"
+
+
+def _gold_caches_forget() -> None:
+    # The self-check scores a temporary copy, gone right after: entries keyed by its path
+    # would only hold memory.  lru_cache cannot drop one key, and losing the others costs
+    # at most a re-parse (this runs where gold is loaded, not where runs are scored).
+    for cached in (_mrqa_gold, _squad2_gold, _quac_gold, _coqa_gold):
+        cached.cache_clear()
+
+
+def _jsonl_line(path: str, key: str, qid: str) -> int | None:
+    """The line of the JSON-lines record whose ``key`` is ``qid`` (for messages only: it re-reads)."""
+    from scoring.io import iter_json_lines
+
+    try:
+        return next((n for n, obj in iter_json_lines(path) if isinstance(obj, dict) and str(obj.get(key)) == qid),
+                    None)
+    except ScoringError:
+        return None
 
 
 def _check_string_answers(predictions: Any, where: str) -> None:
@@ -139,7 +262,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _in_ranking(datasets: Sequence[Dataset], ranked: Collection[Dataset] | None) -> list[Dataset]:
-    return list(datasets) if ranked is None else [ds for ds in datasets if ds in ranked]
+    # Every ranked dataset, answered (in ``datasets``) or not: a ranking average covers the same
+    # datasets for every row, so one a row did not answer is in its mean, as 0 (see _means).
+    if ranked is None:
+        return list(datasets)
+    return [ds for ds in datasets if ds in ranked] + [ds for ds in ranked if ds not in datasets]
 
 
 def _means(
@@ -153,7 +280,9 @@ def _means(
         scope = suite.averaged_over(name, datasets, ranked=ranked)
         if scope is not None:
             family, over = scope
-            out[name] = _mean([per_dataset[ds].get(family) for ds in over])
+            # A ranked dataset the submission did not answer counts 0, as MRQA's official script
+            # counts an unanswered question (IncompleteRows.ZERO; "unranked" is the board's call).
+            out[name] = _mean([per_dataset[ds].get(family) if ds in per_dataset else 0.0 for ds in over])
     return out
 
 
@@ -196,19 +325,38 @@ class MrqaSuite:
         default_factory=lambda: [
             Column("macro_f1", "Macro F1"),
             Column("macro_em", "Macro EM"),
+            # Shown where the phase has Split I datasets (a dev phase), like the other splits.
+            Column("split_I_macro_f1", "Split I F1"),
             Column("split_II_macro_f1", "Split II F1"),
             Column("split_III_macro_f1", "Split III F1"),
         ]
     )
 
-    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
+    def inspect_gold(
+        self, content: bytes, *, filename: str, self_check: Mapping[str, Any] | None = None
+    ) -> GoldInfo:
         from scoring import mrqa
+        from scoring.formats import not_mrqa_hint
 
         def inspect(path: str) -> GoldInfo:
             gold = mrqa.load_mrqa_gold(path, strict=True)
+            if self_check is not None:
+                _check_against_itself(
+                    self, path, self_check, qids=list(gold.questions),
+                    answer=_nth_answer({qid: q.answers for qid, q in gold.questions.items()}),
+                    full_marks=("exact_match", "f1"), locate=lambda qid: (gold.questions[qid].line, ""),
+                )
             return GoldInfo(qids=list(gold.questions), inputs=build_inputs("mrqa", path))
 
-        return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
+        try:
+            return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
+        except ScoringError:
+            # Another benchmark's file fails on its first line with a message about JSON lines;
+            # saying what the file is (and how to convert it) is what the organizer can act on.
+            hint = not_mrqa_hint(content)
+            if hint is None:
+                raise
+            raise InputFormatError(hint, path=filename) from None
 
     def check_predictions(self, predictions: Any, *, where: str) -> None:
         _check_string_answers(predictions, where)
@@ -216,7 +364,12 @@ class MrqaSuite:
     def score(self, gold_path: str, predictions: Any, options: Mapping[str, Any]) -> DatasetResult:
         from scoring import mrqa
 
-        result = mrqa.evaluate_mrqa(_mrqa_gold(gold_path, os.path.getmtime(gold_path)), predictions)
+        # tokenization: cjk scores each question with CMRC 2018's EM/F1 (Chinese characters as tokens)
+        # instead of MRQA's white-space tokens, which make a Chinese answer one token.
+        tokenization = str(options.get("tokenization", "whitespace"))
+        result = mrqa.evaluate_mrqa(
+            _mrqa_gold(gold_path, os.path.getmtime(gold_path)), predictions, tokenization=tokenization
+        )
         return DatasetResult(
             metrics={"em": result.metrics["exact_match"], "f1": result.metrics["f1"]},
             per_example=result.per_example,
@@ -270,12 +423,33 @@ class Mrc2018Suite(_MeanOfEachMetric):
         ]
     )
 
-    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
+    def inspect_gold(
+        self, content: bytes, *, filename: str, self_check: Mapping[str, Any] | None = None
+    ) -> GoldInfo:
         from scoring import mrc2018
 
         def inspect(path: str) -> GoldInfo:
             refs = mrc2018.load_mrc2018(path, reference=True)
-            return GoldInfo(qids=[str(qid) for qid in refs], inputs=build_inputs("dureader", path))
+            qids = [str(qid) for qid in refs]
+            if self_check is not None:
+                # Before scoring: 123 and "123" would otherwise fail there, less clearly.
+                _questions_check(qids, path=path)
+                by_qid = {str(qid): ref for qid, ref in refs.items()}
+
+                def answer(qid: str, k: int) -> Any:
+                    # A reference without answers is skipped by the official metric (DuReader's own
+                    # dev set has one), so it is not refused; ROUGE-L must be 100 on the others.
+                    ref = by_qid[qid]
+                    if k >= max(1, len(ref.answers)):
+                        return None
+                    own = ref.answers[k:k + 1]
+                    return {"answers": own, "yesno_answers": ref.yesno_answers[:1]} if own else ""
+
+                _check_against_itself(
+                    self, path, self_check, qids=qids, answer=answer, full_marks=("rouge_l",),
+                    locate=lambda qid: (_jsonl_line(path, "question_id", qid), ""),
+                )
+            return GoldInfo(qids=qids, inputs=build_inputs("dureader", path))
 
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
@@ -422,11 +596,22 @@ class Squad2Suite(_MeanOfEachMetric):
         ]
     )
 
-    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
+    def inspect_gold(
+        self, content: bytes, *, filename: str, self_check: Mapping[str, Any] | None = None
+    ) -> GoldInfo:
         def inspect(path: str) -> GoldInfo:
+            from scoring.squad import squad_questions
+
             gold = _read_squad2(path)
             qids = [qa["id"] for article in gold.dataset["data"] for paragraph in article["paragraphs"]
                     for qa in paragraph["qas"]]
+            if self_check is not None:
+                # An unanswerable question's own "answer" is the abstention "".
+                questions = {q.qid: q for q in squad_questions(gold.dataset, path=path)}
+                _check_against_itself(
+                    self, path, self_check, qids=qids, answer=_nth_answer({q: v.answers for q, v in questions.items()}),
+                    full_marks=("exact", "f1"), locate=lambda qid: (None, questions[qid].where),
+                )
             # Levels are shown only where they do not tell answerable from unanswerable.
             inputs = document_inputs("squad2", gold.dataset, keep_levels=not gold.levels_reveal_answerability)
             return GoldInfo(qids=qids, inputs=inputs)
@@ -568,10 +753,23 @@ class QuacSuite(_MeanOfEachMetric):
         default_factory=lambda: [Column("f1", "F1"), Column("heq_q", "HEQ-Q"), Column("heq_d", "HEQ-D")]
     )
 
-    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
+    def inspect_gold(
+        self, content: bytes, *, filename: str, self_check: Mapping[str, Any] | None = None
+    ) -> GoldInfo:
         def inspect(path: str) -> GoldInfo:
             document, dialogs = _read_quac(path)
             qids = [question.qid for dialog in dialogs for question in dialog.questions]
+            if self_check is not None:
+                # Scorable only: QuAC's references disagree by design (human F1 is about 81), so
+                # one of them does not get 100 against the others.
+                by_qid = {question.qid: question for dialog in dialogs for question in dialog.questions}
+
+                def answer(qid: str, k: int) -> Any:
+                    q = by_qid[qid]
+                    return {"answer": q.refs[0] if q.refs else "", "yesno": q.yesno, "followup": q.followup} \
+                        if k == 0 else None
+
+                _check_against_itself(self, path, self_check, qids=qids, answer=answer)
             return GoldInfo(qids=qids, inputs=document_inputs("quac", document))
 
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
@@ -672,10 +870,18 @@ class CoqaSuite(_MeanOfEachMetric):
         ]
     )
 
-    def inspect_gold(self, content: bytes, *, filename: str) -> GoldInfo:
+    def inspect_gold(
+        self, content: bytes, *, filename: str, self_check: Mapping[str, Any] | None = None
+    ) -> GoldInfo:
         def inspect(path: str) -> GoldInfo:
             document, gold = _read_coqa(path)
-            return GoldInfo(qids=[coqa_qid(*key) for key in gold.turns], inputs=document_inputs("coqa", document))
+            qids = [coqa_qid(*key) for key in gold.turns]
+            if self_check is not None:
+                # Scorable only: CoQA scores each answer against the other annotators' (leave one
+                # out), so the main answer need not get 100 (human F1 is about 89).
+                main = _nth_answer({coqa_qid(*key): golds[:1] for key, golds in gold.turns.items()})
+                _check_against_itself(self, path, self_check, qids=qids, answer=main)
+            return GoldInfo(qids=qids, inputs=document_inputs("coqa", document))
 
         return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
 
@@ -708,6 +914,34 @@ SUITES: dict[str, Suite] = {
     "quac": QuacSuite(),
     "coqa": CoqaSuite(),
 }
+
+
+# Words of metric names as people write them ("hasans_exact" -> "HasAns EM").
+_LABEL_WORDS = {"f1": "F1", "em": "EM", "exact": "EM", "acc": "accuracy", "hasans": "HasAns", "noans": "NoAns",
+                "yesno": "yes/no", "followup": "follow-up", "heq": "HEQ"}
+_LABEL_PREFIXES = (("rouge_l", "ROUGE-L"), ("bleu_4", "BLEU-4"))
+
+
+def metric_label(suite: Suite, metric: str, *, per_dataset: bool = False) -> str:
+    """What a metric is called where people read it: the board's label (the suite's ``Column``),
+    else one made from its name ("split_II_macro_em" -> "Split II EM"), never the raw key."""
+    own = suite.dataset_columns if per_dataset else suite.aggregate_columns
+    for column in (*own, *suite.aggregate_columns, *suite.dataset_columns):
+        if column.metric == metric:
+            return column.label
+    match = _MRQA_AGGREGATE.fullmatch(metric)
+    if match is not None:
+        split, family = match.groups()
+        return f"{f'Split {split}' if split else 'Macro'} {family.upper()}"
+    head, rest = "", metric
+    for prefix, label in _LABEL_PREFIXES:
+        if metric.startswith(prefix):
+            head, rest = label, metric[len(prefix):]
+    # MRC2018's question types keep DuReader's labels in the key (YES_NO, ENTITY): lower-cased here.
+    rest = rest.replace("YES_NO", "yesno")
+    words = [_LABEL_WORDS.get(w, w.lower() if w.isupper() else w) for w in rest.split("_") if w]
+    label = " ".join([head, *words]).strip()
+    return label[:1].upper() + label[1:]
 
 
 def suite_for(challenge: Challenge) -> Suite:

@@ -24,14 +24,17 @@ logger = logging.getLogger(__name__)
 # Task names; workers/tasks.py registers tasks under them.
 EVALUATE_SUBMISSION = "readerboard.evaluate_submission"
 RUN_SYSTEM = "readerboard.run_system"
+# Scores a finished submission again from what it stored, when the gold it was scored against changed.
+RESCORE_SUBMISSION = "readerboard.rescore_submission"
 # Services eager mode may run in-process.  Running a system needs a worker with a
 # container engine, so RUN_SYSTEM has none: in eager mode the submission stays queued.
 TASK_SERVICES: dict[str, str] = {
     EVALUATE_SUBMISSION: "leaderboard.submissions.services:submission_evaluate",
+    RESCORE_SUBMISSION: "leaderboard.submissions.rescore:submission_rescore",
 }
 # Systems run for minutes and scoring a file takes seconds: separate queues, so a
 # long run never holds up the scores of prediction files.
-TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RUN_SYSTEM: "systems"}
+TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RUN_SYSTEM: "systems", RESCORE_SUBMISSION: "celery"}
 
 
 @cache

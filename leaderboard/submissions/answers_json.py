@@ -403,6 +403,9 @@ class AnswersReader:
         line_start = max(self.raw.rfind(b"\n", 0, pos) + 1, self.start)
         line = self.raw.count(b"\n", 0, pos) + 1
         column = len(self.raw[line_start:pos].decode("utf-8", "replace")) + 1
+        # json's own messages end in "at" ("Unterminated string starting at", "Invalid control
+        # character at"), which its str() follows with ": line 1 column 7"; here " at line" follows.
+        message = message.removesuffix(" at")
         raise NotJson(f"{self.where}: not valid JSON: {message} at line {line}, column {column}")
 
 

@@ -6,8 +6,11 @@ Private storage (``PRIVATE_STORAGE_ROOT``) holds
   only files that grow with participation, so each team has a budget per challenge
   (``systems: {storage_mb_per_team: N}`` in the spec, ``DEFAULT_STORAGE_MB_PER_TEAM`` otherwise),
   checked before an upload is stored;
-- the organizers' data (``gold/``, ``inputs/``), the starting kits (``kits/<challenge>/``) and
-  uploads being received (``spool/``).
+- the organizers' data (``gold/``, ``inputs/``; a replaced gold file stays while a score refers
+  to it, ``RetiredGold``), the starting kits (``kits/<challenge>/``) and uploads being received
+  (``spool/``);
+- the answers each system run was scored with (``outputs/<submission id>.zip``), so that a gold
+  change can rescore the run without running it again.
 
 The engine holds each run's image under a reference of its own
 (``RUN_IMAGE_REPOSITORY/<submission>:<attempt>``), removed after the run by the worker
@@ -22,20 +25,24 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import io
+import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, DatasetFile, SubmissionKind
+from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, DatasetFile, RetiredGold, SubmissionKind
 from leaderboard.core.errors import PayloadTooLarge
 from leaderboard.submissions.models import FINAL_STATUSES, BoardEntry, Status, Submission
 from leaderboard.submissions.systems import RunImage, SystemSettings, run_images_list
@@ -236,6 +243,13 @@ def _owners() -> dict[str, _Owner]:
             owners[gold] = _Owner(slug, "organizers", "gold and training data")
         if inputs:
             owners[inputs] = _Owner(slug, "organizers", "answer-free inputs")
+    for gold, slug in RetiredGold.objects.values_list("gold", "dataset__challenge__slug"):
+        owners[gold] = _Owner(slug, "organizers", "replaced gold (scores still refer to it)")
+    for pk, slug, team in Submission.objects.filter(kind__in=SYSTEM_KINDS).values_list(
+        "pk", "phase__challenge__slug", "team__name"
+    ):
+        # The platform's copy, not the team's upload: outside the team's budget.
+        owners[run_answers_name(pk)] = _Owner(slug, team, "system outputs (kept for rescoring)")
     return owners
 
 
@@ -249,6 +263,8 @@ def _owner_of(name: str, owners: dict[str, _Owner]) -> _Owner:
         return _Owner("", "platform", "uploads being received")
     if top == "submissions":
         return _Owner("", "platform", "unreferenced upload")
+    if top == RUN_ANSWERS_DIR:
+        return _Owner("", "platform", "outputs of deleted submissions")
     return _Owner("", "platform", "other")
 
 
@@ -471,3 +487,45 @@ def submission_file_freed_note(*, submission: Submission) -> str:
         if isinstance(note, dict) and note.get("kind") == "file_freed":
             return str(note.get("text", ""))
     return ""
+
+
+# --------------------------------------------------------------------------- answers kept for rescoring
+
+RUN_ANSWERS_DIR = "outputs"
+
+
+def run_answers_name(submission_id: int) -> str:
+    """Where a system run's answers are kept: derived from the id, so no column names it."""
+    return f"{RUN_ANSWERS_DIR}/{submission_id}.zip"
+
+
+def run_answers_store(*, submission_id: int, answers: Mapping[str, Mapping[str, object]]) -> str:
+    """Keep the answers a run is about to be scored with: ``{dataset slug: {qid: answer}}``.
+
+    Stored as checked and under the dataset's own question ids (a sealed dataset's re-keyed
+    ids mapped back), not as the bytes the system wrote: the ids a system reads depend on
+    the seal, which a reveal lifts, and a rescore must not depend on that.  One ``<slug>.json``
+    per dataset in a zip; a run scored again (re-queued while scoring) replaces its file.
+    """
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for slug, by_qid in answers.items():
+            archive.writestr(f"{slug}.json", json.dumps(by_qid, ensure_ascii=False))
+    name = run_answers_name(submission_id)
+    # The storage would otherwise save beside an earlier file under a new name, which nothing derives.
+    default_storage.delete(name)
+    saved = default_storage.save(name, ContentFile(buffer.getvalue()))
+    if saved != name:
+        raise RuntimeError(f"{name} was stored as {saved}")
+    return saved
+
+
+def run_answers_read(*, submission_id: int) -> dict[str, bytes] | None:
+    """``{dataset slug: the JSON of its answers}`` as ``run_answers_store`` kept them; None if it kept none."""
+    name = run_answers_name(submission_id)
+    if not default_storage.exists(name):
+        return None
+    with default_storage.open(name, "rb") as fh:
+        data = fh.read()
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {member.rsplit(".", 1)[0]: archive.read(member) for member in archive.namelist()}

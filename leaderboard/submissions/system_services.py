@@ -31,7 +31,6 @@ from django.contrib.auth.models import User
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
-from django.core.mail import mail_admins, send_mail
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -42,6 +41,7 @@ from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase, Subm
 from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
 from leaderboard.core.tasks import TASK_QUEUES
+from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import system_run_plan
@@ -55,7 +55,7 @@ from leaderboard.submissions.services import (
     submission_store_and_queue,
     task_for,
 )
-from leaderboard.submissions.storage import storage_budget_enforce
+from leaderboard.submissions.storage import run_answers_store, storage_budget_enforce
 from leaderboard.submissions.systems import (
     ArchiveError,
     RunDataset,
@@ -318,7 +318,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
     if moved != 1:
         return
     try:
-        results = {}
+        answers: dict[DatasetFile, dict[str, Any]] = {}
         files = _dataset_files(plan)
         suite = suite_for(submission.phase.challenge)
         for ds in plan.datasets:
@@ -326,11 +326,13 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
             # A sealed dataset's system answered under re-keyed ids: map them back to score.
             own_id = ds.qids_for_system(dataset_file.qids)
             predictions = _output_predictions(suite, ds, outcome, list(own_id))
-            results[dataset_file.dataset] = score_dataset(
-                submission=submission, dataset_file=dataset_file,
-                predictions={own_id[qid]: answer for qid, answer in predictions.items()},
-            )
-        scores_write(submission=submission, results=results)
+            answers[dataset_file] = {own_id[qid]: answer for qid, answer in predictions.items()}
+        # Kept before scoring: when the gold changes, the run is rescored from these, not run again.
+        run_answers_store(submission_id=submission_id, answers={f.dataset.slug: a for f, a in answers.items()})
+        results = {
+            f.dataset: score_dataset(submission=submission, dataset_file=f, predictions=a) for f, a in answers.items()
+        }
+        scores_write(submission=submission, results=results, gold={f.dataset: f.sha256 for f in answers})
     except _OutputRejected as exc:
         submission_fail(submission_id, reason=f"invalid output: {exc.reason}", cause=FailureCause.PARTICIPANT,
                         from_statuses=[Status.SCORING], verdict=exc.verdict,
@@ -419,38 +421,6 @@ def _requeue_or_fail(
         submission_staff_alert(submission_id, reason="\n\n".join(filter(None, [failure_reason, detail])))
         return Status.FAILED
     return None
-
-
-def submission_staff_alert(submission_id: int, *, reason: str) -> int:
-    """E-mail the challenge's organizers that the platform could not complete a submission: its id
-    and the full reason (theirs to read, whatever data the run was on).  Returns the number of
-    messages sent; a mail server that fails is logged, never allowed to undo the failure itself.
-    """
-    submission = (Submission.objects.filter(pk=submission_id)
-                  .select_related("phase__challenge", "team").first())
-    if submission is None:
-        return 0
-    challenge = submission.phase.challenge
-    recipients = sorted({email for email in challenge.staff.values_list("email", flat=True) if email})
-    subject = f"[Readerboard] {challenge.slug}: submission {submission.pk} failed on the platform's side"
-    body = (
-        f"Submission {submission.pk} ({submission.kind}) of team {submission.team.name}, phase "
-        f"{submission.phase.slug} of challenge {challenge.slug}, failed after {submission.attempts} attempt(s), "
-        f"through no fault of the team (it does not count against their quota).\n\n"
-        f"Reason:\n{reason}\n\n"
-        f"Submission page: /c/{challenge.slug}/submissions/{submission.pk}/\n"
-    )
-    logger.error("submission %s: failed on the platform's side; alerting %s: %s", submission_id,
-                 ", ".join(recipients) or "ADMINS", reason)
-    try:
-        if recipients:
-            return send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
-        # A challenge without organizers' addresses: the site's operators, if any are set.
-        mail_admins(subject, body)
-        return 1 if settings.ADMINS else 0
-    except Exception:
-        logger.exception("submission %s: the organizers could not be alerted by e-mail", submission_id)
-        return 0
 
 
 def submission_log_release(*, submission: Submission, user: User) -> Submission:

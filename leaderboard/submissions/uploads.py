@@ -51,6 +51,10 @@ def _read_zip(
         raise UploadError(f"{filename}: {len(members)} files in the archive; at most {MAX_ARCHIVE_MEMBERS}")
     total = 0
     out: dict[str, Answers] = {}
+    # A member's own defects (an unknown dataset, invalid JSON, a wrong shape) are collected, so
+    # one refusal names every member that needs fixing; a defect of the archive stops at once.
+    problems: list[str] = []
+    seen: set[str] = set()
     for member in members:
         path = PurePosixPath(member.filename.replace("\\", "/"))
         # Reject rather than sanitise: a name like ../../x is a mistake or an attack.
@@ -66,9 +70,11 @@ def _read_zip(
         # Which dataset, before a byte of the member is read.
         target = target_named(path.stem)
         if target is None:
-            raise UploadError(f"{filename}: unknown dataset {shown(path.stem)}; this phase scores: {known}")
-        if target.slug in out:
+            problems.append(f"{filename}: unknown dataset {shown(path.stem)}; this phase scores: {known}")
+            continue
+        if target.slug in seen:
             raise UploadError(f"{filename}: two members for dataset {target.slug!r}")
+        seen.add(target.slug)
         try:
             with archive.open(member) as fh:
                 data = fh.read(member.file_size + 1)
@@ -80,7 +86,12 @@ def _read_zip(
             ) from None
         if len(data) > member.file_size:
             raise UploadError(f"{filename}: {member.filename!r} is larger than its header says")
-        out[target.slug] = answers_decode(data, where=f"{filename}:{member.filename}", qids=target.qids)
+        try:
+            out[target.slug] = answers_decode(data, where=f"{filename}:{member.filename}", qids=target.qids)
+        except JsonRejected as exc:
+            problems.append(exc.message)
+    if problems:
+        raise UploadError("\n".join(problems))
     if not out:
         raise UploadError(f"{filename}: the archive holds no .json file")
     return out
@@ -93,10 +104,13 @@ def parse_upload(
     targets: Sequence[DatasetTarget],
     max_expanded_bytes: int,
     dataset_hint: str | None = None,
+    require_all: bool = True,
 ) -> dict[str, Answers]:
     """Return ``{dataset_slug: answers}`` covering every target, or raise UploadError.
 
     ``max_expanded_bytes`` bounds what a zip's members may expand to in all (413 past it).
+    ``require_all=False`` leaves the targets the upload lacks out of the result, for a caller
+    that names them together with the other datasets' problems (``missing_datasets_problem``).
     """
     if not raw:
         raise UploadError(f"{filename}: the file is empty")
@@ -119,10 +133,16 @@ def parse_upload(
                                     dataset_hint=dataset_hint)
     except JsonRejected as exc:
         raise UploadError(exc.message) from None
-    missing = [t.slug for t in targets if t.slug not in result]
-    if missing:
-        raise UploadError(f"{filename}: no predictions for dataset(s) {', '.join(missing)}")
+    missing = missing_datasets_problem(result, filename=filename, targets=targets)
+    if missing and require_all:
+        raise UploadError(missing)
     return result
+
+
+def missing_datasets_problem(result: dict[str, Answers], *, filename: str, targets: Sequence[DatasetTarget]) -> str:
+    """"file: no predictions for dataset(s) a, b" for the targets ``result`` lacks ("" if none)."""
+    missing = [t.slug for t in targets if t.slug not in result]
+    return f"{filename}: no predictions for dataset(s) {', '.join(missing)}" if missing else ""
 
 
 def _read_document(

@@ -366,7 +366,7 @@ def test_challenge_load_validates_training_files_with_the_suites_gold_check(tmp_
         challenge_load(spec_path=spec(tmp_path, f"""
   - {{slug: squad, name: SQuAD, split: I, files: {{train: {bad}}}}}
 """))
-    with pytest.raises(SpecError, match="'validation' is not one of train, dev, test"):
+    with pytest.raises(SpecError, match="files: unknown key 'validation'; the keys here are train, dev, test"):
         challenge_load(spec_path=spec(tmp_path, f"""
   - {{slug: squad, name: SQuAD, split: I, files: {{validation: {TRAIN_FILE}}}}}
 """))

@@ -30,9 +30,10 @@ title: Scoped MRQA
 metric_suite: mrqa
 staff: [oscar]
 {ranking}
+# Systems, as MRQA 2019's test phase took: a prediction file could not answer RACE (Split III).
 phases:
   - {{slug: test, name: Test, kind: test, portion: test, opens_at: 2020-01-01T00:00:00Z,
-     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [predictions]}}
+     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [docker_image]}}
 datasets:
   - {{slug: squad, name: SQuAD, split: I, portions: [test]}}
   - {{slug: bioasq, name: BioASQ, split: II, portions: [test]}}

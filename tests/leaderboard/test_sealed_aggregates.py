@@ -65,8 +65,10 @@ def spec_text(key: str, scenario: str, *, extra: str = "") -> str:
     lines = [
         f"slug: {key}-sealed", f"title: {key} sealed", f"metric_suite: {key}", "staff: [oscar]", extra,
         "phases:",
+        # Systems: only they answer a sealed Split III dataset (issue 16 refuses a prediction phase
+        # that ranks on one without saying how its incomplete rows rank).
         "  - {slug: test, name: Test, kind: test, portion: test, opens_at: 2020-01-01T00:00:00Z,",
-        "     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [predictions]}",
+        "     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [docker_image]}",
         "datasets:",
     ]
     for slug, name, split, revealed in SCENARIOS[scenario]:

@@ -1,0 +1,293 @@
+"""What a challenge spec may say: every key ``challenge_load`` reads, checked before anything is written.
+
+A key the loader does not know is not an option it may ignore: ``file:`` for
+``files:`` leaves a dataset without gold, and a misspelt ``alpha`` scores with
+the default.  So every mapping of a spec is checked against :data:`SPEC_KEYS`
+(the message names the nearest valid key), suite options against the suite's
+options dataclass, and what would break the challenge later is refused now:
+a key given twice, two datasets (or phases) with one slug or name, a Split III
+dataset with a dev portion, and an MRQA header naming another dataset or
+portion than the spec does.
+
+README "Running a challenge" documents every key here; a test keeps the two in
+step, so a key added to the loader is added here (or the load refuses it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from leaderboard.challenges.models import FilePortion, Split
+from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.systems import Limits, SystemSettings
+from scoring.cmrc2018 import TOKENIZATIONS
+from scoring.formats import mrqa_header
+from scoring.quac import DEFAULT_MIN_F1
+
+
+class SpecError(ServiceError):
+    """A challenge spec that cannot be loaded; the message names the key."""
+
+
+# A mapping's keys; a key whose value is itself checked maps to its own Keys.  A list
+# under such a key is a list of those mappings (phases, datasets).
+Keys = Mapping[str, "Keys | None"]
+
+_QUOTA: Keys = {"per_day": None, "total": None, "concurrent": None}
+PHASE_KEYS: Keys = {
+    "slug": None, "name": None, "kind": None, "portion": None, "opens_at": None, "closes_at": None,
+    "quota": _QUOTA, "allowed_kinds": None, "board_public": None,
+}
+DATASET_KEYS: Keys = {
+    "slug": None, "name": None, "split": None, "description": None, "sealed_alias": None, "revealed": None,
+    "portions": None, "files": {portion.value: None for portion in FilePortion},
+}
+# From the dataclasses the loader builds, so a setting added there is accepted here.
+SYSTEMS_KEYS: Keys = {
+    **{name: None for name in SystemSettings.__dataclass_fields__ if name != "limits"},
+    "limits": {name: None for name in Limits.__dataclass_fields__},
+}
+SPEC_KEYS: Keys = {
+    "slug": None, "title": None, "description": None, "is_public": None, "staff": None,
+    "metric_suite": None,
+    # Checked against the suite's options (SUITE_OPTIONS), which depend on metric_suite.
+    "suite_options": None,
+    "ranking_rule": None,
+    "ranking": {"splits": None, "datasets": None, "incomplete": None},
+    "sealed_aggregates": None,
+    "max_team_size": None,
+    "systems": SYSTEMS_KEYS,
+    "phases": PHASE_KEYS,
+    "datasets": DATASET_KEYS,
+}
+
+
+# --------------------------------------------------------------------------- suite options
+
+
+def _option(default: Any, meaning: str, *, choices: tuple[str, ...] = (),
+            bounds: tuple[float, float] | None = None) -> Any:
+    return field(default=default, metadata={"meaning": meaning, "choices": choices, "bounds": bounds})
+
+
+@dataclass(frozen=True)
+class MrqaOptions:
+    tokenization: str = _option("whitespace", "how EM/F1 split answers into tokens: whitespace (MRQA's official "
+                                "metric) or cjk (CMRC 2018's: Chinese characters as tokens)", choices=TOKENIZATIONS)
+
+
+@dataclass(frozen=True)
+class Mrc2018Options:
+    alpha: float = _option(1.0, "weight of the yes/no bonus", bounds=(0.0, math.inf))
+    beta: float = _option(1.0, "weight of the entity bonus", bounds=(0.0, math.inf))
+    lic2019_guards: bool = _option(True, "BLEU-4 is 0 (LIC2019's rule) where MRC2018's script divides by zero")
+
+
+@dataclass(frozen=True)
+class QuacOptions:
+    min_f1: float = _option(DEFAULT_MIN_F1, "questions whose human F1 is below this are left out of F1 and HEQ",
+                            bounds=(0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    pass
+
+
+SUITE_OPTIONS: dict[str, type[Any]] = {
+    "mrqa": MrqaOptions, "mrc2018": Mrc2018Options, "squad2": NoOptions, "quac": QuacOptions, "coqa": NoOptions,
+}
+
+
+def suite_options_parse(suite: str, raw: Any, *, where: str) -> Any:
+    """The suite's options dataclass from a spec's ``suite_options`` (absent: the defaults)."""
+    options_type = SUITE_OPTIONS[suite]
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: expected a mapping like {{alpha: 1.0}}, found {raw!r}")
+    fields = {f.name: f for f in dataclasses.fields(options_type)}
+    for key in raw:
+        if key not in fields:
+            known = f"the {suite} suite takes {', '.join(fields)}" if fields else f"the {suite} suite takes none"
+            raise SpecError(f"{where}: unknown option {key!r}{_nearest(str(key), fields) or ''} ({known})")
+    for name, value in raw.items():
+        meta, kind = fields[name].metadata, fields[name].type
+        if kind == "bool" and not isinstance(value, bool):
+            raise SpecError(f"{where}.{name}: expected true or false, found {value!r}")
+        if kind == "float":
+            low, high = meta["bounds"]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+                span = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
+                raise SpecError(f"{where}.{name}: expected a number {span}, found {value!r}")
+        if kind == "str" and value not in meta["choices"]:
+            raise SpecError(f"{where}.{name}: {value!r} is not one of {', '.join(meta['choices'])}"
+                            f"{_nearest(str(value), meta['choices']) or ''}")
+    return options_type(**raw)
+
+
+# --------------------------------------------------------------------------- reading and checking
+
+
+def _nearest(key: str, known: Any) -> str | None:
+    match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {match[0]!r}?" if match else None
+
+
+def _keys_check(value: Any, keys: Keys, where: str) -> None:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _keys_check(item, keys, f"{where}[{i}]")
+        return
+    if not isinstance(value, dict):
+        return  # the loader says what it expected
+    for key, item in value.items():
+        if key not in keys:
+            hint = _nearest(str(key), keys) or f"; the keys here are {', '.join(keys)}"
+            raise SpecError(f"{where}: unknown key {key!r}{hint}")
+        nested = keys[key]
+        if nested is not None:
+            _keys_check(item, nested, f"{where}.{key}")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML keeps the last of two equal keys; a spec with one is refused instead."""
+
+
+def _mapping_unique(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # "<<: *defaults" and then overriding one of them is what merge keys are for
+        key = loader.construct_object(key_node)
+        line = key_node.start_mark.line + 1
+        try:
+            if key in seen:
+                raise SpecError(f"line {line}: key {key!r} is given twice in one mapping (first on line "
+                                f"{seen[key]}); YAML would silently keep the last")
+            seen[key] = line
+        except TypeError:
+            continue  # an unhashable key: construct_mapping refuses it
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_unique)
+
+
+def _keys_unique(spec_path: Path) -> None:
+    # The loader has read the file already (yaml.safe_load); a spec is small, so reading it
+    # again to see what safe_load silently dropped costs nothing.
+    try:
+        yaml.load(spec_path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return  # the loader reported it
+    except SpecError as exc:
+        raise SpecError(f"{spec_path}, {exc.message}") from None
+
+
+def spec_check(spec: Mapping[str, Any], *, spec_path: Path | None = None) -> None:
+    """Refuse, before anything is stored, what the loader would otherwise accept and regret.
+
+    Keys anywhere (and, given the file, a key given twice), suite options, duplicate phases
+    and datasets, Split III dev portions.  Values the loader reads itself (dates, choices,
+    types) are left to it.
+    """
+    if spec_path is not None:
+        _keys_unique(spec_path)
+    where = str(spec.get("slug") or "challenge")
+    _keys_check(dict(spec), SPEC_KEYS, where)
+    if spec.get("metric_suite") in SUITE_OPTIONS:
+        suite_options_parse(str(spec["metric_suite"]), spec.get("suite_options"), where=f"{where}.suite_options")
+    for kind in ("phases", "datasets"):
+        items = spec.get(kind)
+        if isinstance(items, list):
+            _unique(kind, [(i, item) for i, item in enumerate(items) if isinstance(item, dict)], where)
+    for i, dataset in enumerate(spec.get("datasets") or []):
+        if isinstance(dataset, dict) and str(dataset.get("split")) == Split.III:
+            _no_dev_portion(dataset, f"{where}.datasets[{i}]")
+
+
+def _unique(kind: str, items: list[tuple[int, dict[str, Any]]], where: str) -> None:
+    slugs: dict[str, int] = {}
+    # Uploads and result imports name a dataset by its slug or its name, in any case.
+    names: dict[str, int] = {}
+    for i, item in items:
+        if item.get("slug") is None:
+            continue  # the loader says it is missing
+        slug = str(item["slug"])
+        if slug in slugs:
+            raise SpecError(f"{where}.{kind}[{i}]: slug {slug!r} is also {kind}[{slugs[slug]}]'s; two {kind} with "
+                            "one slug would be merged into one, so give each its own")
+        slugs[slug] = i
+        if kind != "datasets":
+            continue
+        for name in {slug.casefold(), str(item.get("name", slug)).casefold()}:
+            if names.setdefault(name, i) != i:
+                raise SpecError(f"{where}.datasets[{i}]: {name!r} also names datasets[{names[name]}] (its name or "
+                                "slug, in any case); uploads and result imports name datasets by either, so each "
+                                "must be unique")
+
+
+def _no_dev_portion(dataset: Mapping[str, Any], where: str) -> None:
+    files = dataset.get("files")
+    portions = dataset.get("portions")
+    if (isinstance(files, dict) and FilePortion.DEV in files) or (
+        isinstance(portions, list) and FilePortion.DEV in portions
+    ):
+        raise SpecError(
+            f"{where}: a Split III dataset has no dev portion: it is entirely hidden, under its alias, "
+            "until the reveal, and a dev portion would be scored and shown, and offered for download, like "
+            "Split II's; give it a test portion only, or make it Split II"
+        )
+
+
+# --------------------------------------------------------------------------- MRQA headers
+
+# Portion names MRQA-format files in the wild use for the portions (MRQA's own say "dev").
+_SPLIT_NAMES = {"development": "dev", "validation": "dev", "valid": "dev", "val": "dev",
+                "training": "train", "testing": "test"}
+
+
+def _comparable(name: str) -> str:
+    # "DuoRC.ParaphraseRC" is the header of the dataset with slug "duorc-paraphraserc".
+    return re.sub(r"[^0-9a-z]+", "", name.casefold())
+
+
+def mrqa_header_check(content: bytes, *, name: str, slug: str, portion: str, where: str) -> None:
+    """Refuse an MRQA file whose header names another dataset or portion than the spec gives it.
+
+    The header's ``dataset`` must be the dataset's name or slug (ignoring case and punctuation),
+    and its ``split`` the portion, except that a "dev" file may be a test portion: official dev
+    sets are the usual hidden test sets of a new task (MRQA's own out-of-domain files all say
+    "dev").  A file without a header (some in the wild) is not checked.
+    """
+    header = mrqa_header(content)
+    if header is None:
+        return
+    named = header.get("dataset")
+    if isinstance(named, str) and named and _comparable(named) not in {_comparable(name), _comparable(slug)}:
+        raise SpecError(
+            f"{where}: the file's header names dataset {named!r}, but the spec gives it to {name!r} (slug "
+            f"{slug!r}); if it is the right file, name the dataset {named!r} in the spec or correct the header"
+        )
+    split = header.get("split")
+    if not isinstance(split, str) or not split:
+        return
+    said = _SPLIT_NAMES.get(split.casefold(), split.casefold())
+    allowed = {portion, FilePortion.DEV.value} if portion == FilePortion.TEST else {portion}
+    if said not in allowed:
+        why = (" (a dev portion is downloaded by teams, with its answers)" if portion == FilePortion.DEV
+               and said == FilePortion.TEST else "")
+        raise SpecError(
+            f"{where}: the file's header says split {split!r}, but the spec gives it as the {portion} "
+            f"portion{why}; if it is the right file, correct the header's split to {portion!r}"
+        )
