@@ -51,7 +51,8 @@ cat <<MSG
 
   Readerboard is running:  http://127.0.0.1:${PORT}/
   Demo accounts (user / password):
-    organizer / organizer-demo-pw   (organizer of the demo challenges; Django admin at /admin/)
+    admin     / admin-demo-pw       (site administrator: Django admin at /admin/, makes organizers)
+    organizer / organizer-demo-pw   (organizer of the demo challenges: console at /c/mrqa-demo/console/)
     alice     / alice-demo-pw       (participant)
     bob       / bob-demo-pw         (participant)
   Boards: /c/mrqa-demo/board/dev/   /c/mrc2018-demo/board/dev/   /c/mrqa2019/board/test/
@@ -60,4 +61,7 @@ cat <<MSG
   /c/mrqa-demo/board/test/ when it finishes (about a minute).
 
 MSG
-$PY manage.py runserver "0.0.0.0:${PORT}" --noreload
+# DEBUG is off (leaderboard/settings/dev.py), so visitors get the site's error pages, never Django's
+# debug page; --insecure has runserver serve the static files anyway, as DEBUG would. A deployment
+# serves them from READERBOARD_STATIC_ROOT with its web server instead.
+$PY manage.py runserver "0.0.0.0:${PORT}" --noreload --insecure

@@ -5,20 +5,45 @@ from drf_spectacular.views import SpectacularAPIView
 
 from leaderboard.accounts import apis as accounts_api
 from leaderboard.accounts import views as accounts
+from leaderboard.accounts.forms import ThrottledAdminAuthenticationForm
 from leaderboard.challenges import apis as challenges_api
 from leaderboard.challenges import views as challenges
+from leaderboard.console import apis as console_api
+from leaderboard.console import views as console
 from leaderboard.rankings import apis as rankings_api
 from leaderboard.rankings import views as rankings
 from leaderboard.submissions import apis as submissions_api
 from leaderboard.submissions import views as submissions
 
+# The admin's login goes through the same failure throttle as the site's.
+admin.site.login_form = ThrottledAdminAuthenticationForm
+
 urlpatterns = [
     path("", challenges.home, name="home"),
     path("admin/", admin.site.urls),
     path("accounts/signup/", accounts.signup, name="signup"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", accounts.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/profile/", accounts.profile, name="profile"),
+    path("accounts/invites/<int:pk>/", accounts.invite_respond, name="invite-respond"),
     path("accounts/tokens/", accounts.api_tokens_page, name="api-tokens"),
+    # Django's reset views; template names of our own, since the admin app's registration/*
+    # templates come first in the app-directories search.
+    path("accounts/password-reset/", auth_views.PasswordResetView.as_view(
+        template_name="accounts/password_reset_form.html",
+        email_template_name="accounts/password_reset_email.txt",
+        subject_template_name="accounts/password_reset_subject.txt",
+    ), name="password_reset"),
+    path("accounts/password-reset/sent/", auth_views.PasswordResetDoneView.as_view(
+        template_name="accounts/password_reset_done.html"), name="password_reset_done"),
+    path("accounts/password-reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
+        template_name="accounts/password_reset_confirm.html"), name="password_reset_confirm"),
+    path("accounts/password-reset/done/", auth_views.PasswordResetCompleteView.as_view(
+        template_name="accounts/password_reset_complete.html"), name="password_reset_complete"),
+    path("accounts/password-change/", auth_views.PasswordChangeView.as_view(
+        template_name="accounts/password_change_form.html"), name="password_change"),
+    path("accounts/password-change/done/", auth_views.PasswordChangeDoneView.as_view(
+        template_name="accounts/password_change_done.html"), name="password_change_done"),
     path("c/<slug:slug>/", challenges.challenge_detail, name="challenge"),
     path("c/<slug:slug>/team/", accounts.team_page, name="team"),
     path("c/<slug:slug>/data/", challenges.data_page, name="data"),
@@ -41,6 +66,17 @@ urlpatterns = [
          name="board-organizer-json"),
     path("c/<slug:slug>/board/<slug:phase_slug>/organizer/chart.svg", rankings.board_organizer_chart,
          name="board-organizer-chart"),
+    # The organizer console: the challenge's organizers only (404 to anyone else).  An action's
+    # address shows what it will do (GET) and does it (POST, with a reason).
+    path("c/<slug:slug>/console/", console.console_home, name="console"),
+    path("c/<slug:slug>/console/submissions/", console.console_submissions_page, name="console-submissions"),
+    path("c/<slug:slug>/console/queue/", console.console_queue_page, name="console-queue"),
+    path("c/<slug:slug>/console/teams/", console.console_teams_page, name="console-teams"),
+    path("c/<slug:slug>/console/audit/", console.console_audit_page, name="console-audit"),
+    path("c/<slug:slug>/console/announce/", console.console_action_page,
+         {"target": "challenge", "key": "", "action": "announce"}, name="console-announce"),
+    path("c/<slug:slug>/console/<slug:target>/<str:key>/<slug:action>/", console.console_action_page,
+         name="console-action"),
     path("api/v1/auth/token/", accounts_api.TokenApi.as_view(), name="api-token"),
     path("api/v1/auth/token/rotate/", accounts_api.TokenRotateApi.as_view(), name="api-token-rotate"),
     path("api/v1/challenges/", rankings_api.ChallengeListApi.as_view(), name="api-challenges"),
@@ -67,8 +103,21 @@ urlpatterns = [
     ),
     path("api/v1/submissions/<int:pk>/log/", submissions_api.SubmissionLogApi.as_view(), name="api-submission-log"),
     path("api/v1/submissions/<int:pk>/", submissions_api.SubmissionDetailApi.as_view(), name="api-submission"),
+    path("api/v1/challenges/<slug:slug>/console/submissions/", console_api.ConsoleSubmissionsApi.as_view(),
+         name="api-console-submissions"),
+    path("api/v1/challenges/<slug:slug>/console/queue/", console_api.ConsoleQueueApi.as_view(),
+         name="api-console-queue"),
+    path("api/v1/challenges/<slug:slug>/console/teams/", console_api.ConsoleTeamsApi.as_view(),
+         name="api-console-teams"),
+    path("api/v1/challenges/<slug:slug>/console/audit/", console_api.ConsoleAuditApi.as_view(),
+         name="api-console-audit"),
+    path("api/v1/challenges/<slug:slug>/console/announcements/", console_api.ConsoleAnnouncementsApi.as_view(),
+         name="api-console-announcements"),
+    path("api/v1/challenges/<slug:slug>/console/<slug:target>/<str:key>/<slug:action>/",
+         console_api.ConsoleActionApi.as_view(), name="api-console-action"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]
 
+handler403 = "leaderboard.core.views.permission_denied"
 handler404 = "leaderboard.core.views.not_found"
 handler500 = "leaderboard.core.views.server_error"

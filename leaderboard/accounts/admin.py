@@ -12,7 +12,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
-    list_display = ("name", "challenge", "kind", "is_anonymous", "created_at")
-    list_filter = ("challenge", "kind")
+    list_display = ("name", "challenge", "kind", "is_anonymous", "hidden", "disqualified_reason", "created_at")
+    list_filter = ("challenge", "kind", "hidden")
     exclude = ("join_code",)
     inlines = [MembershipInline]

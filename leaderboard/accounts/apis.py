@@ -9,14 +9,19 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.accounts.services import api_token_obtain, api_token_revoke, api_token_rotate
+from leaderboard.accounts.services import api_token_obtain, api_token_revoke, api_token_rotate, login_attempt
+from leaderboard.core.errors import ServiceError
+
+
+class TokenObtainInput(serializers.Serializer[Any]):
+    username = serializers.CharField()
+    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
 
 
 class TokenOutput(serializers.Serializer[Any]):
@@ -43,14 +48,22 @@ class TokenApi(APIView):
         return [IsAuthenticated()] if self.request.method == "DELETE" else []
 
     @extend_schema(
-        request=AuthTokenSerializer, responses={200: TokenOutput}, auth=[],
-        description="The user's token, made if there is none (the same one again until it is rotated or revoked).",
+        request=TokenObtainInput, auth=[],
+        responses={200: TokenOutput, 400: OpenApiResponse(description="wrong username or password (one answer for both)"),
+                   429: OpenApiResponse(description="too many failed attempts; Retry-After says when to try again")},
+        description="The user's token, made if there is none (the same one again until it is rotated or revoked). "
+                    "Failed attempts are limited per username and per client address, as on the login page.",
     )
     @sensitive_variables()
     def post(self, request: Request) -> Response:
-        data = AuthTokenSerializer(data=request.data, context={"request": request})
+        data = TokenObtainInput(data=request.data)
         data.is_valid(raise_exception=True)
-        key = api_token_obtain(user=data.validated_data["user"])
+        # A TooManyAttempts from here is a 429 with Retry-After (leaderboard.core.api).
+        user = login_attempt(request=request._request, username=data.validated_data["username"],
+                             password=data.validated_data["password"])
+        if user is None or not user.is_active:
+            raise ServiceError("Unable to log in with provided credentials.")
+        key = api_token_obtain(user=user)
         return _token_response(key)
 
     @extend_schema(

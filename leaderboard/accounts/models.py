@@ -82,6 +82,17 @@ class TeamInvite(models.Model):
         return f"invite to {self.team} for {self.invited_user or self.email} ({self.status})"
 
 
+class MembershipEventKind(models.TextChoices):
+    """What ``MembershipEvent.event`` holds.  Not the field's ``choices``: that would be a migration
+    for no gain, since only the accounts services write events."""
+
+    CREATED = "created", "created the team"  # joined as its owner
+    JOINED = "joined", "joined"  # by join code or by accepting an invitation
+    LEFT = "left", "left"
+    REMOVED = "removed", "removed by the owner"
+    OWNER = "owner", "became the owner"  # ``by`` is the previous owner, who stays as a member
+
+
 class MembershipEvent(models.Model):
     """Who was on which team when: kept for the organizers (joined, left, removed, owner handed over)."""
 

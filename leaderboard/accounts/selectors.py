@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+import datetime as dt
+from dataclasses import dataclass, replace
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.db.models import Q, QuerySet
 from rest_framework.authtoken.models import Token
 
-from leaderboard.accounts.models import Membership, Team
+from leaderboard.accounts.models import (
+    InviteStatus,
+    Membership,
+    MembershipEvent,
+    MembershipEventKind,
+    Role,
+    Team,
+    TeamInvite,
+)
 from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.selectors import user_is_organizer  # noqa: F401  (lives with challenges)
 
 
 def team_of_user(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> Team | None:
@@ -18,14 +31,80 @@ def team_of_user(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge
     return membership.team if membership else None
 
 
-def user_is_organizer(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> bool:
-    if not user.is_authenticated:
-        return False
-    if getattr(user, "is_superuser", False):
-        return True
-    return challenge.staff.filter(pk=user.pk).exists()
-
-
 def api_token_get(*, user: AbstractBaseUser) -> Token | None:
     """The user's API token row (its key is for the moment it is made; see api_token_create)."""
     return Token.objects.filter(user_id=user.pk).first()
+
+
+def user_email_in_use(*, email: str, exclude: AbstractBaseUser | None = None) -> bool:
+    """Whether an account (other than ``exclude``) has this address, compared case-insensitively."""
+    others = User.objects.filter(email__iexact=email.strip())
+    if exclude is not None:
+        others = others.exclude(pk=exclude.pk)
+    return others.exists()
+
+
+def user_memberships(*, user: AbstractBaseUser) -> QuerySet[Membership]:
+    """The user's teams, one per challenge, with the challenge."""
+    return (
+        Membership.objects.filter(user_id=user.pk)
+        .select_related("team", "team__challenge")
+        .order_by("team__challenge__title")
+    )
+
+
+def team_members(*, team: Team) -> QuerySet[Membership]:
+    return Membership.objects.filter(team=team).select_related("user").order_by("joined_at", "pk")
+
+
+def team_invites_for_user(*, user: AbstractBaseUser, challenge: Challenge | None = None) -> QuerySet[TeamInvite]:
+    """Invitations waiting for the user's answer: to the account, or to its e-mail address before
+    the account had it (matched here, so an address set today finds last week's invitation)."""
+    addressed = Q(invited_user_id=user.pk)
+    email = getattr(user, "email", "")
+    if email:
+        addressed |= Q(invited_user__isnull=True, email__iexact=email)
+    invites = TeamInvite.objects.filter(addressed, status=InviteStatus.PENDING)
+    if challenge is not None:
+        invites = invites.filter(team__challenge=challenge)
+    return invites.select_related("team", "team__challenge", "invited_by").order_by("-created_at")
+
+
+def team_invites_pending(*, team: Team) -> QuerySet[TeamInvite]:
+    """The team's invitations still waiting for an answer, for its owner."""
+    return team.invites.filter(status=InviteStatus.PENDING).select_related("invited_user").order_by("created_at")
+
+
+@dataclass(frozen=True)
+class MemberAt:
+    user: User
+    role: str
+    since: dt.datetime  # when they joined (the membership that was current at the time asked about)
+
+
+def team_members_at(*, team: Team, when: dt.datetime) -> list[MemberAt]:
+    """Who was on ``team`` at ``when``, and who owned it, from its membership events (owner first).
+
+    For the organizers: who was on the team when a submission was made.  Memberships older than
+    the events (none on this team's record) count from their ``joined_at``, with their current role.
+    """
+    members: dict[int, MemberAt] = {}
+    owner_id: int | None = None
+    for event in MembershipEvent.objects.filter(team=team, at__lte=when).select_related("user"):
+        if event.event in (MembershipEventKind.CREATED, MembershipEventKind.JOINED):
+            members[event.user_id] = MemberAt(user=event.user, role=Role.MEMBER, since=event.at)
+        elif event.event in (MembershipEventKind.LEFT, MembershipEventKind.REMOVED):
+            members.pop(event.user_id, None)
+        if event.event in (MembershipEventKind.CREATED, MembershipEventKind.OWNER):
+            owner_id = event.user_id
+    recorded = MembershipEvent.objects.filter(team=team).values("user_id")
+    for membership in (
+        Membership.objects.filter(team=team, joined_at__lte=when).exclude(user_id__in=recorded).select_related("user")
+    ):
+        members[membership.user_id] = MemberAt(user=membership.user, role=Role.MEMBER, since=membership.joined_at)
+        if membership.role == Role.OWNER and owner_id is None:
+            owner_id = membership.user_id
+    return sorted(
+        (replace(m, role=Role.OWNER) if uid == owner_id else m for uid, m in members.items()),
+        key=lambda m: (m.role != Role.OWNER, m.since),
+    )

@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
+import math
 import secrets
+import smtplib
 
+from django.conf import settings
+from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.validators import validate_email
+from django.db import IntegrityError, connection, transaction
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from leaderboard.accounts.models import Membership, Role, Team, TeamKind
+from leaderboard.accounts.models import (
+    InviteStatus,
+    LoginFailure,
+    Membership,
+    MembershipEvent,
+    MembershipEventKind,
+    Role,
+    Team,
+    TeamInvite,
+    TeamKind,
+)
+from leaderboard.accounts.selectors import user_email_in_use
 from leaderboard.challenges.models import Challenge
-from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError
+from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
+
+logger = logging.getLogger(__name__)
 
 
 def _new_join_code() -> str:
@@ -33,6 +58,7 @@ def team_create(
                 join_code=_new_join_code(),
             )
             Membership.objects.create(team=team, user=owner, challenge=challenge, role=Role.OWNER)
+            MembershipEvent.objects.create(team=team, user=owner, event=MembershipEventKind.CREATED, by=owner)
     except IntegrityError:
         if Membership.objects.filter(user=owner, challenge=challenge).exists():
             raise Conflict("you are already in a team for this challenge") from None
@@ -44,12 +70,35 @@ def team_join(*, user: User, join_code: str) -> Team:
     team = Team.objects.filter(join_code=join_code.strip(), kind=TeamKind.PARTICIPANT).first()
     if team is None:
         raise NotFound("no team has that join code; ask the team's owner for a fresh one", field="join_code")
+    with transaction.atomic():
+        _member_add(team=team, user=user, by=user)
+    return team
+
+
+def _lock_team(team: Team) -> None:
+    # Membership changes of one team are serialised, so two joins cannot both pass the size check
+    # (SQLite's IMMEDIATE transactions serialise them anyway; this is for row-locking databases).
+    Team.objects.select_for_update().filter(pk=team.pk).first()
+
+
+def _team_full_check(team: Team) -> None:
+    """Refuse when ``team`` has as many members as its challenge allows.  Hold the team's lock."""
+    limit = Challenge.objects.values_list("max_team_size", flat=True).get(pk=team.challenge_id)
+    if limit is not None and Membership.objects.filter(team=team).count() >= limit:
+        raise Conflict(f"{team.name} is full: this challenge allows at most {limit} members per team")
+
+
+def _member_add(*, team: Team, user: User, by: User | None) -> Membership:
+    """Add ``user`` to ``team`` as a member, within the challenge's team size; call inside a transaction."""
+    _lock_team(team)
+    _team_full_check(team)
     try:
         with transaction.atomic():
-            Membership.objects.create(team=team, user=user, challenge_id=team.challenge_id, role=Role.MEMBER)
+            membership = Membership.objects.create(team=team, user=user, challenge_id=team.challenge_id, role=Role.MEMBER)
     except IntegrityError:
-        raise Conflict("you are already in a team for this challenge") from None
-    return team
+        raise Conflict("you are already in a team for this challenge; leave it first to join another") from None
+    MembershipEvent.objects.create(team=team, user=user, event=MembershipEventKind.JOINED, by=by)
+    return membership
 
 
 def _require_owner(team: Team, user: User) -> None:
@@ -72,6 +121,302 @@ def team_update(*, team: Team, actor: User, is_anonymous: bool | None = None, af
         team.affiliation = affiliation
     team.save(update_fields=["is_anonymous", "affiliation"])
     return team
+
+
+def team_rename(*, team: Team, actor: User, name: str) -> Team:
+    _require_owner(team, actor)
+    name = name.strip()
+    if not name:
+        raise ServiceError("a team needs a name", field="name")
+    if len(name) > 100:
+        raise ServiceError("a team's name has at most 100 characters", field="name")
+    try:
+        with transaction.atomic():
+            Team.objects.filter(pk=team.pk).update(name=name)
+    except IntegrityError:
+        raise Conflict(f"a team called {name!r} already exists in this challenge", field="name") from None
+    team.name = name
+    return team
+
+
+def team_leave(*, team: Team, user: User) -> bool:
+    """Take ``user`` off ``team``.  True if the team went with its last member.
+
+    The owner hands over first while others remain.  A team left empty is deleted if it never
+    submitted; otherwise it stays (its rows stay on the boards, its history with the organizers)
+    with a new join code and its invitations cancelled, so nobody can take over its name.
+    """
+    with transaction.atomic():
+        _lock_team(team)
+        membership = Membership.objects.filter(team=team, user=user).first()
+        if membership is None:
+            raise NotFound("you are not in this team")
+        others = Membership.objects.filter(team=team).exclude(pk=membership.pk)
+        if membership.role == Role.OWNER and others.exists():
+            raise Conflict("hand the team over to another member before you leave it")
+        membership.delete()
+        MembershipEvent.objects.create(team=team, user=user, event=MembershipEventKind.LEFT, by=user)
+        if others.exists():
+            return False
+        if not team.submissions.exists():
+            team.delete()
+            return True
+        Team.objects.filter(pk=team.pk).update(join_code=_new_join_code())
+        team.invites.filter(status=InviteStatus.PENDING).update(
+            status=InviteStatus.CANCELLED, responded_at=timezone.now()
+        )
+    return False
+
+
+def team_member_remove(*, team: Team, actor: User, member: User) -> None:
+    """The owner takes ``member`` off the team (the owner leaves with ``team_leave`` instead)."""
+    with transaction.atomic():
+        _lock_team(team)
+        _require_owner(team, actor)
+        if member.pk == actor.pk:
+            raise ServiceError("you cannot remove yourself: hand the team over, then leave it")
+        if not Membership.objects.filter(team=team, user=member).delete()[0]:
+            raise NotFound(f"{member.username} is not in this team")
+        MembershipEvent.objects.create(team=team, user=member, event=MembershipEventKind.REMOVED, by=actor)
+
+
+def team_owner_handover(*, team: Team, actor: User, new_owner: User) -> None:
+    """Make ``new_owner`` (a member) the owner; ``actor``, the owner until now, stays as a member."""
+    with transaction.atomic():
+        _lock_team(team)
+        _require_owner(team, actor)
+        if new_owner.pk == actor.pk:
+            raise ServiceError("you already own this team")
+        if not Membership.objects.filter(team=team, user=new_owner).update(role=Role.OWNER):
+            raise NotFound(f"{new_owner.username} is not in this team")
+        Membership.objects.filter(team=team, user=actor).update(role=Role.MEMBER)
+        MembershipEvent.objects.create(team=team, user=new_owner, event=MembershipEventKind.OWNER, by=actor)
+
+
+# Invitations.  Each one may send an e-mail to an address the owner typed, so a team holds a
+# bounded number of them at a time.
+MAX_PENDING_INVITES = 20
+
+
+def _invitee(text: str) -> tuple[User | None, str]:
+    """The account and address an invitation is for: by e-mail address (an account may not exist
+    yet) or by username (it must)."""
+    if "@" in text:
+        try:
+            validate_email(text)
+        except ValidationError:
+            raise ServiceError(f"{text!r} is not an e-mail address", field="invitee") from None
+        return User.objects.filter(email__iexact=text, is_active=True).order_by("pk").first(), text
+    user = User.objects.filter(username=text, is_active=True).first()
+    if user is None:
+        raise NotFound(f"nobody is called {text!r}; invite them by e-mail address instead", field="invitee")
+    return user, ""
+
+
+def team_invite_create(*, team: Team, actor: User, invitee: str, site_url: str = "") -> TeamInvite:
+    """Invite someone to ``team`` by username or e-mail address; they accept or decline.
+
+    An invitation by address answers the same whether an account has that address or not (the
+    owner learns nothing about other people's accounts); it waits for the account that signs up
+    with the address or sets it on its profile.  The invitee is mailed when an address is known,
+    with links under ``site_url``.
+    """
+    _require_owner(team, actor)
+    invitee = invitee.strip()
+    if not invitee:
+        raise ServiceError("give a username or an e-mail address", field="invitee")
+    user, email = _invitee(invitee)
+    with transaction.atomic():
+        _lock_team(team)
+        if user is not None and user.pk == actor.pk:
+            raise ServiceError("you are in this team already", field="invitee")
+        if user is not None and Membership.objects.filter(team=team, user=user).exists():
+            raise Conflict(f"{invitee} is in this team already", field="invitee")
+        if user is not None and not email and Membership.objects.filter(user=user, challenge_id=team.challenge_id).exists():
+            raise Conflict(f"{user.username} is in another team of this challenge", field="invitee")
+        _team_full_check(team)
+        pending = team.invites.filter(status=InviteStatus.PENDING)
+        if (email and pending.filter(email__iexact=email).exists()) or (
+            user is not None and pending.filter(invited_user=user).exists()
+        ):
+            raise Conflict(f"{invitee} is invited already; the invitation is waiting for an answer", field="invitee")
+        if pending.count() >= MAX_PENDING_INVITES:
+            raise Conflict(f"a team may have {MAX_PENDING_INVITES} invitations waiting at a time; cancel some first")
+        invite = TeamInvite.objects.create(team=team, invited_user=user, email=email, invited_by=actor)
+        transaction.on_commit(lambda: _invite_mail(invite, site_url=site_url))
+    return invite
+
+
+def _invite_mail(invite: TeamInvite, *, site_url: str) -> None:
+    address = invite.email or (invite.invited_user.email if invite.invited_user else "")
+    if not address:
+        return  # an account without an address sees the invitation on its pages only
+    team = invite.team
+    sender = invite.invited_by.username if invite.invited_by else "The owner of a team"
+    base = site_url.rstrip("/")
+    body = (
+        f"{sender} invites you to join the team {team.name} in the challenge {team.challenge.title} on Readerboard.\n\n"
+        f"Accept or decline it on your profile page: {base}{reverse('profile')}\n"
+        f"No account yet? Sign up with this address ({address}) and the invitation will be there:\n"
+        f"{base}{reverse('signup')}\n\n"
+        "If you do not know the sender, ignore this message.\n"
+    )
+    try:
+        send_mail(f"Invitation to the team {team.name}", body, settings.DEFAULT_FROM_EMAIL, [address])
+    except (OSError, smtplib.SMTPException):
+        # The invitation stands without the mail: the invitee finds it on the profile page.
+        logger.warning("could not mail invitation %s to its invitee", invite.pk, exc_info=True)
+
+
+def _invite_for(*, invite_id: int, user: User) -> TeamInvite:
+    """A pending invitation addressed to ``user`` (by account, or by its e-mail address), locked."""
+    invite = TeamInvite.objects.select_for_update().select_related("team").filter(
+        pk=invite_id, status=InviteStatus.PENDING
+    ).first()
+    if invite is not None and (
+        invite.invited_user_id == user.pk
+        or (invite.invited_user_id is None and user.email and invite.email.casefold() == user.email.casefold())
+    ):
+        return invite
+    # The same answer for an invitation that does not exist and for one to someone else.
+    raise NotFound("no such invitation is waiting for you")
+
+
+def team_invite_accept(*, invite_id: int, user: User) -> Team:
+    """Join the invitation's team (within the challenge's team size); refused while in another team."""
+    with transaction.atomic():
+        invite = _invite_for(invite_id=invite_id, user=user)
+        _member_add(team=invite.team, user=user, by=invite.invited_by)
+        TeamInvite.objects.filter(pk=invite.pk).update(
+            status=InviteStatus.ACCEPTED, invited_user=user, responded_at=timezone.now()
+        )
+    return invite.team
+
+
+def team_invite_decline(*, invite_id: int, user: User) -> None:
+    with transaction.atomic():
+        invite = _invite_for(invite_id=invite_id, user=user)
+        TeamInvite.objects.filter(pk=invite.pk).update(
+            status=InviteStatus.DECLINED, invited_user=user, responded_at=timezone.now()
+        )
+
+
+def team_invite_cancel(*, team: Team, actor: User, invite_id: int) -> None:
+    _require_owner(team, actor)
+    if not team.invites.filter(pk=invite_id, status=InviteStatus.PENDING).update(
+        status=InviteStatus.CANCELLED, responded_at=timezone.now()
+    ):
+        raise NotFound("no such invitation is waiting")
+
+
+def team_invites_match(*, user: User) -> int:
+    """Address to ``user`` the waiting invitations sent to its e-mail address before it had an
+    account with it (at sign-up, after an address change).  Returns how many."""
+    if not user.email:
+        return 0
+    return TeamInvite.objects.filter(
+        invited_user__isnull=True, email__iexact=user.email, status=InviteStatus.PENDING
+    ).update(invited_user=user)
+
+
+# The account itself.
+
+
+def user_email_change(*, request: HttpRequest, user: User, email: str, password: str) -> User:
+    """Set ``user``'s e-mail address, confirmed with the password (a borrowed session alone must not
+    be able to redirect password resets); refused if another account has it, in any case."""
+    email = email.strip()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise ServiceError("enter a valid e-mail address", field="email") from None
+    # Through the login throttle: this form must not be a way round it to guess the password.
+    if login_attempt(request=request, username=user.get_username(), password=password) != user:
+        raise PermissionDenied("that is not your password", field="password")
+    with transaction.atomic():
+        if user_email_in_use(email=email, exclude=user):
+            raise Conflict("another account uses this e-mail address", field="email")
+        User.objects.filter(pk=user.pk).update(email=email)
+        user.email = email
+        team_invites_match(user=user)
+    return user
+
+
+# Failed logins are counted per username and per client address in a sliding window, in the
+# database so that every web process (and the API) agrees.
+
+
+def _client_address(request: HttpRequest | None) -> str:
+    if request is None:
+        return "unknown"
+    header = settings.CLIENT_ADDRESS_HEADER
+    if header:
+        forwarded = request.META.get(header, "").split(",")[-1].strip()
+        if forwarded:
+            return forwarded
+    return str(request.META.get("REMOTE_ADDR") or "unknown")
+
+
+def _throttle_keys(request: HttpRequest | None, username: str) -> list[str]:
+    # Case-folded: "Alice" and "alice" share a count, so changing case buys no extra guesses.
+    return [f"user:{username.strip().casefold()}"[:200], f"addr:{_client_address(request)}"[:200]]
+
+
+def _throttle_lock(keys: list[str]) -> None:
+    """Serialise the count-then-record of attempts on these keys; call inside the transaction.
+
+    SQLite's IMMEDIATE transactions serialise writers already.  Under PostgreSQL's READ COMMITTED two
+    attempts could both count nine failures and both go on: a transaction-scoped advisory lock per
+    key (taken in one order, so two attempts cannot deadlock) is held for the bookkeeping only,
+    never while a password is hashed.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for key in sorted(keys):
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"readerboard-login:{key}"])
+
+
+def _retry_after(keys: list[str], now: dt.datetime) -> int:
+    """Seconds until every key is below the limit again; 0 if it is already."""
+    limit, window = settings.LOGIN_FAILURE_LIMIT, dt.timedelta(seconds=settings.LOGIN_FAILURE_WINDOW_S)
+    wait = 0.0
+    for key in keys:
+        recent = list(
+            LoginFailure.objects.filter(key=key, at__gt=now - window).order_by("-at").values_list("at", flat=True)[:limit]
+        )
+        if len(recent) >= limit:
+            # The limit-th newest failure is the one whose expiry brings the key below the limit.
+            wait = max(wait, (recent[-1] + window - now).total_seconds(), 1.0)
+    return math.ceil(wait)
+
+
+def login_attempt(*, request: HttpRequest | None, username: str, password: str) -> User | None:
+    """The user if the password is right, else None; ``TooManyAttempts`` without checking it once
+    LOGIN_FAILURE_LIMIT attempts failed within the window for this username or from this address.
+
+    Unknown usernames are counted and answered exactly as wrong passwords, so neither the answer nor
+    the throttle tells whether an account exists.  Each attempt is recorded as a failure *before*
+    the password is checked (and the record removed if it was right): concurrent attempts, in any
+    process, see each other, so no more than the limit are ever checked in a window.
+    """
+    keys = _throttle_keys(request, username)
+    with transaction.atomic():
+        _throttle_lock(keys)
+        now = timezone.now()
+        LoginFailure.objects.filter(at__lte=now - dt.timedelta(seconds=settings.LOGIN_FAILURE_WINDOW_S)).delete()
+        retry_after = _retry_after(keys, now)
+        if retry_after:
+            raise TooManyAttempts(
+                f"Too many failed attempts to log in with this username or from this address: "
+                f"try again in {retry_after} seconds.",
+                retry_after=retry_after,
+            )
+        reserved = [LoginFailure.objects.create(key=key).pk for key in keys]
+    user = authenticate(request, username=username, password=password)
+    if user is not None:
+        LoginFailure.objects.filter(pk__in=reserved).delete()
+    return user  # type: ignore[return-value]
 
 
 # API tokens: DRF keeps one per user, keyed by the token itself, so a new key is a new row.

@@ -1,4 +1,4 @@
-"""Sign-up, API token and team pages: parse the form, call one service, render."""
+"""Sign-up, login, profile, API token and team pages: parse the form, call one service, render."""
 
 from __future__ import annotations
 
@@ -7,25 +7,51 @@ from collections.abc import Callable
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django.views.decorators.http import require_http_methods
 
-from leaderboard.accounts.models import Membership, Role
-from leaderboard.accounts.selectors import api_token_get, team_of_user
+from leaderboard.accounts.forms import (
+    EmailChangeForm,
+    InviteForm,
+    RenameForm,
+    SignupForm,
+    ThrottledAuthenticationForm,
+)
+from leaderboard.accounts.models import Role, Team
+from leaderboard.accounts.selectors import (
+    api_token_get,
+    team_invites_for_user,
+    team_invites_pending,
+    team_members,
+    team_of_user,
+    user_memberships,
+)
 from leaderboard.accounts.services import (
     api_token_create,
     api_token_revoke,
     api_token_rotate,
     team_create,
+    team_invite_accept,
+    team_invite_cancel,
+    team_invite_create,
+    team_invite_decline,
+    team_invites_match,
     team_join,
+    team_leave,
+    team_member_remove,
+    team_owner_handover,
+    team_rename,
     team_rotate_join_code,
     team_update,
+    user_email_change,
 )
 from leaderboard.challenges.models import Challenge
 from leaderboard.core.errors import ServiceError
@@ -48,14 +74,83 @@ def _next_url(request: HttpRequest) -> str | None:
 @sensitive_post_parameters("password1", "password2")
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
-    form = UserCreationForm(request.POST or None)
+    form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.username}.")
+        if team_invites_match(user=user):
+            messages.info(request, "Teams have invited you: answer on your profile page.")
         next_url = _next_url(request)
         return HttpResponseRedirect(next_url) if next_url else redirect("home")
     return render(request, "accounts/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page through the failure throttle: past the limit, 429 and Retry-After."""
+
+    form_class = ThrottledAuthenticationForm
+
+    def form_invalid(self, form: ThrottledAuthenticationForm) -> HttpResponse:  # type: ignore[override]
+        response = super().form_invalid(form)
+        if form.retry_after:
+            response.status_code = 429
+            response["Retry-After"] = str(form.retry_after)
+        return response
+
+
+@sensitive_variables()
+@sensitive_post_parameters("password")
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile(request: HttpRequest) -> HttpResponse:
+    """The account: username, e-mail address (changed with the password), teams, invitations."""
+    user: User = request.user  # type: ignore[assignment]
+    form = EmailChangeForm(request.POST or None, initial={"email": user.email})
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                user_email_change(request=request, user=user, email=form.cleaned_data["email"],
+                                  password=form.cleaned_data["password"])
+                messages.success(request, "Your e-mail address is changed.")
+                return redirect("profile")
+            except ServiceError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+                status = exc.status_code
+        else:
+            status = 400
+    return render(
+        request,
+        "accounts/profile.html",
+        {
+            "email_form": form,
+            "memberships": user_memberships(user=user),
+            "invites": team_invites_for_user(user=user),
+            "token": api_token_get(user=user),
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def invite_respond(request: HttpRequest, pk: int) -> HttpResponse:
+    """Accept (then the team's page) or decline an invitation; from the profile or a team page."""
+    action = request.POST.get("action")
+    try:
+        if action == "accept":
+            team = team_invite_accept(invite_id=pk, user=request.user)  # type: ignore[arg-type]
+            messages.success(request, f"You joined {team.name}.")
+            return redirect("team", slug=team.challenge.slug)
+        if action == "decline":
+            team_invite_decline(invite_id=pk, user=request.user)  # type: ignore[arg-type]
+            messages.success(request, "Invitation declined.")
+        else:
+            messages.error(request, "Unknown action.")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    return HttpResponseRedirect(_next_url(request) or reverse("profile"))
 
 
 _TOKEN_ACTIONS: dict[str, Callable[..., str]] = {"create": api_token_create, "rotate": api_token_rotate}
@@ -133,13 +228,14 @@ def team_page(request: HttpRequest, slug: str) -> HttpResponse:
             if action == "anonymity" and team is not None:
                 team_update(team=team, actor=request.user, is_anonymous=request.POST.get("is_anonymous") == "on")  # type: ignore[arg-type]
                 return redirect("team", slug=slug)
+            if team is not None and action in _TEAM_ACTIONS:
+                _TEAM_ACTIONS[action](request, team)
+                return redirect("team", slug=slug)
             status = 400
         except ServiceError as exc:
             messages.error(request, exc.message)
             status = exc.status_code
-    members = (
-        Membership.objects.filter(team=team).select_related("user").order_by("joined_at") if team else []
-    )
+    members = list(team_members(team=team)) if team else []
     is_owner = bool(team) and any(m.user_id == request.user.pk and m.role == Role.OWNER for m in members)
     return render(
         request,
@@ -151,6 +247,73 @@ def team_page(request: HttpRequest, slug: str) -> HttpResponse:
             "is_owner": is_owner,
             "create_form": create_form,
             "join_form": join_form,
+            "invite_form": InviteForm(),
+            "rename_form": RenameForm(initial={"name": team.name if team else ""}),
+            "pending_invites": team_invites_pending(team=team) if is_owner and team else [],
+            "my_invites": team_invites_for_user(user=request.user, challenge=challenge),  # type: ignore[arg-type]
+            "max_team_size": challenge.max_team_size,
         },
         status=status,
     )
+
+
+# Team page actions beyond create/join: each reads its form and calls one service (which checks
+# who may do it), then the page is shown again.
+
+
+def _posted_user(request: HttpRequest) -> User:
+    member = request.POST.get("member", "")
+    user = User.objects.filter(pk=int(member)).first() if member.isdigit() else None
+    if user is None:
+        raise ServiceError("no such member")
+    return user
+
+
+def _team_invite(request: HttpRequest, team: Team) -> None:
+    form = InviteForm(request.POST)
+    if not form.is_valid():
+        raise ServiceError("give a username or an e-mail address")
+    invite = team_invite_create(team=team, actor=request.user, invitee=form.cleaned_data["invitee"],  # type: ignore[arg-type]
+                                site_url=request.build_absolute_uri("/"))
+    messages.success(request, f"Invitation sent to {invite.email or invite.invited_user}: it waits for their answer.")
+
+
+def _team_cancel_invite(request: HttpRequest, team: Team) -> None:
+    invite_id = request.POST.get("invite", "")
+    team_invite_cancel(team=team, actor=request.user, invite_id=int(invite_id) if invite_id.isdigit() else 0)  # type: ignore[arg-type]
+    messages.success(request, "Invitation cancelled.")
+
+
+def _team_leave(request: HttpRequest, team: Team) -> None:
+    deleted = team_leave(team=team, user=request.user)  # type: ignore[arg-type]
+    messages.success(request, f"You left {team.name}." + (" It had no other members and no submissions, so it is gone." if deleted else ""))
+
+
+def _team_remove(request: HttpRequest, team: Team) -> None:
+    member = _posted_user(request)
+    team_member_remove(team=team, actor=request.user, member=member)  # type: ignore[arg-type]
+    messages.success(request, f"{member.username} is no longer in the team.")
+
+
+def _team_rename(request: HttpRequest, team: Team) -> None:
+    form = RenameForm(request.POST)
+    if not form.is_valid():
+        raise ServiceError("a team's name has 1 to 100 characters", field="name")
+    team_rename(team=team, actor=request.user, name=form.cleaned_data["name"])  # type: ignore[arg-type]
+    messages.success(request, f"The team is now called {team.name}.")
+
+
+def _team_handover(request: HttpRequest, team: Team) -> None:
+    member = _posted_user(request)
+    team_owner_handover(team=team, actor=request.user, new_owner=member)  # type: ignore[arg-type]
+    messages.success(request, f"{member.username} owns the team now; you are a member.")
+
+
+_TEAM_ACTIONS: dict[str, Callable[[HttpRequest, Team], None]] = {
+    "invite": _team_invite,
+    "cancel_invite": _team_cancel_invite,
+    "leave": _team_leave,
+    "remove": _team_remove,
+    "rename": _team_rename,
+    "handover": _team_handover,
+}

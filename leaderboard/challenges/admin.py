@@ -1,11 +1,25 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
-from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase
-from leaderboard.challenges.services import dataset_reveal
+from leaderboard.challenges.models import (
+    Announcement,
+    AuditEntry,
+    Challenge,
+    Dataset,
+    DatasetFile,
+    Phase,
+    TeamPhaseOverride,
+)
+from leaderboard.console.services import dataset_reveal_audited, dataset_unreveal_audited
+from leaderboard.core.errors import ServiceError
 
 
 class PhaseInline(admin.TabularInline):
@@ -15,22 +29,90 @@ class PhaseInline(admin.TabularInline):
 
 @admin.register(Challenge)
 class ChallengeAdmin(admin.ModelAdmin):
-    list_display = ("slug", "title", "metric_suite", "ranking_rule", "is_public")
+    list_display = ("slug", "title", "metric_suite", "ranking_rule", "is_public", "organizers", "console")
+    search_fields = ("slug", "title")
     inlines = [PhaseInline]
     filter_horizontal = ("staff",)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Challenge]:
+        return super().get_queryset(request).prefetch_related("staff")
 
-@admin.action(description="Reveal the selected Split III datasets")
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if db_field.name == "staff" and field is not None:
+            field.label = "Organizers"
+            field.help_text = ("The challenge's organizers: they run it from its organizer console (every "
+                               "submission, the queue, re-runs, disqualifications, reveals, extensions, "
+                               "announcements). No Django staff flag is needed, nor given.")
+        return field
+
+    @admin.display(description="organizers")
+    def organizers(self, challenge: Challenge) -> str:
+        return ", ".join(user.get_username() for user in challenge.staff.all()) or "—"
+
+    @admin.display(description="console")
+    def console(self, challenge: Challenge) -> str:
+        return format_html('<a href="{}">console</a>', reverse("console", args=[challenge.slug]))
+
+
+def _seal_action(request: HttpRequest, queryset: QuerySet[Dataset], change: Callable[..., Dataset], done: str,
+                 modeladmin: admin.ModelAdmin) -> None:
+    """The console's services, so the audit log records what the site administration does too."""
+    for dataset in queryset.select_related("challenge"):
+        try:
+            change(dataset=dataset, actor=request.user, reason=f"{done} from the site administration")
+        except ServiceError as exc:
+            modeladmin.message_user(request, f"{dataset}: {exc.message}", level=messages.ERROR)
+        else:
+            modeladmin.message_user(request, f"{dataset}: {done}.")
+
+
+@admin.action(description="Reveal the selected Split III datasets (the console shows what becomes public first)")
 def reveal(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
-    for dataset in queryset:
-        dataset_reveal(dataset=dataset)
+    _seal_action(request, queryset, dataset_reveal_audited, "revealed", modeladmin)
+
+
+@admin.action(description="Seal the selected Split III datasets again")
+def unreveal(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
+    _seal_action(request, queryset, dataset_unreveal_audited, "sealed again", modeladmin)
 
 
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "challenge", "split", "sealed_alias", "revealed_at")
     list_filter = ("challenge", "split")
-    actions = [reveal]
+    readonly_fields = ("revealed_at",)
+    actions = [reveal, unreveal]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """Read only: the log is what happened."""
+
+    list_display = ("created_at", "challenge", "actor", "action", "target", "reason")
+    list_filter = ("challenge", "action")
+    search_fields = ("target", "reason")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Announcement)
+class AnnouncementAdmin(admin.ModelAdmin):
+    list_display = ("challenge", "text", "created_by", "created_at", "is_active")
+    list_filter = ("challenge", "is_active")
+
+
+@admin.register(TeamPhaseOverride)
+class TeamPhaseOverrideAdmin(admin.ModelAdmin):
+    list_display = ("team", "phase", "closes_at", "quota_per_day", "quota_total", "created_by", "created_at")
+    list_filter = ("phase__challenge",)
 
 
 @admin.register(DatasetFile)

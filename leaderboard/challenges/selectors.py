@@ -13,13 +13,40 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
 from leaderboard.challenges.disclosure import Average, averages_to_publish
-from leaderboard.challenges.models import Challenge, Dataset, Phase, SealedAggregates
+from leaderboard.challenges.models import Challenge, Dataset, IncompleteRows, Phase, SealedAggregates
 from leaderboard.challenges.suites import Suite
+from leaderboard.core.errors import NotFound
 
 SPLITS = ("I", "II", "III")
 # Shown where an aggregate is withheld from everyone but the organizers.
 AGGREGATE_SEALED_NOTE = "sealed until the organizers reveal it"
+
+
+# One answer for "no such challenge" and "not yours": the console's addresses confirm nothing.
+CONSOLE_NOT_FOUND = "No such page, or not one you may see."
+
+
+def user_is_organizer(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> bool:
+    """The organizer role: the challenge's staff (``Challenge.staff``, several per challenge, made by a
+    site administrator), and site administrators (superusers) for every challenge.  Django's
+    ``is_staff`` plays no part: the role is per challenge."""
+    if not user.is_authenticated:
+        return False
+    if getattr(user, "is_superuser", False):
+        return True
+    return challenge.staff.filter(pk=user.pk).exists()
+
+
+def challenge_get_organized(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Challenge:
+    """The challenge at ``slug`` if ``user`` organizes it, public or not; NotFound otherwise, with one
+    message whether it does not exist or is someone else's.  Every console page and API call starts here."""
+    challenge = Challenge.objects.filter(slug=slug).first()
+    if challenge is None or not user_is_organizer(user=user, challenge=challenge):
+        raise NotFound(CONSOLE_NOT_FOUND)
+    return challenge
 
 
 def dataset_label(dataset: Dataset, *, reveal_sealed: bool) -> str:
@@ -38,6 +65,8 @@ class RankingScope:
     datasets: list[Dataset]
     # What the ranking average covers, for a board's header: "over Splits II and III".
     description: str
+    # How a row ranks that did not answer all of ``datasets`` (IncompleteRows).
+    incomplete: str = IncompleteRows.ZERO
 
 
 def ranking_scope_get(*, challenge: Challenge, datasets: Sequence[Dataset], reveal_sealed: bool = False) -> RankingScope:
@@ -47,6 +76,7 @@ def ranking_scope_get(*, challenge: Challenge, datasets: Sequence[Dataset], reve
     ranks on all of them rather than on nothing, and says so.
     """
     scope = challenge.ranking_scope or {}
+    incomplete = str(scope.get("incomplete") or IncompleteRows.ZERO)
     if scope.get("splits"):
         splits = [s for s in SPLITS if s in scope["splits"]]
         chosen = [ds for ds in datasets if ds.split in splits]
@@ -55,10 +85,32 @@ def ranking_scope_get(*, challenge: Challenge, datasets: Sequence[Dataset], reve
         chosen = [ds for ds in datasets if ds.slug in scope["datasets"]]
         named = _and([dataset_label(ds, reveal_sealed=reveal_sealed) for ds in chosen])
     else:
-        return RankingScope(list(datasets), "over every dataset of this phase" if len(datasets) > 1 else "")
+        return RankingScope(list(datasets), "over every dataset of this phase" if len(datasets) > 1 else "",
+                            incomplete)
     if not chosen:
-        return RankingScope(list(datasets), "over every dataset of this phase (none is in the ranking scope)")
-    return RankingScope(chosen, f"over {named}")
+        return RankingScope(list(datasets), "over every dataset of this phase (none is in the ranking scope)",
+                            incomplete)
+    return RankingScope(chosen, f"over {named}", incomplete)
+
+
+def phase_datasets(*, phase: Phase) -> list[Dataset]:
+    """The datasets of a phase: those that have its portion, in the organizer's order (a board's columns)."""
+    return [
+        ds for ds in Dataset.objects.filter(challenge_id=phase.challenge_id).order_by("order", "slug")
+        if phase.portion in ds.portions
+    ]
+
+
+def phase_ranking_scope(*, phase: Phase, reveal_sealed: bool = False) -> RankingScope:
+    """What every row of the phase's board ranks on: the same datasets for every row.
+
+    The ranking average covers these datasets whichever of them a submission answered
+    (a prediction file never answers Split III); one it did not answer counts 0, or
+    leaves the row unranked (``RankingScope.incomplete``).  Scoring, best-of selection,
+    imports, boards and the sealing rule all take the ranked datasets from here.
+    """
+    return ranking_scope_get(challenge=phase.challenge, datasets=phase_datasets(phase=phase),
+                             reveal_sealed=reveal_sealed)
 
 
 def _and(names: Sequence[str]) -> str:
@@ -66,7 +118,8 @@ def _and(names: Sequence[str]) -> str:
 
 
 def aggregates_published(
-    *, challenge: Challenge, suite: Suite, datasets: Collection[Dataset], metrics: Sequence[str]
+    *, challenge: Challenge, suite: Suite, datasets: Collection[Dataset], metrics: Sequence[str],
+    ranked: Sequence[Dataset] | None = None,
 ) -> set[str]:
     """Which of these aggregate metrics anyone but the organizers may see.
 
@@ -77,12 +130,18 @@ def aggregates_published(
     ranking metric has first claim).  With ``sealed_aggregates: all`` nothing that
     covers a sealed dataset is published.  The same rule serves boards and a team's
     own submission pages, so both show the same numbers.
+
+    ``ranked``: the datasets the ranking average covers (``phase_ranking_scope``), some of
+    which the submission may not have answered.  Those count 0, a value everyone knows
+    (the board shows a row's coverage), so they are not sealed here: only the sealed
+    datasets the submission was scored on hold a value to protect.
     """
     ordered = sorted(datasets, key=lambda ds: (ds.order, ds.slug))
     sealed = {ds.pk for ds in ordered if ds.is_sealed}
     if not sealed:
         return set(metrics)
-    ranked = ranking_scope_get(challenge=challenge, datasets=ordered).datasets
+    if ranked is None:
+        ranked = ranking_scope_get(challenge=challenge, datasets=ordered).datasets
     averages = []
     for metric in sorted(metrics, key=lambda m: m != suite.primary_metric):
         scope = suite.averaged_over(metric, ordered, ranked=ranked)

@@ -17,6 +17,7 @@ from leaderboard.challenges.downloads import (
 from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
 from leaderboard.challenges.selectors import PhaseState, dataset_label, phase_status
+from leaderboard.console.selectors import announcements_shown, team_extension_open
 from leaderboard.submissions.storage import size_text, storage_budget_bytes
 from leaderboard.submissions.systems import SystemSettings
 
@@ -38,6 +39,9 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     takes_systems = any(k in SYSTEM_KINDS for p in phases for k in p.allowed_kinds)
     now = timezone.now()
     statuses = [phase_status(p, now=now) for p in phases]
+    team = team_of_user(user=request.user, challenge=challenge)
+    # A team the organizers gave a later deadline may still submit after a phase closed.
+    extended = team is not None and team_extension_open(team=team, now=now)
     return render(
         request,
         "challenges/detail.html",
@@ -46,12 +50,14 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "phases": phases,
             "phase_rows": list(zip(phases, statuses, strict=True)),
             # Nothing left to take part in: the page says so instead of inviting people in.
-            "is_closed": bool(statuses) and all(s.state == PhaseState.CLOSED for s in statuses),
+            "is_closed": bool(statuses) and all(s.state == PhaseState.CLOSED for s in statuses) and not extended,
             "closed_at": max((p.closes_at for p in phases), default=None),
-            "accepting": any(s.state == PhaseState.OPEN for s in statuses),
+            "accepting": any(s.state == PhaseState.OPEN for s in statuses) or extended,
             "datasets": datasets,
-            "team": team_of_user(user=request.user, challenge=challenge),
+            "team": team,
             "is_organizer": is_organizer,
+            # The organizers' words, for everyone: the only text of theirs this page shows as written.
+            "announcements": announcements_shown(challenge=challenge),
             "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
             "storage_budget": size_text(storage_budget_bytes(challenge=challenge)),
         },

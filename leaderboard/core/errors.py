@@ -32,3 +32,13 @@ class QuotaExceeded(ServiceError):
 
 class PayloadTooLarge(ServiceError):
     status_code = 413
+
+
+class TooManyAttempts(ServiceError):
+    """Refused for a while (failed logins); ``retry_after`` says how long, in whole seconds."""
+
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

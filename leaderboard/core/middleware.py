@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.utils import timezone
 from rest_framework.request import Request
 
@@ -46,7 +47,9 @@ class UploadSizeLimitMiddleware:
             message = f"the request body is {length} bytes; uploads are limited to {limit} bytes"
             if request.path.startswith("/api/"):
                 return JsonResponse({"detail": message}, status=413)
-            return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+            # A person sent this from a form: a page in the site's style that says what to do.
+            return render(request, "413.html", {"message": message, "limit": limit,
+                                                "system": _is_system_upload(request.path)}, status=413)
         return self.get_response(request)
 
 

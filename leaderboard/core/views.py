@@ -8,5 +8,9 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return render(request, "404.html", {"message": str(exception) or "Not found."}, status=404)
 
 
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return render(request, "403.html", {"message": str(exception) or "You may not see this page."}, status=403)
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     return render(request, "500.html", status=500)

@@ -12,7 +12,10 @@ Two views of a board, at separate addresses (``view``):
 Rows rank on the full ranking average even where the public does not see it
 (the order is not a value), except under ``sealed_aggregates: all``, where the
 public board ranks on the average over the datasets it shows.  A row whose
-submission has an ``excluded_reason`` is shown unranked, with the reason.
+submission has an ``excluded_reason`` (a disqualified submission among them), or whose team
+an organizer disqualified, is shown unranked, with the reason; a team an organizer hid is on no
+public board, and unranked in the organizer view (a hidden submission represents its team nowhere:
+``board_entry_refresh`` passes it over).
 
 The number of queries is constant whatever the number of teams: one row per
 team comes from ``BoardEntry``, and all their scores from one query.
@@ -30,7 +33,7 @@ from django.shortcuts import get_object_or_404
 
 from leaderboard.accounts.models import TeamKind
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.models import Challenge, Dataset, Phase, SealedAggregates, SubmissionKind
+from leaderboard.challenges.models import Dataset, IncompleteRows, Phase, SealedAggregates, SubmissionKind
 from leaderboard.challenges.selectors import (
     AGGREGATE_SEALED_NOTE,
     aggregates_published,
@@ -82,8 +85,11 @@ class BoardRow:
     sealed_keys: set[str] = field(default_factory=set)
     # What the row ranks on; never shown, since it may be a withheld aggregate.
     rank_value: float | None = None
-    # Shown unranked with this reason (Submission.excluded_reason).
+    # Shown unranked with this reason (Submission.excluded_reason, or under "incomplete:
+    # unranked" the datasets the row did not answer).
     excluded_reason: str = ""
+    # "2 of 3 datasets" when the row answered only some of the ranked datasets ("" when all).
+    coverage: str = ""
 
 
 @dataclass
@@ -97,6 +103,17 @@ class Board:
     ranked_by: str = ""
     # Labels of the aggregates withheld from the public on some row (listed in both views).
     withheld: list[str] = field(default_factory=list)
+    # How rows that did not answer every ranked dataset rank (IncompleteRows).
+    incomplete: str = IncompleteRows.ZERO
+
+    @property
+    def has_incomplete(self) -> bool:
+        return bool(self.coverage_example)
+
+    @property
+    def coverage_example(self) -> str:
+        """A coverage this board shows ("1 of 2 datasets"), for the header's explanation; "" if none."""
+        return next((row.coverage for row in self.rows if row.coverage), "")
 
     @property
     def ranks_on_shown(self) -> bool:
@@ -120,6 +137,13 @@ class BoardNotVisible(Exception):
 def board_datasets(*, phase: Phase) -> list[Dataset]:
     """Datasets that have this phase's portion, in the organizer's order."""
     return [ds for ds in _challenge_datasets(phase) if phase.portion in ds.portions]
+
+
+def board_phases(*, phase: Phase, view: str = PUBLIC) -> list[Phase]:
+    """The phases whose boards a board page links to, by name: in the public view those whose
+    board is public, in the organizer view every phase of the challenge."""
+    phases = Phase.objects.filter(challenge_id=phase.challenge_id).order_by("order", "opens_at", "pk")
+    return list(phases if view == ORGANIZER else phases.filter(board_public=True))
 
 
 def _challenge_datasets(phase: Phase) -> list[Dataset]:
@@ -208,7 +232,8 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
             "team_id", "team__name", "team__affiliation", "team__kind", "team__is_anonymous",
             "submission_id", "submission__status", "submission__failure_reason", "submission__created_at",
             "submission__excluded_reason", "submission__kind", "submission__verdict",
-            "submission__verdict_dataset_id", "submission__failure_cause", named=True,
+            "submission__verdict_dataset_id", "submission__failure_cause",
+            "team__hidden", "team__disqualified_reason", "submission__hidden_reason", named=True,
         )
     )
     metrics = {c.metric for c in (*suite.aggregate_columns, *suite.dataset_columns)}
@@ -227,6 +252,8 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
     withheld: set[str] = set()
     rows = []
     for entry in entries:
+        if not reveal and (entry.team__hidden or entry.submission__hidden_reason):
+            continue  # hidden by an organizer: on no public board; the organizer view lists it, unranked
         scored = per_dataset.get(entry.submission_id, {})
         # Each aggregate averages the datasets this submission was scored on (a dataset added
         # later is not in its averages); a row without them is judged on the board's datasets.
@@ -234,7 +261,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
         key = frozenset(ds.pk for ds in covered)
         if key not in published_for:
             published_for[key] = aggregates_published(
-                challenge=challenge, suite=suite, datasets=covered, metrics=aggregate_metrics
+                challenge=challenge, suite=suite, datasets=covered, metrics=aggregate_metrics, ranked=scope.datasets
             )
         published = published_for[key]
         withheld.update(m for m in aggregate_metrics if m not in published)
@@ -255,10 +282,20 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
                     values[column.key] = value
         if shown_only:
             values[f"shown:{suite.primary_metric}"] = rank_value = _shown_average(
-                challenge=challenge, suite=suite, scored=scored
+                suite=suite, scored=scored, ranked=scope.datasets
             )
         else:
             rank_value = own.get(suite.primary_metric)
+        # Every row ranks on the same datasets; one that answered fewer says so (and, under
+        # "incomplete: unranked", is shown unranked with the reason).
+        answered = sum(ds in scored for ds in scope.datasets)
+        coverage = ""
+        excluded_reason = _moderated(entry) or entry.submission__excluded_reason
+        if scored and entry.submission__status == Status.FINISHED and answered < len(scope.datasets):
+            coverage = f"{answered} of {len(scope.datasets)} datasets"
+            if scope.incomplete == IncompleteRows.UNRANKED and not excluded_reason:
+                excluded_reason = (f"answered {answered} of the {len(scope.datasets)} ranked datasets; "
+                                   "only complete rows are ranked")
         is_own = own_team is not None and own_team.pk == entry.team_id
         hide_name = entry.team__is_anonymous and not (reveal or is_own)
         rows.append(
@@ -278,7 +315,8 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
                 values=values,
                 sealed_keys=sealed_keys,
                 rank_value=rank_value,
-                excluded_reason=entry.submission__excluded_reason,
+                excluded_reason=excluded_reason,
+                coverage=coverage,
             )
         )
     primary = f"shown:{suite.primary_metric}" if shown_only else f"agg:{suite.primary_metric}"
@@ -287,7 +325,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
         ranked_by += f" ({scope.description.removeprefix('over ')})" if shown_only else f" {scope.description}"
     return Board(
         phase=phase, columns=columns, rows=_ranked(rows), primary_key=primary, view=view, ranked_by=ranked_by,
-        withheld=[c.label for c in aggregate_columns if c.metric in withheld],
+        withheld=[c.label for c in aggregate_columns if c.metric in withheld], incomplete=scope.incomplete,
     )
 
 
@@ -310,20 +348,32 @@ def _ranked(rows: list[BoardRow]) -> list[BoardRow]:
 
 
 def _shown_average(
-    *, challenge: Challenge, suite: Suite, scored: dict[Dataset, dict[str, float | None]]
+    *, suite: Suite, scored: dict[Dataset, dict[str, float | None]], ranked: list[Dataset]
 ) -> float | None:
-    """The ranking average over the ranked datasets that are not sealed, as the suite computes it."""
-    ranked = ranking_scope_get(challenge=challenge, datasets=list(scored)).datasets
+    """The ranking average over the ranked datasets that are not sealed, as the suite computes it
+    (one the row did not answer counts 0, as in the full average)."""
     shown = [ds for ds in ranked if not ds.is_sealed]
-    if not shown:
-        return None
-    return suite.aggregate({ds: scored[ds] for ds in shown}, ranked=shown).get(suite.primary_metric)
+    if not shown or not scored:
+        return None  # a row without scores (a failed run) has no average to rank on
+    return suite.aggregate({ds: scored[ds] for ds in shown if ds in scored}, ranked=shown).get(suite.primary_metric)
 
 
 def _aggregate_applies(metric: str, datasets: list[Dataset]) -> bool:
     # Per-split macro columns appear only when the phase has datasets of that split.
     split = metric_split(metric)
     return split is None or any(ds.split == split for ds in datasets)
+
+
+def _moderated(entry: Any) -> str:
+    """Why an organizer took the row out of the ranking ("" if none did): a disqualified team
+    (the reason the organizer wrote for everyone to read), or, in the organizer view, a hidden row."""
+    if entry.team__disqualified_reason:
+        return f"disqualified: {entry.team__disqualified_reason}"
+    if entry.team__hidden:
+        return "hidden from the public board (the team)"
+    if entry.submission__hidden_reason:
+        return f"hidden from the public board: {entry.submission__hidden_reason}"
+    return ""
 
 
 def _public_failure(entry: Any, datasets: dict[int, Dataset]) -> str:
@@ -348,6 +398,8 @@ def board_as_records(board: Board) -> list[dict[str, Any]]:
             "baseline": row.is_baseline,
             "status": row.status,
             "excluded": row.excluded_reason,
+            # Only where the row answered fewer than all of the ranked datasets: "2 of 3 datasets".
+            "coverage": row.coverage or None,
             "submitted_at": row.submitted_at.isoformat() if row.submitted_at else None,
         }
         for column in board.columns:

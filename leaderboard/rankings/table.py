@@ -11,8 +11,11 @@ Text that participants choose (team names, affiliations, failure reasons) goes t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+from django.core.paginator import Paginator
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -27,14 +30,53 @@ def _sealed_cell(note: str) -> str:
 
 SEALED_CELL = _sealed_cell(DATASET_SEALED_NOTE)
 WITHHELD_CELL = _sealed_cell(AGGREGATE_SEALED_NOTE)
+COVERAGE_NOTE = "answered only some of the ranked datasets; each one it did not answer counts 0 in its average"
 UNRANKED_SORT_KEY = 99999  # the page's script sorts rows without a rank after every ranked one
+# A board's page shows this many rows: a thousand rows of thirty columns is a page no phone (and
+# few people) can use.  The exports and the API always hold the whole board.
+BOARD_PAGE_ROWS = 100
 
 
-def board_body_html(board: Board) -> SafeString:
-    """Every ``<tr>`` of the board's ``<tbody>``, in rank order."""
+@dataclass(frozen=True)
+class BoardPage:
+    """One page of a board's rows; the rows keep their ranks on the whole board."""
+
+    rows: Sequence[BoardRow]
+    number: int
+    count: int  # how many pages
+    first: int  # the position on the whole board of the first row shown (1-based)
+    last: int
+    total: int
+    # The page numbers to link, with None where some are left out (1 2 3 4 5 ... 10).
+    links: list[int | None]
+    # Where the viewer's own team's row is, when that is on another page.
+    own_rank: int | None = None
+    own_page: int | None = None
+
+
+def board_page_get(board: Board, number: str | int | None, *, per_page: int = BOARD_PAGE_ROWS) -> BoardPage:
+    """The rows of page ``number`` (the first page for a missing or malformed number, the last
+    for one past the end: a link to a board that has shrunk still shows rows)."""
+    paginator = Paginator(board.rows, per_page)
+    page = paginator.get_page(number)
+    links = [n if isinstance(n, int) else None
+             for n in paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)]
+    own = next((i for i, row in enumerate(board.rows) if row.is_own), None)
+    elsewhere = own is not None and own // per_page + 1 != page.number
+    return BoardPage(
+        rows=page.object_list, number=page.number, count=paginator.num_pages,
+        first=page.start_index(), last=page.end_index(), total=paginator.count, links=links,
+        own_rank=board.rows[own].rank if own is not None and elsewhere else None,
+        own_page=own // per_page + 1 if own is not None and elsewhere else None,
+    )
+
+
+def board_body_html(board: Board, rows: Sequence[BoardRow] | None = None) -> SafeString:
+    """Every ``<tr>`` of the board's ``<tbody>`` (or of ``rows``, a page of it), in rank order."""
     if not board.rows:
         return mark_safe('<tr><td colspan="99">No entry yet.</td></tr>')
-    return mark_safe("\n".join(_row_html(row, board.columns) for row in board.rows))
+    shown = board.rows if rows is None else rows
+    return mark_safe("\n".join(_row_html(row, board.columns) for row in shown))
 
 
 def _row_html(row: BoardRow, columns: list[BoardColumn]) -> str:
@@ -43,27 +85,37 @@ def _row_html(row: BoardRow, columns: list[BoardColumn]) -> str:
                               ("excluded", bool(row.excluded_reason))) if on
     )
     name = escape(row.team_name)
-    system: list[str] = [name]
+    # One line per row: a long name (and affiliation) is cut with an ellipsis, its whole text
+    # in the title, so it no longer wraps into four lines; the tags after it stay visible.
+    full = f"{row.team_name} ({row.affiliation})" if row.affiliation else row.team_name
+    system: list[str] = [f'<div class="system-line"><span class="who" title="{escape(full)}">{name}']
     if row.affiliation:
         system.append(f' <span class="muted">({escape(row.affiliation)})</span>')
+    system.append("</span>")
     if row.is_baseline:
         system.append(' <span class="tag">baseline</span>')
     if row.is_anonymous:
         system.append(' <span class="tag">anonymous</span>')
+    if row.coverage:
+        system.append(f' <span class="tag coverage" title="{COVERAGE_NOTE}">{escape(row.coverage)}</span>')
     if row.status == "failed":
         system.append(f' <span class="tag failed" title="{escape(row.failure_reason)}">failed</span>')
     if row.excluded_reason:
-        # Shown in full, not in a tooltip: why a row is not ranked is part of the board.
         system.append(' <span class="tag excluded">excluded</span>')
-        system.append(f'<br><span class="excluded-reason">{escape(row.excluded_reason)}</span>')
+    system.append("</div>")
+    if row.excluded_reason:
+        # Shown in full (it wraps), not in a tooltip: why a row is not ranked is part of the board.
+        system.append(f'<div class="excluded-reason">{escape(row.excluded_reason)}</div>')
     if row.submitted_at is not None:
         submitted = timezone.localtime(row.submitted_at)
-        when = f'<td data-v="{submitted.isoformat()}">{submitted:%Y-%m-%d %H:%M}</td>'
+        when = f'<td class="when" data-v="{submitted.isoformat()}">{submitted:%Y-%m-%d %H:%M}</td>'
     else:
-        when = '<td data-v=""></td>'
-    rank = f'<td data-v="{UNRANKED_SORT_KEY}">—</td>' if row.rank is None else f'<td data-v="{row.rank}">{row.rank}</td>'
+        when = '<td class="when" data-v=""></td>'
+    # "rank" and "system" cells stay in view when a wide board scrolls sideways (site.css).
+    rank = (f'<td class="rank" data-v="{UNRANKED_SORT_KEY}">—</td>' if row.rank is None
+            else f'<td class="rank" data-v="{row.rank}">{row.rank}</td>')
     return (
-        f'<tr class="{css}">{rank}<td data-v="{name}">{"".join(system)}</td>'
+        f'<tr class="{css}">{rank}<td class="system" data-v="{name}">{"".join(system)}</td>'
         f"{_score_cells(row, columns)}{when}</tr>"
     )
 

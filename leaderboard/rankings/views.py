@@ -19,6 +19,7 @@ from django.utils.safestring import mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
 from leaderboard.core.caching import viewer_dependent
+from leaderboard.core.csv_safe import csv_rows_safe
 from leaderboard.rankings.charts import board_chart_svg
 from leaderboard.rankings.selectors import (
     ORGANIZER,
@@ -27,8 +28,9 @@ from leaderboard.rankings.selectors import (
     board_as_records,
     board_get,
     board_payload,
+    board_phases,
 )
-from leaderboard.rankings.table import board_body_html
+from leaderboard.rankings.table import board_body_html, board_page_get
 
 BoardView = Callable[[HttpRequest, str, str], HttpResponse]
 
@@ -59,6 +61,7 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
             groups[-1] = (column.group, groups[-1][1] + 1)
         else:
             groups.append((column.group, 1))
+    page = board_page_get(board, request.GET.get("page"))
     return render(
         request,
         "rankings/board.html",
@@ -67,7 +70,9 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
             "challenge": board.phase.challenge,
             "phase": board.phase,
             "groups": groups,
-            "body": board_body_html(board),
+            "body": board_body_html(board, page.rows),
+            "pages": page,
+            "phases": board_phases(phase=board.phase, view=view),
             "chart": mark_safe(board_chart_svg(board)),  # built from escaped parts only
             "organizer_view": view == ORGANIZER,
             "sealed_note": AGGREGATE_SEALED_NOTE,
@@ -86,9 +91,8 @@ def _csv(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRes
     records = board_as_records(board)
     out = io.StringIO()
     fields = list(records[0]) if records else ["rank", "team"]
-    writer = csv.DictWriter(out, fieldnames=fields)
-    writer.writeheader()
-    writer.writerows(records)
+    # Team names and affiliations are the participants' own text: none may become a formula.
+    csv.writer(out).writerows(csv_rows_safe(fields, records))
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{_filename(slug, phase_slug, view, "csv")}"'
     return response

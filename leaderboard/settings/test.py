@@ -14,9 +14,14 @@ STORAGES = {
     },
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-# A file database (not :memory:) so that threads and live servers share it for real.
-DATABASES["default"]["NAME"] = str(_TMP / "db.sqlite3")
-DATABASES["default"]["TEST"] = {"NAME": str(_TMP / "test-db.sqlite3")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file database (not :memory:) so that threads and live servers share it for real.
+    DATABASES["default"]["NAME"] = str(_TMP / "db.sqlite3")
+    DATABASES["default"]["TEST"] = {"NAME": str(_TMP / "test-db.sqlite3")}
+else:
+    # READERBOARD_DATABASE_URL (deploy/test.sh's second run): a test database per run, so runs side by
+    # side never drop each other's (deploy/postgres.sh drops those whose run was killed).
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = True

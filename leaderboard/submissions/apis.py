@@ -55,7 +55,8 @@ class RunFields(serializers.Serializer[Any]):
     """What the caller may see of how the submission ended (see submission_run_report)."""
 
     failure_reason = serializers.CharField(
-        help_text="in full on public data and for organizers; on hidden data a sentence of the fixed vocabulary")
+        help_text="in full on public data and for organizers; on hidden data, and for an error in the organizers' "
+                  "gold, a sentence of the fixed vocabulary")
     exit = serializers.CharField(help_text="the exit code, or on hidden data only zero, non-zero or killed")
     run_seconds = serializers.FloatField(allow_null=True, help_text="whole seconds on hidden data")
     peak_memory_mb = serializers.IntegerField(allow_null=True)
@@ -75,7 +76,10 @@ def submission_payload(submission: Submission, *, is_organizer: bool) -> dict[st
     )
     data["queue_position"] = submission_queue_position(submission=submission)
     scores = submission_visible_scores(submission=submission, is_organizer=is_organizer)
-    data["scores"] = [{"dataset": s.dataset, "metric": s.metric, "value": s.value, "sealed": s.sealed} for s in scores]
+    data["scores"] = [
+        {"dataset": s.dataset, "metric": s.metric, "label": s.label, "value": s.value, "sealed": s.sealed}
+        for s in scores
+    ]
     # The ranking average is itself an aggregate: withheld where the board withholds it.
     data["primary_score"] = submission_visible_primary_score(submission=submission, scores=scores)
     return data

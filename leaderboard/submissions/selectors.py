@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -14,11 +15,28 @@ from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase, PhaseKind, Split
-from leaderboard.challenges.selectors import aggregates_published, dataset_label
-from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.models import (
+    SYSTEM_KINDS,
+    Dataset,
+    DatasetFile,
+    Phase,
+    PhaseKind,
+    Split,
+    TeamPhaseOverride,
+)
+from leaderboard.challenges.selectors import aggregates_published, dataset_label, phase_ranking_scope
+from leaderboard.challenges.suites import metric_label, suite_for
 from leaderboard.core.errors import NotFound
-from leaderboard.submissions.models import ACTIVE_STATUSES, FailureCause, Status, Submission, Verdict
+from leaderboard.submissions.models import (
+    ACTIVE_STATUSES,
+    BoardEntry,
+    FailureCause,
+    Score,
+    ScoreHistory,
+    Status,
+    Submission,
+    Verdict,
+)
 from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings, log_clean
 
 QUOTA_WINDOW = dt.timedelta(hours=24)
@@ -49,6 +67,8 @@ class QuotaUsage:
     per_day: int | None
     total: int | None
     concurrent: int | None
+    # The team's own deadline when an organizer extended it (TeamPhaseOverride); None: the phase's.
+    closes_at: dt.datetime | None = None
 
     def refusal(self) -> str | None:
         if self.per_day is not None and self.used_today >= self.per_day:
@@ -60,16 +80,23 @@ class QuotaUsage:
         return None
 
 
+def team_phase_override_get(*, team: Team, phase: Phase) -> TeamPhaseOverride | None:
+    """An organizer's extension of the phase for this team (a later deadline, larger quotas), if any."""
+    return TeamPhaseOverride.objects.filter(team=team, phase=phase).first()
+
+
 def quota_usage(*, team: Team, phase: Phase, now: dt.datetime | None = None) -> QuotaUsage:
     now = now or timezone.now()
     counted = submissions_counting_against_quota(team=team, phase=phase)
+    extended = team_phase_override_get(team=team, phase=phase)
     return QuotaUsage(
         used_today=counted.filter(created_at__gt=now - QUOTA_WINDOW).count(),
         used_total=counted.count(),
         active=counted.filter(status__in=ACTIVE_STATUSES).count(),
-        per_day=phase.quota_per_day,
-        total=phase.quota_total,
+        per_day=extended.quota_per_day if extended and extended.quota_per_day is not None else phase.quota_per_day,
+        total=extended.quota_total if extended and extended.quota_total is not None else phase.quota_total,
         concurrent=phase.quota_concurrent,
+        closes_at=extended.closes_at if extended else None,
     )
 
 
@@ -154,12 +181,24 @@ def submissions_of_team(*, team: Team) -> QuerySet[Submission]:
     return Submission.objects.filter(team=team).select_related("phase", "submitted_by")
 
 
+def submissions_on_board(*, team: Team) -> set[int]:
+    """Ids of the team's submissions that represent it on its phases' boards (one per phase),
+    whichever the ranking rule picked."""
+    return set(BoardEntry.objects.filter(team=team).values_list("submission_id", flat=True))
+
+
 @dataclass(frozen=True)
 class VisibleScore:
     dataset: str  # the label the viewer may see ("Overall" for aggregates)
     metric: str
     value: float | None
     sealed: bool
+    # What the board calls the metric ("Split II F1"); ``metric`` is the key scripts use.
+    label: str = ""
+    # Organizers only ("" for everyone else, and for aggregates): the sha256 of the gold file the
+    # value was computed against, and whether that file has been replaced since (a rescore is due).
+    gold_sha256: str = ""
+    gold_replaced: bool = False
 
 
 def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> list[VisibleScore]:
@@ -170,28 +209,57 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
     the visible scores: the public board's rule (``aggregates_published``), so the
     team sees what the public sees, and no more.
     """
-    scores = list(submission.scores.select_related("dataset").order_by("dataset__order", "metric"))
+    challenge = submission.phase.challenge
+    suite = suite_for(challenge)
+    # The board's order: aggregates as its columns (others after, by label), then each dataset's.
+    column_order = {c.metric: i for i, c in enumerate((*suite.aggregate_columns, *suite.dataset_columns))}
+    scores = sorted(
+        submission.scores.select_related("dataset"),
+        key=lambda s: (s.dataset is not None, s.dataset.order if s.dataset else 0, s.dataset_id or 0,
+                       column_order.get(s.metric, len(column_order)),
+                       metric_label(suite, s.metric, per_dataset=s.dataset is not None)),
+    )
     datasets = {score.dataset for score in scores if score.dataset is not None}
     published: set[str] = set()
     if not is_organizer:
-        challenge = submission.phase.challenge
-        suite = suite_for(challenge)
         present = {score.metric for score in scores if score.dataset is None}
         # The board's columns first, in its order, so both pages withhold the same ones.
         metrics = [c.metric for c in suite.aggregate_columns if c.metric in present]
         metrics += sorted(present - set(metrics))
-        published = aggregates_published(challenge=challenge, suite=suite, datasets=datasets, metrics=metrics)
+        published = aggregates_published(
+            challenge=challenge, suite=suite, datasets=datasets, metrics=metrics,
+            # Only a sealed dataset the submission answered has a value to protect.
+            ranked=phase_ranking_scope(phase=submission.phase).datasets if any(d.is_sealed for d in datasets) else None,
+        )
+    current_gold = dict(DatasetFile.objects.filter(dataset__in=datasets, portion=submission.phase.portion)
+                        .values_list("dataset_id", "sha256")) if is_organizer else {}
     out = []
     for score in scores:
         ds = score.dataset
         if ds is None:
             hidden = not is_organizer and score.metric not in published
-            out.append(VisibleScore("Overall", score.metric, None if hidden else score.value, hidden))
+            out.append(VisibleScore("Overall", score.metric, None if hidden else score.value, hidden,
+                                    metric_label(suite, score.metric)))
             continue
         sealed = ds.is_sealed and not is_organizer
         label = dataset_label(ds, reveal_sealed=is_organizer)
-        out.append(VisibleScore(label, score.metric, None if sealed else score.value, sealed))
+        out.append(VisibleScore(label, score.metric, None if sealed else score.value, sealed,
+                                metric_label(suite, score.metric, per_dataset=True),
+                                gold_sha256=score.gold_sha256 if is_organizer else "",
+                                gold_replaced=is_organizer and score.gold_sha256 != current_gold.get(ds.pk, "")))
     return out
+
+
+def submissions_answering_all(*, submissions: QuerySet[Submission], datasets: Collection[Dataset]) -> set[int]:
+    """The ids of ``submissions`` with scores on every one of ``datasets`` (a phase's ranked ones)."""
+    wanted = {ds.pk for ds in datasets}
+    answered: dict[int, set[int]] = {}
+    rows = Score.objects.filter(submission__in=submissions, dataset_id__in=wanted).values_list(
+        "submission_id", "dataset_id"
+    )
+    for submission_id, dataset_id in rows.distinct():
+        answered.setdefault(submission_id, set()).add(dataset_id)
+    return {pk for pk, covered in answered.items() if covered >= wanted}
 
 
 def submission_visible_primary_score(*, submission: Submission, scores: list[VisibleScore]) -> float | None:
@@ -319,6 +387,11 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
         )
         exit_text = _exit_word(submission) if ran else ""
         run_time = "" if submission.run_seconds is None else f"{round(submission.run_seconds)} s"
+    if submission.verdict == Verdict.GOLD and not is_organizer:
+        # The gold's defect, in full, names the private gold file (whose name holds a sealed
+        # dataset's real slug) and its questions: the team reads the verdict, even on public data.
+        reason = verdict_sentence(verdict=submission.verdict, dataset=submission.verdict_dataset,
+                                  cause=submission.failure_cause)
     peak = "" if submission.peak_memory_mb is None else f"{submission.peak_memory_mb} MiB"
     released = submission.log_released_at is not None
     notes: tuple[str, ...] = ()
@@ -350,3 +423,14 @@ def _log_note(submission: Submission, *, hidden: bool, released: bool) -> str:
     if hidden:
         return "Organizers only: this run read hidden test data, so its team does not see this log."
     return "stdout and stderr of the run, capped; only your team and the organizers see it."
+
+
+def submission_score_history(*, submission: Submission, is_organizer: bool) -> list[ScoreHistory]:
+    """The submission's earlier scores, newest first: organizers only.
+
+    History keeps sealed datasets' values and the gold files' hashes, and earlier aggregates
+    were published under other visible values; a team's pages show its current scores only.
+    """
+    if not is_organizer:
+        return []
+    return list(ScoreHistory.objects.filter(submission=submission))

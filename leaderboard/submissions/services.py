@@ -30,15 +30,17 @@ from leaderboard.challenges.models import (
     Challenge,
     Dataset,
     DatasetFile,
+    IncompleteRows,
     Phase,
     RankingRule,
     Split,
     SubmissionKind,
 )
-from leaderboard.challenges.selectors import ranking_scope_get
+from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, enqueue_on_commit
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, RESCORE_SUBMISSION, RUN_SYSTEM, enqueue_on_commit
+from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import Answers
 from leaderboard.submissions.models import (
     BoardEntry,
@@ -49,9 +51,15 @@ from leaderboard.submissions.models import (
     Submission,
     Verdict,
 )
-from leaderboard.submissions.selectors import quota_usage
+from leaderboard.submissions.selectors import quota_usage, submissions_answering_all, team_phase_override_get
 from leaderboard.submissions.storage import storage_budget_enforce
-from leaderboard.submissions.uploads import DatasetTarget, UploadError, check_qids, parse_upload
+from leaderboard.submissions.uploads import (
+    DatasetTarget,
+    UploadError,
+    check_qids,
+    missing_datasets_problem,
+    parse_upload,
+)
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)
@@ -97,13 +105,16 @@ def submission_check_can_submit(
     started = now or timezone.now()
     if started < phase.opens_at:
         raise ServiceError(f"the phase {phase.name!r} opens at {phase.opens_at:%Y-%m-%d %H:%M} UTC")
-    if started >= phase.closes_at:
-        raise ServiceError(f"the phase {phase.name!r} closed at {phase.closes_at:%Y-%m-%d %H:%M} UTC")
+    # An organizer may have extended the deadline for this team (TeamPhaseOverride).
+    extended = team_phase_override_get(team=team, phase=phase)
+    closes_at = extended.closes_at if extended and extended.closes_at else phase.closes_at
+    if started >= closes_at:
+        raise ServiceError(f"the phase {phase.name!r} closed at {closes_at:%Y-%m-%d %H:%M} UTC")
     # Bytes that trickle in long after the close could have been computed after it.
     grace = dt.timedelta(seconds=settings.UPLOAD_DEADLINE_GRACE_S)
-    if timezone.now() > phase.closes_at + grace:
+    if timezone.now() > closes_at + grace:
         raise ServiceError(
-            f"the phase {phase.name!r} closed at {phase.closes_at:%Y-%m-%d %H:%M} UTC; this upload started"
+            f"the phase {phase.name!r} closed at {closes_at:%Y-%m-%d %H:%M} UTC; this upload started"
             f" before the close but took more than {settings.UPLOAD_DEADLINE_GRACE_S} s after it to arrive"
         )
     if kind not in phase.allowed_kinds:
@@ -133,16 +144,26 @@ def submission_create_predictions(
     targets = phase_prediction_targets(phase=phase)
     if not targets:
         raise ServiceError("this phase has no dataset with gold answers yet; ask the organizers")
+    dataset_targets = [DatasetTarget(ds.slug, (ds.name,), f.qids) for ds, f in targets]
     per_dataset = parse_upload(
         raw,
         filename=name,
-        targets=[DatasetTarget(ds.slug, (ds.name,), f.qids) for ds, f in targets],
+        targets=dataset_targets,
         max_expanded_bytes=settings.MAX_PREDICTION_ARCHIVE_BYTES,
         dataset_hint=dataset_hint,
+        require_all=False,
     )
     suite = suite_for(phase.challenge)
+    # Every dataset's problems in one refusal (one line each), so a team fixes them in one go.
+    problems = [missing_datasets_problem(per_dataset, filename=name, targets=dataset_targets)]
     for ds, f in targets:
-        predictions_check(suite, per_dataset[ds.slug], qids=f.qids, where=f"{name} [{ds.slug}]")
+        if ds.slug in per_dataset:
+            try:
+                predictions_check(suite, per_dataset[ds.slug], qids=f.qids, where=f"{name} [{ds.slug}]")
+            except UploadError as exc:
+                problems.append(exc.message)
+    if any(problems):
+        raise UploadError("\n".join(p for p in problems if p))
 
     with transaction.atomic():
         quota_enforce_locked(team=team, phase=phase)
@@ -226,6 +247,10 @@ def submission_select(*, submission: Submission, user: User) -> Submission:
     """Make this the team's selected submission for its phase (ranking rule 'selected')."""
     if not Membership.objects.filter(team_id=submission.team_id, user=user).exists():
         raise PermissionDenied("only members of the team can select its submission")
+    rule = submission.phase.challenge.ranking_rule
+    if rule != RankingRule.SELECTED:
+        # A choice the board would ignore must not look taken.
+        raise ServiceError(f"this challenge ranks {RankingRule(rule).label}: there is nothing to select")
     if submission.status != Status.FINISHED:
         raise ServiceError("only a finished submission can be selected")
     with transaction.atomic():
@@ -266,6 +291,7 @@ def submission_evaluate(submission_id: int) -> None:
         logger.info("submission %s: not queued any more (already claimed, final or gone)", submission_id)
         return
     submission = Submission.objects.select_related("phase__challenge", "team").get(pk=submission_id)
+    scoring: Dataset | None = None  # the dataset being scored, named by a gold failure's verdict
     try:
         with submission.file.open("rb") as fh:
             raw = fh.read()
@@ -276,14 +302,24 @@ def submission_evaluate(submission_id: int) -> None:
             targets=[DatasetTarget(ds.slug, (ds.name,), f.qids) for ds, f in targets],
             max_expanded_bytes=settings.MAX_PREDICTION_ARCHIVE_BYTES,
         )
-        results = {
-            ds: score_dataset(submission=submission, dataset_file=f, predictions=per_dataset[ds.slug].by_qid)
-            for ds, f in targets
-        }
-        scores_write(submission=submission, results=results)
-    except (ScoringError, UploadError) as exc:
+        results = {}
+        for scoring, f in targets:
+            results[scoring] = score_dataset(submission=submission, dataset_file=f,
+                                             predictions=per_dataset[scoring.slug].by_qid)
+        scores_write(submission=submission, results=results, gold={ds: f.sha256 for ds, f in targets})
+    except UploadError as exc:
         submission_fail(submission_id, reason=str(exc), cause=FailureCause.PARTICIPANT, from_statuses=[Status.SCORING],
                         verdict=Verdict.OUTPUT_WRONG_SHAPE)
+    except ScoringError as exc:
+        # The upload passed every check a team is told about (its format, and its ids against
+        # this gold), so a refusal from scoring is the gold's doing, as on the run path: not
+        # counted, and the organizers get the full reason, which names the gold file: the
+        # team reads the verdict only (submission_run_report).
+        logger.error("submission %s: scoring failed on a checked upload: %s", submission_id, exc)
+        submission_fail(submission_id, reason=f"scoring failed: {exc}", cause=FailureCause.PLATFORM,
+                        from_statuses=[Status.SCORING], verdict=Verdict.GOLD, dataset=scoring)
+        submission_staff_alert(submission_id, reason=f"scoring failed on a prediction file that passed every "
+                                                     f"check: {exc}")
     except Exception:
         logger.exception("submission %s: scoring failed", submission_id)
         submission_fail(
@@ -300,17 +336,43 @@ def score_dataset(*, submission: Submission, dataset_file: DatasetFile, predicti
     return suite.score(dataset_file.gold.path, predictions, submission.phase.challenge.suite_options)
 
 
-def scores_write(*, submission: Submission, results: Mapping[Dataset, DatasetResult]) -> None:
-    """Replace the submission's scores in one transaction and finish it (idempotent)."""
+def submission_aggregates(
+    *, submission: Submission, per_dataset: Mapping[Dataset, Mapping[str, float | None]]
+) -> dict[str, float | None]:
+    """The aggregates stored with these per-dataset metrics: one definition for scoring and rescoring."""
     suite = suite_for(submission.phase.challenge)
-    # The ranking average covers the challenge's ranking scope (MRQA 2019: Splits II and III).
-    ranked = ranking_scope_get(challenge=submission.phase.challenge, datasets=list(results)).datasets
-    aggregates = suite.aggregate({ds: r.metrics for ds, r in results.items()}, ranked=ranked)
+    # The ranking average covers the challenge's ranking scope (MRQA 2019: Splits II and III)
+    # among the phase's datasets, whichever of them this submission answered: the others count 0,
+    # so primary_score is the same average for every row (best-of selection compares on it).
+    ranked = phase_ranking_scope(phase=submission.phase).datasets
+    return suite.aggregate(per_dataset, ranked=ranked)
+
+
+def gold_sha256_current(*, phase: Phase, datasets: Iterable[Dataset]) -> dict[Dataset, str]:
+    """The sha256 of each dataset's gold for the phase's portion now ("" where it has none)."""
+    shas = dict(
+        DatasetFile.objects.filter(dataset__in=list(datasets), portion=phase.portion).values_list("dataset_id", "sha256")
+    )
+    return {ds: shas.get(ds.pk, "") for ds in datasets}
+
+
+def scores_write(
+    *, submission: Submission, results: Mapping[Dataset, DatasetResult], gold: Mapping[Dataset, str] | None = None
+) -> None:
+    """Replace the submission's scores in one transaction and finish it (idempotent).
+
+    ``gold``: the sha256 of the gold file each dataset was scored against, recorded on its
+    scores (default: the current gold, for callers that score what they just read).
+    """
+    suite = suite_for(submission.phase.challenge)
+    aggregates = submission_aggregates(submission=submission, per_dataset={ds: r.metrics for ds, r in results.items()})
+    scored_against = dict(gold) if gold is not None else gold_sha256_current(phase=submission.phase,
+                                                                           datasets=list(results))
     with transaction.atomic():
         Score.objects.filter(submission=submission).delete()
         QuestionScores.objects.filter(submission=submission).delete()
         rows = [
-            Score(submission=submission, dataset=ds, metric=metric, value=value)
+            Score(submission=submission, dataset=ds, metric=metric, value=value, gold_sha256=scored_against.get(ds, ""))
             for ds, result in results.items()
             for metric, value in result.metrics.items()
         ]
@@ -332,6 +394,11 @@ def scores_write(*, submission: Submission, results: Mapping[Dataset, DatasetRes
             transaction.set_rollback(True)
             return
         board_entry_refresh(team=submission.team, phase=submission.phase)
+        current = gold_sha256_current(phase=submission.phase, datasets=list(results))
+        if any(scored_against.get(ds, "") != sha for ds, sha in current.items()):
+            # The gold changed while this was being scored: the rescore that the change queued
+            # found it unfinished and left it, so it is queued again here.
+            enqueue_on_commit(RESCORE_SUBMISSION, submission.pk)
 
 
 def aggregates_refresh(*, challenge: Challenge) -> int:
@@ -348,11 +415,13 @@ def aggregates_refresh(*, challenge: Challenge) -> int:
         "dataset"
     ):
         per_submission.setdefault(score.submission_id, {}).setdefault(score.dataset, {})[score.metric] = score.value
+    ranked_of: dict[int, list[Dataset]] = {}
     with transaction.atomic():
-        for submission in Submission.objects.filter(pk__in=per_submission):
+        for submission in Submission.objects.filter(pk__in=per_submission).select_related("phase__challenge"):
             per_dataset = per_submission[submission.pk]
-            ranked = ranking_scope_get(challenge=challenge, datasets=list(per_dataset)).datasets
-            aggregates = suite.aggregate(per_dataset, ranked=ranked)
+            if submission.phase_id not in ranked_of:
+                ranked_of[submission.phase_id] = phase_ranking_scope(phase=submission.phase).datasets
+            aggregates = suite.aggregate(per_dataset, ranked=ranked_of[submission.phase_id])
             Score.objects.filter(submission=submission, dataset=None).delete()
             Score.objects.bulk_create(
                 [Score(submission=submission, dataset=None, metric=m, value=v) for m, v in aggregates.items()]
@@ -366,11 +435,23 @@ def aggregates_refresh(*, challenge: Challenge) -> int:
 
 def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
     """Point the team's board row at the submission the challenge's ranking rule picks."""
-    finished = Submission.objects.filter(team=team, phase=phase, status=Status.FINISHED)
+    # A submission an organizer hid never represents its team; a disqualified one (shown unranked,
+    # with the reason) only when the team has no other.
+    finished = Submission.objects.filter(team=team, phase=phase, status=Status.FINISHED, hidden_reason="")
+    if finished.filter(excluded_reason="").exists():
+        finished = finished.filter(excluded_reason="")
     rule = phase.challenge.ranking_rule
     chosen: Submission | None
     if rule == RankingRule.BEST:
-        chosen = finished.filter(primary_score__isnull=False).order_by("-primary_score", "created_at").first()
+        # primary_score is the same full-coverage average for every submission (a ranked dataset
+        # not answered counts 0), so a prediction file over Split II cannot hide a complete run.
+        best = finished.filter(primary_score__isnull=False).order_by("-primary_score", "created_at")
+        chosen = best.first()
+        if (phase.challenge.ranking_scope or {}).get("incomplete") == IncompleteRows.UNRANKED and chosen is not None:
+            # Incomplete rows are shown unranked: a complete submission, if any, is the one that ranks.
+            ranked = phase_ranking_scope(phase=phase).datasets
+            complete = submissions_answering_all(submissions=best, datasets=ranked)
+            chosen = next((s for s in best if s.pk in complete), chosen)
     elif rule == RankingRule.SELECTED:
         chosen = finished.filter(is_selected=True).first() or finished.order_by("-created_at").first()
     else:
@@ -378,7 +459,7 @@ def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
     if chosen is None:
         # Published systems whose run failed still appear, marked as failed: a baseline's
         # last run, or an imported row of any team (a failed run in a results export).
-        fallback = Submission.objects.filter(team=team, phase=phase)
+        fallback = Submission.objects.filter(team=team, phase=phase, hidden_reason="")
         if team.kind != TeamKind.BASELINE:
             fallback = fallback.filter(kind=SubmissionKind.IMPORTED)
         chosen = fallback.order_by("-created_at").first()
@@ -472,6 +553,7 @@ def results_import(*, phase: Phase, entries: Iterable[ImportedEntry], replace: b
     datasets = {d.slug.lower(): d for d in phase.challenge.datasets.all()}
     datasets.update({d.name.lower(): d for d in phase.challenge.datasets.all()})
     suite = suite_for(phase.challenge)
+    ranked = phase_ranking_scope(phase=phase).datasets
     teams: dict[str, list[ImportedEntry]] = {}
     for entry in entries:
         teams.setdefault(entry.name[:100], []).append(entry)
@@ -494,7 +576,7 @@ def results_import(*, phase: Phase, entries: Iterable[ImportedEntry], replace: b
             Submission.objects.filter(team=team, phase=phase, kind=SubmissionKind.IMPORTED).delete()
             for entry in group:
                 created.append(_imported_submission_create(team=team, phase=phase, entry=entry,
-                                                           datasets=datasets, suite=suite))
+                                                           datasets=datasets, suite=suite, ranked=ranked))
             board_entry_refresh(team=team, phase=phase)
         if replace:
             stale = Submission.objects.filter(phase=phase, kind=SubmissionKind.IMPORTED).exclude(team__name__in=teams)
@@ -509,7 +591,8 @@ def results_import(*, phase: Phase, entries: Iterable[ImportedEntry], replace: b
 
 
 def _imported_submission_create(
-    *, team: Team, phase: Phase, entry: ImportedEntry, datasets: Mapping[str, Dataset], suite: Suite
+    *, team: Team, phase: Phase, entry: ImportedEntry, datasets: Mapping[str, Dataset], suite: Suite,
+    ranked: Sequence[Dataset],
 ) -> Submission:
     per_dataset: dict[Dataset, dict[str, float | None]] = {}
     for key, metrics in entry.scores.items():
@@ -518,7 +601,8 @@ def _imported_submission_create(
             raise ServiceError(f"{entry.row or entry.name}: no dataset called {key!r} in {phase.challenge.slug}")
         per_dataset[ds] = metrics
     failed = bool(entry.failure) or any(v is None for m in per_dataset.values() for v in m.values())
-    ranked = ranking_scope_get(challenge=phase.challenge, datasets=list(per_dataset)).datasets
+    # A dataset column the results file lacks for this row is a dataset it did not answer: the
+    # same rule as for submissions (it counts 0, or the board shows the row unranked).
     aggregates = suite.aggregate(per_dataset, ranked=ranked)
     now = timezone.now()
     submission = Submission.objects.create(

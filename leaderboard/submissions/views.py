@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user
+from leaderboard.accounts.selectors import team_members_at, team_of_user
 from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
@@ -24,9 +24,11 @@ from leaderboard.submissions.selectors import (
     submission_get_visible,
     submission_queue_position,
     submission_run_report,
+    submission_score_history,
     submission_visible_primary_score,
     submission_visible_scores,
     submissions_of_team,
+    submissions_on_board,
 )
 from leaderboard.submissions.services import (
     submission_cancel,
@@ -46,6 +48,8 @@ class UploadForm(forms.Form):
     def __init__(self, *args: object, challenge: Challenge, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.fields["phase"].queryset = challenge.phases.all()  # type: ignore[attr-defined]
+        # People choose "Development", not "mrqa-demo/dev" (Phase.__str__, for logs and the admin).
+        self.fields["phase"].label_from_instance = lambda phase: phase.name  # type: ignore[attr-defined]
 
 
 class SystemForm(UploadForm):
@@ -75,7 +79,8 @@ def _upload_page(
             try:
                 submission = create(team, form.cleaned_data)
             except ServiceError as exc:
-                form.add_error(None, exc.message)
+                # One item per line: an upload refused for several datasets names each on its own.
+                form.add_error(None, exc.message.splitlines() or [exc.message])
                 status = exc.status_code
             else:
                 messages.success(request, f"Submission {submission.pk} accepted and queued.")
@@ -133,7 +138,8 @@ def submission_list(request: HttpRequest, slug: str) -> HttpResponse:
         for s in submissions_of_team(team=team)
     ]
     return render(
-        request, "submissions/list.html", {"challenge": challenge, "team": team, "submissions": submissions}
+        request, "submissions/list.html",
+        {"challenge": challenge, "team": team, "submissions": submissions, "on_board": submissions_on_board(team=team)},
     )
 
 
@@ -177,8 +183,12 @@ def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "is_organizer": is_organizer,
             "report": submission_run_report(submission=submission, is_organizer=is_organizer),
             "scores": submission_visible_scores(submission=submission, is_organizer=is_organizer),
+            "score_history": submission_score_history(submission=submission, is_organizer=is_organizer),
             "queue_position": submission_queue_position(submission=submission),
             "file_freed": submission_file_freed_note(submission=submission),
+            "on_board": submission.pk in submissions_on_board(team=submission.team),
+            # Organizers only: who was on the team when it was submitted (members come and go).
+            "members_then": team_members_at(team=submission.team, when=submission.created_at) if is_organizer else None,
         },
     )
 

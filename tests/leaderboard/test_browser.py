@@ -68,6 +68,7 @@ def test_a_new_participant_signs_up_submits_and_tops_the_board(
     # Sign up through the form; the new user is logged in.
     driver.get(f"{base}/accounts/signup/")
     driver.find_element(By.ID, "id_username").send_keys("erin")
+    driver.find_element(By.ID, "id_email").send_keys("erin@example.org")
     driver.find_element(By.ID, "id_password1").send_keys("a-long-browser-pw-42")
     driver.find_element(By.ID, "id_password2").send_keys("a-long-browser-pw-42")
     driver.find_element(By.ID, "signup-submit").click()

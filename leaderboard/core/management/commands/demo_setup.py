@@ -15,8 +15,11 @@ from leaderboard.submissions.imports import load_results_file
 from leaderboard.submissions.services import results_import
 
 DEMO_DIR = Path(settings.BASE_DIR) / "deploy" / "demo"
+# (password, site administrator).  The organizer's role is per challenge (the specs' ``staff``), not
+# Django's staff flag: only the site administrator uses /admin/, where organizers are made.
 DEMO_USERS = {
-    "organizer": ("organizer-demo-pw", True),
+    "admin": ("admin-demo-pw", True),
+    "organizer": ("organizer-demo-pw", False),
     "alice": ("alice-demo-pw", False),
     "bob": ("bob-demo-pw", False),
 }
@@ -27,10 +30,16 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         for username, (password, staff) in DEMO_USERS.items():
-            user, created = User.objects.get_or_create(username=username, defaults={"is_staff": staff})
+            # example.org addresses: the demo's console mail back end prints password resets and invitations.
+            user, created = User.objects.get_or_create(
+                username=username, defaults={"is_staff": staff, "email": f"{username}@example.org"}
+            )
             if created:
                 user.set_password(password)
                 user.save()
+            if (user.is_staff, user.is_superuser) != (staff, staff):
+                # A database from an earlier demo made the organizer Django staff (an empty admin).
+                User.objects.filter(pk=user.pk).update(is_staff=staff, is_superuser=staff)
         for spec in ("mrqa-demo.yaml", "mrc2018-demo.yaml", "mrqa2019-archive.yaml"):
             challenge = challenge_load(spec_path=DEMO_DIR / spec)
             self.stdout.write(f"loaded challenge {challenge.slug}")
@@ -42,3 +51,7 @@ class Command(BaseCommand):
         # replace: a database from an earlier demo run may hold rows under older team names.
         results_import(phase=phase, entries=entries, replace=True)
         self.stdout.write(f"imported {len(entries)} MRQA 2019 results")
+        for username, (password, admin) in DEMO_USERS.items():
+            role = "site administrator (/admin/)" if admin else (
+                "organizer of the demo challenges (/c/mrqa-demo/console/)" if username == "organizer" else "participant")
+            self.stdout.write(f"demo account {username} / {password}: {role}")

@@ -1,0 +1,254 @@
+"""What an organizer can do from the console, each with what it will do said before it is done.
+
+One table for the pages and the API: an action names its target (a submission, a team, a Split III
+dataset, an announcement, or the challenge), the form that confirms it, the sentences a
+confirmation shows, why it cannot be done now (if so) and the service that does it.  A GET of an
+action's address shows the confirmation; only a POST with a reason does it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from leaderboard.accounts.models import Team
+from leaderboard.challenges.models import SYSTEM_KINDS, Announcement, Challenge, Dataset, Split
+from leaderboard.challenges.selectors import dataset_label
+from leaderboard.console import services
+from leaderboard.console.forms import AnnouncementForm, ExtendForm, ReasonForm
+from leaderboard.console.selectors import (
+    console_announcement_get,
+    console_dataset_get,
+    console_submission_get,
+    console_team_get,
+    runs_in_progress,
+)
+from leaderboard.core.errors import NotFound
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.rerun import submission_rerun, submission_rerun_problem
+
+TEAM_READS = "The team reads this reason (on its submission's page), and it is kept in the audit log."
+EVERYONE_READS = "Everyone who reads the board reads this reason, the team too; it is kept in the audit log."
+TEAM_NOTICE = "The team reads this reason on its team page; it is kept in the audit log."
+
+# Where each kind of target is found, in the challenge, by the key in the address.
+TARGETS: dict[str, Callable[[Challenge, str], Any]] = {
+    "submissions": lambda c, key: console_submission_get(challenge=c, pk=key),
+    "teams": lambda c, key: console_team_get(challenge=c, pk=key),
+    "datasets": lambda c, key: console_dataset_get(challenge=c, slug=key),
+    "announcements": lambda c, key: console_announcement_get(challenge=c, pk=key),
+    "challenge": lambda c, key: c,
+}
+
+
+@dataclass(frozen=True)
+class Action:
+    key: str
+    target: str
+    title: str
+    # What will happen, in sentences, for the confirmation.
+    consequences: Callable[[Any], list[str]]
+    # Why it cannot be done now ("" if it can).
+    problem: Callable[[Any], str]
+    perform: Callable[[Any, AbstractBaseUser, dict[str, Any]], Any]
+    form: type[ReasonForm] = ReasonForm
+    reason_help: str = ""
+    # The reason is shown to the team or the public: the page says so by the button.
+    reason_is_public: bool = False
+
+
+def target_name(target: Any) -> str:
+    """How the confirmation names what an action is about (organizers' words: real names)."""
+    if isinstance(target, Submission):
+        return f"submission {target.pk} of {target.team.name} ({target.phase.name}, {target.get_kind_display()})"
+    if isinstance(target, Team):
+        return f"team {target.name}"
+    if isinstance(target, Dataset):
+        alias = dataset_label(target, reveal_sealed=False)
+        return f"dataset {target.name}" + (f" (public name now: {alias})" if alias != target.name else "")
+    if isinstance(target, Announcement):
+        return f"announcement {target.pk}"
+    return f"challenge {target.title}"
+
+
+def _rerun_consequences(s: Submission) -> list[str]:
+    system = s.kind in SYSTEM_KINDS
+    was = "its scores" if s.status == "finished" else "its failure (verdict and full reason)"
+    lines = [
+        (f"The system runs again in a fresh container from its stored upload"
+         f"{', pinned to image ' + s.image_digest[:19] + '…' if s.image_digest else ''}, with no attempts used."
+         if system else "The prediction file is scored again from its stored upload, against the current gold."),
+        f"Its current result, {was}, stays in its history (\"Earlier scores\" on its page, with the scoring "
+        "version, the gold files' hashes and the image id); the audit entry keeps its run record and the tail of its log.",
+        "Its scores are removed until the new evaluation finishes; meanwhile the board shows the team's next "
+        "submission under the ranking rule, if any. Then the board uses the newest result.",
+        "The team sees the new result on its page, not this reason.",
+    ]
+    if system:
+        lines.append("It waits in the systems queue like any run; the queue page shows where.")
+    return lines
+
+
+def _extend_consequences(team: Team) -> list[str]:
+    return [
+        f"Team {team.name} may submit to the phase you choose until the new deadline, or with the larger "
+        "quotas; every other team keeps the phase's own.",
+        "Empty fields keep the phase's own value; with all three empty, the team's extension of that phase is removed.",
+        "The team sees its deadline and quotas on its upload pages.",
+    ]
+
+
+def _seal_problem(dataset: Dataset, *, revealing: bool) -> str:
+    if dataset.split != Split.III:
+        return f"{dataset.name} is a Split {dataset.split} dataset: it was never sealed"
+    if revealing and dataset.revealed_at is not None:
+        return f"{dataset.name} is revealed already"
+    if not revealing and dataset.revealed_at is None:
+        return f"{dataset.name} is sealed already"
+    running = runs_in_progress(challenge=dataset.challenge)
+    if running:
+        return (f"{running} system run(s) of this challenge are in progress; a run reads the dataset under the seal "
+                "of its start and is read back under the seal of its end, so change it once they end")
+    return ""
+
+
+def _fields(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {name: data.get(name) for name in names}
+
+
+ACTIONS: dict[tuple[str, str], Action] = {
+    (a.target, a.key): a
+    for a in [
+        Action(
+            "rerun", "submissions", "Run again",
+            consequences=_rerun_consequences, problem=submission_rerun_problem,
+            perform=lambda s, who, d: submission_rerun(submission=s, by=who, reason=d["reason"]),
+        ),
+        Action(
+            "hide", "submissions", "Hide from the public boards",
+            consequences=lambda s: [
+                "It represents its team on no board (nor in the organizer view): the team's next submission "
+                "under the ranking rule does, if it has one. The console's submission list marks it hidden.",
+                "The team sees that it is hidden, and why, on the submission's page.",
+            ],
+            problem=lambda s: "it is hidden already" if s.hidden_reason else "",
+            perform=lambda s, who, d: services.submission_hide(submission=s, actor=who, reason=d["reason"]),
+            reason_help=TEAM_READS,
+        ),
+        Action(
+            "unhide", "submissions", "Show on the boards again",
+            consequences=lambda s: ["It can represent its team on the boards again, under the ranking rule."],
+            problem=lambda s: "" if s.hidden_reason else "it is not hidden",
+            perform=lambda s, who, d: services.submission_unhide(submission=s, actor=who, reason=d["reason"]),
+        ),
+        Action(
+            "disqualify", "submissions", "Disqualify",
+            consequences=lambda s: [
+                "It no longer ranks: the team's other finished submissions represent it on the board; if it has "
+                "none, this one is shown unranked with \"disqualified:\" and your reason, to everyone.",
+                "The team sees the reason on the submission's page.",
+            ],
+            problem=lambda s: "it is excluded from the ranking already" if s.excluded_reason else "",
+            perform=lambda s, who, d: services.submission_disqualify(submission=s, actor=who, reason=d["reason"]),
+            reason_help=EVERYONE_READS, reason_is_public=True,
+        ),
+        Action(
+            "requalify", "submissions", "Rank again",
+            consequences=lambda s: [f"Its exclusion (\"{s.excluded_reason}\") is lifted: it ranks again."],
+            problem=lambda s: "" if s.excluded_reason else "it is not excluded from the ranking",
+            perform=lambda s, who, d: services.submission_requalify(submission=s, actor=who, reason=d["reason"]),
+        ),
+        Action(
+            "disqualify", "teams", "Disqualify the team",
+            consequences=lambda t: [
+                f"Every row of {t.name} stays on the boards, unranked, marked \"disqualified:\" with your reason, "
+                "for everyone to read; the other teams' ranks close up.",
+                "The team reads the reason on its team page and on its submissions' pages.",
+            ],
+            problem=lambda t: "the team is disqualified already" if t.disqualified_reason else "",
+            perform=lambda t, who, d: services.team_disqualify(team=t, actor=who, reason=d["reason"]),
+            reason_help=EVERYONE_READS, reason_is_public=True,
+        ),
+        Action(
+            "requalify", "teams", "Lift the disqualification",
+            consequences=lambda t: [f"{t.name} ranks again on every board."],
+            problem=lambda t: "" if t.disqualified_reason else "the team is not disqualified",
+            perform=lambda t, who, d: services.team_requalify(team=t, actor=who, reason=d["reason"]),
+        ),
+        Action(
+            "hide", "teams", "Hide the team from the public boards",
+            consequences=lambda t: [
+                f"{t.name} leaves every public board, export and API answer; the organizer view lists it, unranked.",
+                "The team reads that it is hidden, and why, on its team page.",
+            ],
+            problem=lambda t: "the team is hidden already" if t.hidden else "",
+            perform=lambda t, who, d: services.team_hide(team=t, actor=who, reason=d["reason"]),
+            reason_help=TEAM_NOTICE,
+        ),
+        Action(
+            "unhide", "teams", "Show the team on the boards again",
+            consequences=lambda t: [f"{t.name} appears on the public boards again."],
+            problem=lambda t: "" if t.hidden else "the team is not hidden",
+            perform=lambda t, who, d: services.team_unhide(team=t, actor=who, reason=d["reason"]),
+        ),
+        Action(
+            "extend", "teams", "Extend a deadline or a quota",
+            consequences=_extend_consequences, problem=lambda t: "",
+            perform=lambda t, who, d: services.team_phase_extend(
+                team=t, actor=who, **_fields(d, "phase", "reason", "closes_at", "quota_per_day", "quota_total")),
+            form=ExtendForm,
+        ),
+        Action(
+            "reveal", "datasets", "Reveal",
+            # The confirmation shows the reveal preview (console_action.html), computed by the boards' rules.
+            consequences=lambda ds: [
+                f"\"{dataset_label(ds, reveal_sealed=False)}\" becomes \"{ds.name}\" everywhere: boards, exports, "
+                "the API, the challenge and data pages, teams' submission pages.",
+                "Its per-dataset scores, and the aggregates that were withheld because one of its scores would "
+                "follow from them, become public: the table below lists each one.",
+                "Systems run from now on read it under its real name and its own question ids.",
+            ],
+            problem=lambda ds: _seal_problem(ds, revealing=True),
+            perform=lambda ds, who, d: services.dataset_reveal_audited(dataset=ds, actor=who, reason=d["reason"]),
+        ),
+        Action(
+            "unreveal", "datasets", "Seal again",
+            consequences=lambda ds: [
+                f"\"{ds.name}\" is shown as \"{ds.sealed_alias or 'Hidden'}\" again, and its per-dataset scores and "
+                "the aggregates a score of it would follow from are withheld again, from teams and the public.",
+                "What was public meanwhile may have been copied: sealing again stops showing it, nothing more.",
+            ],
+            problem=lambda ds: _seal_problem(ds, revealing=False),
+            perform=lambda ds, who, d: services.dataset_unreveal_audited(dataset=ds, actor=who, reason=d["reason"]),
+        ),
+        Action(
+            "announce", "challenge", "Post an announcement",
+            consequences=lambda c: ["Shown at the top of the challenge page, to everyone, until you withdraw it."],
+            problem=lambda c: "",
+            perform=lambda c, who, d: services.announcement_create(challenge=c, actor=who, text=d["text"],
+                                                                  reason=d["reason"]),
+            form=AnnouncementForm,
+        ),
+        Action(
+            "withdraw", "announcements", "Withdraw the announcement",
+            consequences=lambda a: [f"\"{a.text[:120]}\" is no longer shown on the challenge page."],
+            problem=lambda a: "" if a.is_active else "it is withdrawn already",
+            perform=lambda a, who, d: services.announcement_withdraw(announcement=a, actor=who, reason=d["reason"]),
+        ),
+    ]
+}
+
+
+def action_get(*, challenge: Challenge, target: str, key: str, action: str) -> tuple[Action, Any]:
+    """The action and its target in the challenge; NotFound for an unknown one, as for a foreign id."""
+    found = ACTIONS.get((target, action))
+    if found is None:
+        raise NotFound("No such page, or not one you may see.")
+    return found, TARGETS[target](challenge, key)
+
+
+def action_perform(*, action: Action, target: Any, actor: AbstractBaseUser, data: dict[str, Any]) -> Any:
+    return action.perform(target, actor, data)
