@@ -19,6 +19,7 @@ from leaderboard.challenges.models import Challenge, SubmissionKind
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import scores_write, submission_create_predictions
+from tests.chromium import WAIT_SECONDS
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 from tests.leaderboard.test_board_sealed_browser import login
 from tests.leaderboard.test_browser import board_rows, browser  # noqa: F401 (the fixture)
@@ -41,7 +42,8 @@ def shoot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
 
 def test_issue16_pages_in_a_browser(cast: Cast, live_server, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     driver, base = browser, live_server.url
     # Alpha's prediction file on the test phase answers XQuAD-en only; Charlie's system answered both.
@@ -103,6 +105,9 @@ def test_issue16_pages_in_a_browser(cast: Cast, live_server, browser, tmp_path: 
     Select(driver.find_element(By.ID, "id_phase")).select_by_visible_text("Dev")
     driver.find_element(By.ID, "id_file").send_keys(str(good))
     driver.find_element(By.ID, "upload-submit").click()
+    # The upload redirects to the submission page; wait for its scores before reading them.
+    WebDriverWait(driver, WAIT_SECONDS).until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, "#scores tr:nth-child(2)")))
     labels = [row.find_elements(By.TAG_NAME, "td")[1].text for row in
               driver.find_elements(By.CSS_SELECTOR, "#scores tr")[1:]]
     assert labels[:4] == ["Macro F1", "Macro EM", "Split I F1", "Split II F1"]
