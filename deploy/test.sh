@@ -13,6 +13,31 @@ echo "== import layering (workers -> leaderboard -> scoring)"
 .venv/bin/lint-imports
 echo "== ruff"
 .venv/bin/ruff check scoring tests deploy/images workers
-echo "== pytest"
-# pytest's exit status is the script's: 5 (it collected nothing) is a failure for us, not a pass.
-exec .venv/bin/python -m pytest "$@"
+# The suite runs twice, on the two databases the platform supports: SQLite (the demo's, embedded) and
+# PostgreSQL (production's; deploy/postgres.sh installs and starts a local one and prints its URL).
+# READERBOARD_TEST_DATABASES=sqlite (or postgres) runs one of them, for a quick run by hand.
+# The first non-zero exit status of pytest is the script's (5, it collected nothing, is a failure for
+# us, not a pass), and both runs must end with the same counts (passed, skipped, ...).
+status=0
+summaries=()
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+for database in ${READERBOARD_TEST_DATABASES:-sqlite postgres}; do
+  case $database in
+    sqlite) url="" ;;
+    postgres) url=$(bash deploy/postgres.sh) ;;
+    *) echo "test.sh: READERBOARD_TEST_DATABASES: unknown database '$database' (sqlite, postgres)" >&2; exit 2 ;;
+  esac
+  echo "== pytest on $database"
+  code=0
+  READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest "$@" 2>&1 | tee "$logs/$database.log" || code=$?
+  [ "$status" -ne 0 ] || status=$code
+  # pytest's closing line without its duration and warnings: "1234 passed, 5 skipped".
+  summaries+=("$(grep -E '([0-9]+ (passed|failed|errors?|skipped|deselected)|no tests ran).* in [0-9.]+s' \
+    "$logs/$database.log" | tail -n1 | sed -E 's/^=+ //; s/ in [0-9.]+s.*$//; s/,? [0-9]+ warnings?//')")
+done
+if [ "$status" -eq 0 ] && [ ${#summaries[@]} -eq 2 ] && [ "${summaries[0]}" != "${summaries[1]}" ]; then
+  echo "test.sh: the two runs differ: SQLite '${summaries[0]}', Postgres '${summaries[1]}'" >&2
+  status=1
+fi
+exit "$status"

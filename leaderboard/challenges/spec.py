@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from django.db import models
 
-from leaderboard.challenges.models import FilePortion, Split
+from leaderboard.challenges.models import Challenge, Dataset, FilePortion, Phase, Split
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.systems import Limits, SystemSettings
 from scoring.cmrc2018 import TOKENIZATIONS
@@ -214,6 +215,24 @@ def spec_check(spec: Mapping[str, Any], *, spec_path: Path | None = None) -> Non
     for i, dataset in enumerate(spec.get("datasets") or []):
         if isinstance(dataset, dict) and str(dataset.get("split")) == Split.III:
             _no_dev_portion(dataset, f"{where}.datasets[{i}]")
+    _lengths_check(spec, where)
+
+
+def _lengths_check(spec: Mapping[str, Any], where: str) -> None:
+    """Text no longer than its column: SQLite would store it whole, PostgreSQL refuses it mid-load."""
+    def check(item: Any, model: type[models.Model], keys: tuple[str, ...], at: str) -> None:
+        if not isinstance(item, Mapping):
+            return
+        for key in keys:
+            limit = model._meta.get_field(key).max_length
+            if item.get(key) is not None and limit and len(str(item[key])) > limit:
+                raise SpecError(f"{at}.{key}: {len(str(item[key]))} characters, longer than the {limit} it may have")
+
+    check(spec, Challenge, ("slug", "title"), where)
+    for kind, model, keys in (("phases", Phase, ("slug", "name")), ("datasets", Dataset, ("slug", "name", "sealed_alias"))):
+        items = spec.get(kind)
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            check(item, model, keys, f"{where}.{kind}[{i}]")
 
 
 def _unique(kind: str, items: list[tuple[int, dict[str, Any]]], where: str) -> None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -89,14 +93,51 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "leaderboard.wsgi.application"
 
-DATABASES = {
-    "default": {
+
+def sqlite_database(path: str) -> dict[str, Any]:
+    return {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": env("DB_PATH", str(VAR_DIR / "readerboard.sqlite3")),
+        "NAME": path,
         # IMMEDIATE transactions take SQLite's write lock at BEGIN, so quota checks
-        # (count, then insert) are serialised between processes and threads.
+        # (count, then insert) are serialised between processes and threads.  (On Postgres the
+        # team's row is locked with SELECT FOR UPDATE: submissions.services.quota_enforce_locked.)
         "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"},
     }
+
+
+def database_from_url(url: str) -> dict[str, Any]:
+    """``postgres://USER:PASSWORD@HOST:PORT/NAME[?sslmode=require&...]`` (or ``sqlite:////abs/path``)
+    as a ``DATABASES`` entry.
+
+    Parts are percent-decoded (a password with ``@`` or ``/`` is written ``%40``, ``%2F``; a Unix
+    socket folder as the host: ``%2Frun%2Fpostgresql``); query parameters become libpq options.
+    """
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":  # sqlite:////abs/path (sqlite:///rel/path is relative to the working folder)
+        return sqlite_database(unquote(parts.path[1:]))
+    if parts.scheme not in {"postgres", "postgresql"}:
+        raise ImproperlyConfigured(f"READERBOARD_DATABASE_URL must be postgres://... (or sqlite:///...), "
+                                   f"not {parts.scheme}://...")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")),
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": unquote(parts.hostname or ""),
+        "PORT": str(parts.port or ""),
+        "OPTIONS": dict(parse_qsl(parts.query)),
+        # Seconds a process keeps its connection between requests (0: one per request).
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 0),
+        "CONN_HEALTH_CHECKS": True,
+    }
+
+
+# Postgres when READERBOARD_DATABASE_URL is set (production: several web processes, and workers on
+# other hosts); else the embedded SQLite file under VAR_DIR (the demo, one machine).
+DATABASE_URL = env("DATABASE_URL", "")
+DATABASES = {
+    "default": database_from_url(DATABASE_URL) if DATABASE_URL
+    else sqlite_database(env("DB_PATH", str(VAR_DIR / "readerboard.sqlite3"))),
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -203,7 +244,23 @@ EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)  # port 465 (implicit TLS); USE_TLS is STARTTLS on 587
+# Password-reset and invitation mails are sent while the request waits: a mail server that
+# does not answer must not hold a web process for Python's default (no timeout at all).
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_S", 10)
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "readerboard@localhost")
+# A password-reset link works once, and for this long (Django's default is three days).
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT_S", 24 * 60 * 60)
+
+# Failed logins (the login page, the admin's and the API's password exchange): once LIMIT have
+# failed within WINDOW_S for one username, or from one client address, further attempts are
+# refused unchecked until the oldest of them is WINDOW_S old (accounts.services.login_attempt).
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_FAILURE_WINDOW_S = env_int("LOGIN_FAILURE_WINDOW_S", 60)
+# Behind a reverse proxy every request comes from the proxy's address, so one attacker would
+# lock everybody out: name the header the proxy sets (e.g. HTTP_X_FORWARDED_FOR); its last
+# entry, the one the proxy itself appended, is taken as the client's address.
+CLIENT_ADDRESS_HEADER = env("CLIENT_ADDRESS_HEADER", "")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 ADMINS = [("Readerboard operators", address) for address in env("ADMINS", "").split(",") if address]
 

@@ -445,7 +445,9 @@ def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
     if rule == RankingRule.BEST:
         # primary_score is the same full-coverage average for every submission (a ranked dataset
         # not answered counts 0), so a prediction file over Split II cannot hide a complete run.
-        best = finished.filter(primary_score__isnull=False).order_by("-primary_score", "created_at")
+        # The id breaks ties of equal times (imported rows keep theirs): PostgreSQL, unlike SQLite's
+        # rowid order, returns equal rows in no fixed order.
+        best = finished.filter(primary_score__isnull=False).order_by("-primary_score", "created_at", "id")
         chosen = best.first()
         if (phase.challenge.ranking_scope or {}).get("incomplete") == IncompleteRows.UNRANKED and chosen is not None:
             # Incomplete rows are shown unranked: a complete submission, if any, is the one that ranks.
@@ -453,7 +455,7 @@ def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
             complete = submissions_answering_all(submissions=best, datasets=ranked)
             chosen = next((s for s in best if s.pk in complete), chosen)
     elif rule == RankingRule.SELECTED:
-        chosen = finished.filter(is_selected=True).first() or finished.order_by("-created_at").first()
+        chosen = finished.filter(is_selected=True).first() or finished.order_by("-created_at", "-id").first()
     else:
         chosen = finished.order_by("-created_at", "-id").first()
     if chosen is None:
@@ -462,7 +464,7 @@ def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
         fallback = Submission.objects.filter(team=team, phase=phase, hidden_reason="")
         if team.kind != TeamKind.BASELINE:
             fallback = fallback.filter(kind=SubmissionKind.IMPORTED)
-        chosen = fallback.order_by("-created_at").first()
+        chosen = fallback.order_by("-created_at", "-id").first()
     if chosen is None:
         BoardEntry.objects.filter(team=team, phase=phase).delete()
         return None
@@ -570,8 +572,9 @@ def results_import(*, phase: Phase, entries: Iterable[ImportedEntry], replace: b
                 raise ServiceError(f"team {name!r}: some of its rows are marked baselines and some are not")
             team = imported_team_get_or_create(
                 challenge=phase.challenge, name=name, is_baseline=group[0].is_baseline,
-                affiliation=_team_affiliation(name, group),
-                reference=next((e.reference for e in group if e.reference), ""),
+                # Cut to their columns, as the name is above (PostgreSQL refuses longer text).
+                affiliation=_team_affiliation(name, group)[:200],
+                reference=next((e.reference for e in group if e.reference), "")[:300],
             )
             Submission.objects.filter(team=team, phase=phase, kind=SubmissionKind.IMPORTED).delete()
             for entry in group:

@@ -243,6 +243,22 @@ def test_two_phases_with_one_slug_are_refused(tmp_path: Path) -> None:
             "checked.phases[1]: slug 'dev' is also phases[0]'s")
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda spec: spec.update(title="T" * 201), "checked.title: 201 characters, longer than the 200"),
+        (lambda spec: spec["phases"][0].update(name="D" * 101), "checked.phases[0].name: 101 characters"),
+        (lambda spec: spec["datasets"][1].update(name="X" * 101), "checked.datasets[1].name: 101 characters"),
+        (lambda spec: spec["datasets"][2].update(sealed_alias="H" * 41), "checked.datasets[2].sealed_alias: 41"),
+    ],
+)
+def test_text_longer_than_its_column_is_refused_on_any_database(
+    tmp_path: Path, change: Callable[[dict[str, Any]], object], message: str
+) -> None:
+    # SQLite would store it whole, PostgreSQL refuse it halfway through the load.
+    refused(tmp_path, change, message)
+
+
 @pytest.mark.parametrize("how", ["files", "portions"])
 def test_a_split_iii_dataset_with_a_dev_portion_is_refused(tmp_path: Path, how: str) -> None:
     def change(spec: dict[str, Any]) -> None:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.databases import database_url
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -77,7 +79,8 @@ class Worker:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "leaderboard.settings.dev",
             "READERBOARD_BROKER_URL": broker_url,
-            "READERBOARD_DB_PATH": str(settings.DATABASES["default"]["NAME"]),
+            # The test database, SQLite or Postgres (deploy/test.sh runs the suite on both).
+            "READERBOARD_DATABASE_URL": database_url(settings.DATABASES["default"]),
             "READERBOARD_PRIVATE_ROOT": str(settings.PRIVATE_STORAGE_ROOT),
             "READERBOARD_VAR_DIR": str(log.parent / "var"),
             "READERBOARD_RUN_IMAGE_REPOSITORY": settings.RUN_IMAGE_REPOSITORY,
