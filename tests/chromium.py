@@ -56,3 +56,17 @@ def chromium_driver(*, width: int = 1400, height: int = 1000, downloads: Path | 
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot_widths(driver: Any, stem: Path, widths: tuple[int, ...] = (1366, 400)) -> None:
+    """The whole page at each width, saved as ``<stem>-<width>.png``; nothing may overflow sideways."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    for width in widths:
+        driver.set_window_size(width, 1000)
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(width, min(int(height) + 120, 6000))
+        driver.save_screenshot(f"{stem}-{width}.png")
+        overflow = driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"{stem.name} at {width}px is {overflow}px wider than the window"
+    driver.set_window_size(widths[0], 1000)

@@ -19,7 +19,7 @@ from leaderboard.accounts.models import Membership, Role
 from leaderboard.accounts.services import team_invite_create
 from leaderboard.submissions.models import Status
 from leaderboard.submissions.services import submission_create_predictions
-from tests.chromium import WAIT_SECONDS, chromium_driver
+from tests.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-teams"
@@ -36,16 +36,7 @@ def chromium() -> Iterator[Any]:
 
 def screenshot(driver: Any, name: str) -> None:
     """The whole page at 1366 and 400 px; nothing may overflow sideways."""
-    SCREENSHOTS.mkdir(exist_ok=True)
-    for width in (1366, 400):
-        driver.set_window_size(width, 1000)
-        height = driver.execute_script("return document.documentElement.scrollHeight")
-        driver.set_window_size(width, min(int(height) + 120, 6000))
-        driver.save_screenshot(str(SCREENSHOTS / f"{name}-{width}.png"))
-        overflow = driver.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        assert overflow <= 0, f"{name} at {width}px is {overflow}px wider than the window"
-    driver.set_window_size(1366, 1000)
+    screenshot_widths(driver, SCREENSHOTS / name)
 
 
 def log_in(driver: Any, base: str, username: str, password: str) -> None:

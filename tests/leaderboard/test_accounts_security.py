@@ -43,7 +43,7 @@ from leaderboard.core.errors import ServiceError
 from leaderboard.settings.base import private_dir, sqlite_database
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
-from tests.chromium import WAIT_SECONDS, chromium_driver
+from tests.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
 from tests.leaderboard.conftest import REPO, Cast, gold_predictions, upload
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-security"
@@ -465,16 +465,7 @@ def chromium() -> Iterator[object]:
 
 def screenshot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
     """The whole page at 1366 and 400 px; nothing may overflow sideways."""
-    SCREENSHOTS.mkdir(exist_ok=True)
-    for width in (1366, 400):
-        driver.set_window_size(width, 1000)
-        height = driver.execute_script("return document.documentElement.scrollHeight")
-        driver.set_window_size(width, min(int(height) + 120, 6000))
-        driver.save_screenshot(str(SCREENSHOTS / f"{name}-{width}.png"))
-        overflow = driver.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        assert overflow <= 0, f"{name} at {width}px is {overflow}px wider than the window"
-    driver.set_window_size(1366, 1000)
+    screenshot_widths(driver, SCREENSHOTS / name)
 
 
 @pytest.mark.django_db(transaction=True)
