@@ -10,9 +10,13 @@
 # listens on localhost (Debian's default).
 # pytest-django makes its test database (test_readerboard_<pid>) from this role and drops it after.
 set -euo pipefail
+# stdout carries the URL and nothing else: every other command's output goes to stderr (pg_ctlcluster
+# prints "Removed stale pid file." on stdout when a cluster was not shut down cleanly, as on a machine
+# restored from a snapshot; that line once made the URL unreadable in CI).
+exec 3>&1 1>&2
 cd "$(dirname "$0")/.."
 source deploy/lib.sh
-apt_ensure postgres postgresql >&2
+apt_ensure postgres postgresql
 
 CLUSTER=readerboard
 ROLE=readerboard
@@ -55,4 +59,4 @@ for name in $(psql_admin -c "SELECT datname FROM pg_database WHERE datname ~ '^t
     || echo "postgres: could not drop $name (left as it is)" >&2
 done
 
-echo "postgres://$ROLE:$PASSWORD@127.0.0.1:$port/$ROLE"
+echo "postgres://$ROLE:$PASSWORD@127.0.0.1:$port/$ROLE" >&3

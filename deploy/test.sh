@@ -25,7 +25,11 @@ trap 'rm -rf "$logs"' EXIT
 for database in ${READERBOARD_TEST_DATABASES:-sqlite postgres}; do
   case $database in
     sqlite) url="" ;;
-    postgres) url=$(bash deploy/postgres.sh) ;;
+    postgres) url=$(bash deploy/postgres.sh)
+      case $url in
+        postgres://*) ;;
+        *) echo "test.sh: deploy/postgres.sh printed '$url' where a postgres:// URL was expected" >&2; exit 2 ;;
+      esac ;;
     *) echo "test.sh: READERBOARD_TEST_DATABASES: unknown database '$database' (sqlite, postgres)" >&2; exit 2 ;;
   esac
   echo "== pytest on $database"
