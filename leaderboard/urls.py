@@ -13,6 +13,7 @@ from leaderboard.console import views as console
 from leaderboard.rankings import apis as rankings_api
 from leaderboard.rankings import views as rankings
 from leaderboard.submissions import apis as submissions_api
+from leaderboard.submissions import internal_views as internal
 from leaderboard.submissions import views as submissions
 
 # The admin's login goes through the same failure throttle as the site's.
@@ -116,6 +117,18 @@ urlpatterns = [
     path("api/v1/challenges/<slug:slug>/console/<slug:target>/<str:key>/<slug:action>/",
          console_api.ConsoleActionApi.as_view(), name="api-console-action"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Compute workers only (a worker token; see leaderboard/submissions/internal_views.py).
+    path("internal/v1/runs/claim/", internal.run_claim, name="internal-run-claim"),
+    path("internal/v1/runs/<int:submission_id>/<int:attempt>/inputs/<int:index>/", internal.run_input,
+         name="internal-run-input"),
+    path("internal/v1/runs/<int:submission_id>/<int:attempt>/system/", internal.run_system_file,
+         name="internal-run-system"),
+    path("internal/v1/runs/<int:submission_id>/<int:attempt>/heartbeat/", internal.run_heartbeat,
+         name="internal-run-heartbeat"),
+    path("internal/v1/runs/<int:submission_id>/<int:attempt>/outcome/", internal.run_outcome,
+         name="internal-run-outcome"),
+    path("internal/v1/runs/<int:submission_id>/<int:attempt>/failure/", internal.run_failure,
+         name="internal-run-failure"),
 ]
 
 handler403 = "leaderboard.core.views.permission_denied"

@@ -2,9 +2,12 @@
 
 Neither can run here (no registry), so they are parsed and held to what runs for real: the web
 command is deploy/serve.sh, the one the image starts; the workers consume the queues of
-leaderboard/core/tasks.py TASK_QUEUES and the reaper's, split as deploy/demo.sh splits them; one beat;
-every READERBOARD_* variable they set is read by the settings or the scripts; every name a manifest
-refers to (a volume, a claim, a config map, a service's pods) is defined.
+leaderboard/core/tasks.py TASK_QUEUES and the reaper's, split as deploy/demo.sh splits them: a control
+worker (workers.celery_app) on the scoring and control queues, with one beat, and a compute worker
+(workers.compute) on the run queue that holds the broker, the web app's address and its token and
+nothing of the platform's (no database, no secret key, no Django settings, no private files); every
+READERBOARD_* variable they set is read by the settings, the scripts or the compute worker; every name
+a manifest refers to (a volume, a claim, a config map, a secret, a service's pods) is defined.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -26,6 +30,14 @@ DEPLOY = REPO / "deploy"
 PLATFORM_IMAGE = "readerboard/platform:latest"
 PLATFORM_SERVICES = {"web", "control-worker", "compute-worker", "beat"}
 SERVE = ["deploy/serve.sh"]
+CONTROL_APP, COMPUTE_APP = "workers.celery_app", "workers.compute"
+# What a compute worker needs, and what of the platform's it must never hold.
+COMPUTE_NEEDS = {"READERBOARD_BROKER_URL", "READERBOARD_API_URL", "READERBOARD_WORKER_TOKEN"}
+PLATFORM_ONLY = {"READERBOARD_DATABASE_URL", "READERBOARD_SECRET_KEY", "DJANGO_SETTINGS_MODULE",
+                 "READERBOARD_PRIVATE_ROOT"}
+PRIVATE_MOUNT = "/var/lib/readerboard/private"
+# The image sets DJANGO_SETTINGS_MODULE for the other services; the compute worker's command drops it.
+WITHOUT_DJANGO = ["env", "-u", "DJANGO_SETTINGS_MODULE"]
 
 
 def compose() -> dict[str, Any]:
@@ -51,17 +63,31 @@ def k8s_containers() -> dict[str, dict[str, Any]]:
     return {c["name"]: c for _, pod in k8s_pods() for c in pod["spec"]["containers"]}
 
 
-def worker_queues(command: list[str]) -> tuple[frozenset[str], bool]:
-    """The queues a ``celery ... worker`` command consumes, and whether it embeds beat."""
-    assert command[command.index("-A") + 1] == "workers.celery_app", command
+def worker_queues(command: list[str]) -> tuple[str, frozenset[str], bool]:
+    """The app a ``celery ... worker`` command runs, the queues it consumes, and whether it embeds beat."""
+    assert "worker" in command, command
     queues = command[command.index("-Q") + 1]
-    return frozenset(queues.split(",")), "--beat" in command
+    return command[command.index("-A") + 1], frozenset(queues.split(",")), "--beat" in command
 
 
-def demo_workers() -> list[list[str]]:
-    lines = (DEPLOY / "demo.sh").read_text().splitlines()
-    return [shlex.split(line.split(">", 1)[0].rstrip(" \\")) for line in lines
-            if "celery -A workers.celery_app worker" in line]
+def demo_workers() -> list[tuple[dict[str, str] | None, list[str]]]:
+    """The workers deploy/demo.sh starts: (the environment ``env -i`` gives it, or None: the script's; its command)."""
+    text = (DEPLOY / "demo.sh").read_text().replace("\\\n", " ")
+    workers: list[tuple[dict[str, str] | None, list[str]]] = []
+    for line in text.splitlines():
+        if "-m celery -A workers." not in line or " worker " not in line:
+            continue
+        words = shlex.split(line.split(">", 1)[0])
+        words = words[1:] if words[0] == "exec" else words
+        environment: dict[str, str] | None = None
+        if words[:2] == ["env", "-i"]:
+            words = words[2:]
+            environment = {}
+            while re.match(r"[A-Z_][A-Z0-9_]*=", words[0]):
+                name, _, value = words.pop(0).partition("=")
+                environment[name] = value
+        workers.append((environment, words))
+    return workers
 
 
 def variables_read() -> set[str]:
@@ -76,14 +102,72 @@ def variables_read() -> set[str]:
     return names
 
 
+def compute_variables_read() -> set[str]:
+    """READERBOARD_* names the compute worker reads (workers/compute.py: no Django settings there)."""
+    text = (REPO / "workers" / "compute.py").read_text()
+    return {f"READERBOARD_{n}" for n in re.findall(r"\b_env\(\s*\"([A-Z0-9_]+)\"", text)}
+
+
+def assert_compute_worker(command: list[str], names: set[str], queues: frozenset[str]) -> None:
+    """A compute worker: one run at a time on ``queues``, and an environment of its own settings only."""
+    assert worker_queues(command) == (COMPUTE_APP, queues, False)
+    assert "--pool=solo" in command and "--concurrency=1" in command, command
+    assert COMPUTE_NEEDS <= compute_variables_read()
+    assert COMPUTE_NEEDS <= names, COMPUTE_NEEDS - names
+    assert not names & PLATFORM_ONLY, names & PLATFORM_ONLY
+    assert names <= compute_variables_read() | {"PATH"}, names - compute_variables_read()
+
+
+def compose_default(value: str) -> str:
+    """A compose value with each ``${NAME:-default}`` replaced by its default."""
+    return re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", value)
+
+
+def k8s_secrets() -> dict[str, set[str]]:
+    """The Secrets the operator is told to make (deploy/k8s/README.md, the manifests' comments): keys by name."""
+    secrets: dict[str, set[str]] = {}
+    for path in [DEPLOY / "k8s" / "README.md", *sorted((DEPLOY / "k8s").glob("*.yaml"))]:
+        for part in path.read_text().split("kubectl create secret generic ")[1:]:
+            command = re.split(r"\nkubectl apply|\n```|\n#?\n", part, maxsplit=1)[0]
+            secrets.setdefault(command.split()[0], set()).update(re.findall(r"--from-literal=([A-Z_]+)=", command))
+    return secrets
+
+
+def k8s_environment(container: dict[str, Any]) -> set[str]:
+    """The names a container's environment holds: its own and those of the config maps it takes whole."""
+    maps = {doc["metadata"]["name"]: doc["data"] for doc in k8s_documents() if doc["kind"] == "ConfigMap"}
+    names = {var["name"] for var in container.get("env", [])}
+    for source in container.get("envFrom", []):
+        names |= set(maps[source["configMapRef"]["name"]])
+    return names
+
+
 # The queues, as the code defines them.
 COMPUTE_QUEUES = frozenset({TASK_QUEUES["readerboard.run_system"]})
 CONTROL_QUEUES = frozenset(TASK_QUEUES.values()) - COMPUTE_QUEUES | {app.conf.task_routes[REAP]["queue"]}
 
 
 def test_the_demo_splits_the_queues_between_a_compute_and_a_control_worker() -> None:
-    workers = {worker_queues(command) for command in demo_workers()}
-    assert workers == {(COMPUTE_QUEUES, False), (CONTROL_QUEUES, True)}  # the control worker embeds beat
+    workers = {worker_queues(command): environment for environment, command in demo_workers()}
+    assert CONTROL_QUEUES == {"celery", "control"} and COMPUTE_QUEUES == {"cpu"}
+    # The control worker embeds beat and runs in the script's environment (Django's settings, the database).
+    assert set(workers) == {(COMPUTE_APP, COMPUTE_QUEUES, False), (CONTROL_APP, CONTROL_QUEUES, True)}
+    assert workers[(CONTROL_APP, CONTROL_QUEUES, True)] is None
+
+
+def test_the_demo_compute_worker_holds_only_the_broker_the_web_apps_address_and_its_token() -> None:
+    demo = (DEPLOY / "demo.sh").read_text()
+    [(environment, command)] = [w for w in demo_workers() if worker_queues(w[1])[0] == COMPUTE_APP]
+    assert environment is not None, "the compute worker must start from an empty environment (env -i)"
+    assert_compute_worker(command, set(environment), COMPUTE_QUEUES)
+    # The demo's own web server, the broker the other workers use, a token made after migrate.
+    assert environment["READERBOARD_API_URL"] == "http://127.0.0.1:${PORT}"
+    assert 'manage.py runserver "0.0.0.0:${PORT}"' in demo
+    assert environment["READERBOARD_BROKER_URL"] == "$READERBOARD_BROKER_URL"
+    assert 'export READERBOARD_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"' in demo
+    assert environment["READERBOARD_WORKER_TOKEN"] == "$worker_token"
+    assert demo.index("manage.py migrate") < demo.index("worker_token=$($PY manage.py worker_token_create demo-compute)")
+    assert environment["READERBOARD_WORK_DIR"].startswith("$PWD/var/")
 
 
 def test_the_image_starts_the_web_process_as_serve_sh_does() -> None:
@@ -118,8 +202,8 @@ def test_compose_has_the_six_services_and_runs_the_platform_image_as_the_scripts
         build = service["build"]
         assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "images" / "platform" / "Dockerfile"
     assert services["web"]["command"] == SERVE
-    assert worker_queues(services["control-worker"]["command"]) == (CONTROL_QUEUES, False)
-    assert worker_queues(services["compute-worker"]["command"]) == (COMPUTE_QUEUES, False)
+    assert worker_queues(services["control-worker"]["command"]) == (CONTROL_APP, CONTROL_QUEUES, False)
+    assert worker_queues(services["compute-worker"]["command"]) == (COMPUTE_APP, COMPUTE_QUEUES, False)
     assert services["beat"]["command"][-3:-1] == ["workers.celery_app", "beat"]
     assert services["redis"]["image"].startswith("redis:") and services["postgres"]["image"].startswith("postgres:")
     # The platform reaches the other two by their service names.
@@ -133,10 +217,28 @@ def test_compose_has_the_six_services_and_runs_the_platform_image_as_the_scripts
 
 def test_compose_sets_only_variables_that_are_read() -> None:
     read = variables_read()
-    for name in PLATFORM_SERVICES:
+    for name in PLATFORM_SERVICES - {"compute-worker"}:
         names = set(compose()["services"][name]["environment"])
         assert names <= read, (name, names - read)
         assert {"READERBOARD_SECRET_KEY", "READERBOARD_DATABASE_URL", "READERBOARD_BROKER_URL"} <= names
+
+
+def test_compose_compute_worker_holds_nothing_of_the_platforms_and_reaches_the_web_app() -> None:
+    services = compose()["services"]
+    compute = services["compute-worker"]
+    command, environment = compute["command"], compute["environment"]
+    assert command[:3] == WITHOUT_DJANGO
+    assert "ENV DJANGO_SETTINGS_MODULE=" in (DEPLOY / "images" / "platform" / "Dockerfile").read_text()
+    assert_compute_worker(command[3:], set(environment), COMPUTE_QUEUES)
+    for volume in compute["volumes"]:
+        source, target = volume.split(":")[:2] if isinstance(volume, str) else (volume["source"], volume["target"])
+        assert source != "private" and target != PRIVATE_MOUNT, volume
+    assert environment["READERBOARD_BROKER_URL"] == services["web"]["environment"]["READERBOARD_BROKER_URL"]
+    assert "${READERBOARD_WORKER_TOKEN" in environment["READERBOARD_WORKER_TOKEN"]
+    # The web service by its name, on the port it binds, and a name the web app accepts.
+    api = urlsplit(environment["READERBOARD_API_URL"])
+    assert api.hostname == "web" and f":{api.port}" in services["web"]["environment"]["READERBOARD_WEB_BIND"]
+    assert api.hostname in compose_default(services["web"]["environment"]["READERBOARD_ALLOWED_HOSTS"]).split(",")
 
 
 def test_compose_volumes_are_declared() -> None:
@@ -154,9 +256,10 @@ def test_k8s_manifests_are_well_formed_and_their_references_resolve() -> None:
                                              "Deployment", "Job"}
     for doc in docs:
         assert doc["apiVersion"] and doc["metadata"]["name"], doc["_file"]
-    config_maps = {doc["metadata"]["name"] for doc in docs if doc["kind"] == "ConfigMap"}
+    config_maps = {doc["metadata"]["name"]: doc["data"] for doc in docs if doc["kind"] == "ConfigMap"}
     claims = {doc["metadata"]["name"] for doc in docs if doc["kind"] == "PersistentVolumeClaim"}
-    secret_keys = set(re.findall(r"--from-literal=([A-Z_]+)=", (DEPLOY / "k8s" / "README.md").read_text()))
+    secrets = k8s_secrets()
+    assert "READERBOARD_SECRET_KEY" in secrets["readerboard"]
     pod_labels = []
     for workload, pod in k8s_pods():
         labels = pod["metadata"]["labels"]
@@ -177,7 +280,10 @@ def test_k8s_manifests_are_well_formed_and_their_references_resolve() -> None:
             for var in container.get("env", []):
                 ref = var.get("valueFrom", {}).get("secretKeyRef")
                 if ref:
-                    assert ref["name"] == "readerboard" and ref["key"] == var["name"] and ref["key"] in secret_keys
+                    assert ref["key"] == var["name"] and ref["key"] in secrets.get(ref["name"], set()), ref
+                ref = var.get("valueFrom", {}).get("configMapKeyRef")
+                if ref:
+                    assert ref["key"] == var["name"] and ref["key"] in config_maps.get(ref["name"], {}), ref
     for service in (doc for doc in docs if doc["kind"] == "Service"):
         selector = service["spec"]["selector"].items()
         assert any(selector <= labels.items() for labels in pod_labels), service["metadata"]["name"]
@@ -207,6 +313,30 @@ def test_k8s_sets_only_variables_that_are_read() -> None:
     config = next(doc for doc in k8s_documents() if doc["kind"] == "ConfigMap")
     assert set(config["data"]) <= read, set(config["data"]) - read
     for name, container in k8s_containers().items():
-        if container["image"] == PLATFORM_IMAGE:
+        if container["image"] == PLATFORM_IMAGE and COMPUTE_APP not in container["command"]:
             names = {var["name"] for var in container.get("env", [])}
             assert names <= read, (name, names - read)
+
+
+def test_k8s_compute_workers_hold_nothing_of_the_platforms_and_reach_the_web_app() -> None:
+    docs = k8s_documents()
+    config = next(doc for doc in docs if doc["kind"] == "ConfigMap")["data"]
+    web = next(doc for doc in docs if doc["kind"] == "Service" and doc["metadata"]["name"] == "web")
+    pods = [(workload, pod) for workload, pod in k8s_pods()
+            if any(COMPUTE_APP in c.get("command", []) for c in pod["spec"]["containers"])]
+    queues: dict[str, frozenset[str]] = {}
+    for workload, pod in pods:
+        [container] = pod["spec"]["containers"]
+        command, values = container["command"], {var["name"]: var.get("value") for var in container["env"]}
+        assert command[:3] == WITHOUT_DJANGO
+        queues[workload["metadata"]["name"]] = worker_queues(command[3:])[1]
+        assert_compute_worker(command[3:], k8s_environment(container), queues[workload["metadata"]["name"]])
+        assert not any("persistentVolumeClaim" in volume for volume in pod["spec"]["volumes"])
+        assert PRIVATE_MOUNT not in {mount["mountPath"] for mount in container["volumeMounts"]}
+        # The web Service by its name and port, a name the web app accepts.
+        api = urlsplit(values["READERBOARD_API_URL"])
+        assert (api.port or 80) in {port["port"] for port in web["spec"]["ports"]}
+        assert api.hostname == web["metadata"]["name"] and api.hostname in config["READERBOARD_ALLOWED_HOSTS"].split(",")
+        if queues[workload["metadata"]["name"]] != COMPUTE_QUEUES:  # a GPU pool holds its node's GPUs
+            assert container["resources"]["limits"]["nvidia.com/gpu"] >= 1
+    assert queues == {"compute-worker": COMPUTE_QUEUES, "compute-worker-gpu": {"gpu"}}

@@ -1,12 +1,12 @@
-"""Evaluation workers: Celery tasks and the sandboxed runner.
+"""Evaluation workers.
 
-Every module here uses the Django ORM through leaderboard's services, so Django
-is set up as soon as the package is imported, whichever module comes first.
+Two kinds, which share nothing but the broker:
+
+* the **control worker** (``workers.celery_app``, Django, the database, the gold): scores
+  prediction files, finishes runs handed back by compute workers, reaps lost runs;
+* **compute workers** (``workers.compute``, no Django, no database, no gold): run submitted
+  systems in the sandbox and talk to the platform over its internal API only.
+
+Django is set up by the control side's modules that need it (``workers.celery_app``), never here:
+a compute worker imports this package too.
 """
-
-import os
-
-import django
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
-django.setup()

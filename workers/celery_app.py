@@ -10,8 +10,15 @@ update first.
 
 from __future__ import annotations
 
+import os
+
+import django
 from celery import Celery
-from django.conf import settings  # Django is set up by workers/__init__.py
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
+django.setup()
+
+from django.conf import settings  # noqa: E402  (after django.setup())
 
 REAP = "readerboard.reap"
 
@@ -27,8 +34,7 @@ app.conf.update(
     broker_transport_options={"visibility_timeout": 6 * 3600},
     worker_hijack_root_logger=False,
     # The reaper runs on the "control" queue (task_routes below, which beat's messages
-    # go through too), so that a worker busy with a long run (queue "systems") never
-    # delays it; stale reap messages expire unread.
+    # go through too), with the finishing of runs; stale reap messages expire unread.
     beat_schedule={
         "reap": {
             "task": REAP,

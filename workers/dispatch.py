@@ -8,9 +8,10 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
+from leaderboard.challenges.models import Challenge
 from leaderboard.core.tasks import TASK_QUEUES, send_task
 from leaderboard.submissions.models import Submission
-from leaderboard.submissions.services import task_for
+from leaderboard.submissions.services import queue_for, run_queue_of, task_for
 from leaderboard.submissions.system_services import submissions_lost_in_queue
 
 logger = logging.getLogger(__name__)
@@ -20,10 +21,15 @@ def dispatch_again(*submission_ids: int) -> None:
     """Send each again, to be taken no sooner than it is due: a run re-queued after a platform
     failure is due after a back-off (``run_retry_delay_s``, written as its ``dispatched_at``)."""
     now = timezone.now()
-    for submission in Submission.objects.filter(pk__in=submission_ids):
+    for submission in Submission.objects.filter(pk__in=submission_ids).select_related("phase__challenge"):
         due = submission.dispatched_at
         countdown = max(0.0, (due - now).total_seconds()) if due is not None else 0.0
-        send_task(task_for(submission), submission.pk, countdown=countdown)
+        send_task(task_for(submission), submission.pk, countdown=countdown, queue=queue_for(submission))
+
+
+def queues_in_use() -> set[str]:
+    """The platform's own queues and every challenge's run queue."""
+    return set(TASK_QUEUES.values()) | {run_queue_of(c) for c in Challenge.objects.only("pk", "system_settings")}
 
 
 def broker_queue_lengths() -> dict[str, int] | None:
@@ -33,7 +39,7 @@ def broker_queue_lengths() -> dict[str, int] | None:
         return None
     try:
         client = redis.Redis.from_url(url, socket_timeout=5)
-        return {queue: int(client.llen(queue)) for queue in set(TASK_QUEUES.values())}
+        return {queue: int(client.llen(queue)) for queue in queues_in_use()}
     except redis.RedisError as exc:
         logger.warning("cannot read the broker's queues: %s", exc)
         return None
@@ -48,8 +54,8 @@ def lost_messages_redispatch() -> list[int]:
     if not empty:
         return []
     sent = []
-    for pk, task in submissions_lost_in_queue(queues=empty):
-        send_task(task, pk)
+    for pk, task, queue in submissions_lost_in_queue(queues=empty):
+        send_task(task, pk, queue=queue)
         sent.append(pk)
     if sent:
         logger.warning("re-sent %s queued submission(s) whose messages were lost: %s", len(sent), sent)

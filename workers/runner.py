@@ -37,13 +37,11 @@ import requests.exceptions
 from leaderboard.submissions.systems import (
     ArchiveError,
     Limits,
-    RunImage,
     RunNote,
     RunOutcome,
     image_archive_inspect,
     image_archive_untagged,
     log_clean,
-    run_images_list,
 )
 
 logger = logging.getLogger(__name__)
@@ -76,6 +74,7 @@ class RunSpec:
     system_dir: Path | None = None
     runtime: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    gpus: int = 0  # GPUs requested from the engine (NVIDIA runtime's device request); 0: none
 
 
 def engine() -> docker.DockerClient:
@@ -233,6 +232,12 @@ def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
     }
     if spec.runtime:
         kwargs["runtime"] = spec.runtime
+    if spec.gpus:
+        # What `docker run --gpus N` sends: the engine asks the NVIDIA container toolkit for N GPUs.
+        # An engine without it refuses to create the container: the platform's fault (a GPU queue
+        # served by a host without GPUs), retried, never the team's.
+        kwargs["device_requests"] = [docker.types.DeviceRequest(driver="nvidia", count=spec.gpus,
+                                                                capabilities=[["gpu"]])]
     if spec.runtime == "runsc":
         # gVisor's own kernel runs as host threads in the same pids cgroup (an idle sandbox
         # has ~40, and each guest process adds some): at the bare limit the sandbox itself
@@ -474,15 +479,6 @@ def run_container(
             container.remove(force=True)
 
 
-def containers_kill(client: docker.DockerClient, *, submission_id: int) -> int:
-    """Remove every container of a submission (a run whose worker died keeps running otherwise)."""
-    found = client.containers.list(all=True, filters={"label": f"{LABEL_SUBMISSION}={submission_id}"})
-    for container in found:
-        with contextlib.suppress(docker.errors.APIError):
-            container.remove(force=True)
-    return len(found)
-
-
 # --------------------------------------------------------------------------- images
 
 
@@ -534,14 +530,6 @@ def _tag_existing(client: docker.DockerClient, image_id: str, reference: str) ->
         return bool(client.images.get(image_id).tag(repository, tag))
     except docker.errors.NotFound:
         return False
-
-
-def run_images(client: docker.DockerClient, *, repository: str) -> list[RunImage]:
-    """Every run reference in ``repository`` (one entry per reference, several may share an image)."""
-    try:
-        return run_images_list(client, repository)
-    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
-        raise PlatformError(f"the engine failed: {exc}") from None
 
 
 def image_remove(client: docker.DockerClient, reference: str) -> bool:

@@ -8,12 +8,13 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, RESCORE_SUBMISSION, RUN_SYSTEM
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, FINISH_RUN, RESCORE_SUBMISSION
+from leaderboard.submissions.compute import submission_run_result_score
 from leaderboard.submissions.rescore import submission_rescore
 from leaderboard.submissions.services import submission_evaluate
 from workers.celery_app import REAP, app
 from workers.dispatch import dispatch_again, lost_messages_redispatch
-from workers.systems import runs_reap, system_evaluate
+from workers.systems import runs_reap
 
 logger = logging.getLogger(__name__)
 
@@ -28,9 +29,10 @@ def evaluate_submission(submission_id: int) -> None:
     submission_evaluate(submission_id)
 
 
-@app.task(name=RUN_SYSTEM, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
-def run_system(submission_id: int) -> None:
-    system_evaluate(submission_id)
+@app.task(name=FINISH_RUN, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def finish_run(submission_id: int) -> None:
+    # What a compute worker handed back, scored here next to the gold; safe twice.
+    submission_run_result_score(submission_id)
 
 
 @app.task(name=RESCORE_SUBMISSION, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
@@ -48,8 +50,6 @@ def reap() -> None:
 
 @worker_ready.connect
 def _reap_on_start(**_: Any) -> None:
-    # A worker restarted after a crash frees its predecessor's runs at once,
-    # instead of waiting for their leases to expire.
     try:
         reap()
     except Exception:

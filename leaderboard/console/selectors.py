@@ -9,6 +9,7 @@ words the organizers wrote for them, nothing else.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,8 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
-from leaderboard.submissions.models import Score, Status, Submission
+from leaderboard.submissions.models import Score, Status, Submission, WorkerToken
+from leaderboard.submissions.services import run_queue_of
 
 SUBMISSIONS_PER_PAGE = 50
 AUDIT_PER_PAGE = 50
@@ -189,10 +191,14 @@ class Running:
 class WorkerView:
     name: str
     running: list[Running] = field(default_factory=list)
+    # A compute worker's last call to the internal API (claim, heartbeat, files), idle or not.
+    seen_at: dt.datetime | None = None
 
     @property
     def last_heartbeat(self) -> dt.datetime | None:
         beats = [r.last_heartbeat for r in self.running if r.last_heartbeat is not None]
+        if self.seen_at is not None:
+            beats.append(self.seen_at)
         return max(beats, default=None)
 
     @property
@@ -244,6 +250,8 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
             Waiting(positions[pk], ours[pk], ours[pk].dispatched_at if (ours[pk].dispatched_at or now) > now else None)
             for pk in sorted(positions, key=positions.__getitem__) if pk in ours and _queue_of(ours[pk].kind) == key
         ]
+        if key == "systems":  # the broker queue the challenge's runs go to, which compute workers consume
+            name = f"{name} (queue {run_queue_of(challenge)})"
         queues.append(QueueView(key, name, waiting, totals[key]))
 
     workers: dict[str, WorkerView] = {}
@@ -255,6 +263,13 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
             submission if mine else None, submission.status, submission.started_at, submission.attempts,
             _last_heartbeat(submission.status, submission.lease_expires_at), submission.lease_expires_at,
         ))
+    # Compute workers by their tokens: an idle one shows too, with when it last called the platform.
+    for token in WorkerToken.objects.filter(revoked_at__isnull=True, last_seen_at__isnull=False):
+        instances = [w for w in workers if w.startswith(f"{token.name}/")]
+        for name in instances:
+            workers[name] = dataclasses.replace(workers[name], seen_at=token.last_seen_at)
+        if not instances:
+            workers[token.name] = WorkerView(f"{token.name} (idle)", seen_at=token.last_seen_at)
     return QueueReport(queues, sorted(workers.values(), key=lambda w: w.name), now)
 
 

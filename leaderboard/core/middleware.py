@@ -17,7 +17,8 @@ ENVELOPE_BYTES = 64 * 1024
 
 def _is_system_upload(path: str) -> bool:
     # Systems (image archives, bundles) have their own endpoints and their own, larger limit.
-    return path.endswith(("/submit/system/", "/systems/"))
+    # So are a compute worker's outputs (internal API): several datasets, each up to the output limit.
+    return path.endswith(("/submit/system/", "/systems/")) or path.startswith("/internal/")
 
 
 class UploadSizeLimitMiddleware:

@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 # Task names; workers/tasks.py registers tasks under them.
 EVALUATE_SUBMISSION = "readerboard.evaluate_submission"
 RUN_SYSTEM = "readerboard.run_system"
+# Scores what a compute worker handed back for a run (on the control worker, next to the gold).
+FINISH_RUN = "readerboard.finish_run"
 # Scores a finished submission again from what it stored, when the gold it was scored against changed.
 RESCORE_SUBMISSION = "readerboard.rescore_submission"
 # Services eager mode may run in-process.  Running a system needs a worker with a
@@ -31,10 +33,14 @@ RESCORE_SUBMISSION = "readerboard.rescore_submission"
 TASK_SERVICES: dict[str, str] = {
     EVALUATE_SUBMISSION: "leaderboard.submissions.services:submission_evaluate",
     RESCORE_SUBMISSION: "leaderboard.submissions.rescore:submission_rescore",
+    FINISH_RUN: "leaderboard.submissions.compute:submission_run_result_score",
 }
 # Systems run for minutes and scoring a file takes seconds: separate queues, so a
-# long run never holds up the scores of prediction files.
-TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RUN_SYSTEM: "systems", RESCORE_SUBMISSION: "celery"}
+# long run never holds up the scores of prediction files.  Runs go to the queue their challenge
+# names (``system_settings.queue``: "cpu" by default, "gpu", or an organizer's own), which compute
+# workers consume; the trusted side (prediction files, the reaper, finishing runs) never runs a system.
+TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RUN_SYSTEM: "cpu", RESCORE_SUBMISSION: "celery",
+                               FINISH_RUN: "control"}
 
 
 @cache
@@ -50,13 +56,13 @@ def _service(task_name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
-def send_task(task_name: str, object_id: int, *, countdown: float = 0) -> None:
+def send_task(task_name: str, object_id: int, *, countdown: float = 0, queue: str | None = None) -> None:
     """Send now; with ``countdown``, a worker takes the task no sooner than that many seconds."""
-    celery_client().send_task(task_name, args=[object_id], queue=TASK_QUEUES[task_name],
+    celery_client().send_task(task_name, args=[object_id], queue=queue or TASK_QUEUES[task_name],
                               countdown=countdown or None)
 
 
-def enqueue_on_commit(task_name: str, object_id: int) -> None:
+def enqueue_on_commit(task_name: str, object_id: int, *, queue: str | None = None) -> None:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         if task_name in TASK_SERVICES:
             transaction.on_commit(lambda: _service(task_name)(object_id))
@@ -68,7 +74,7 @@ def enqueue_on_commit(task_name: str, object_id: int) -> None:
         # A broker that is down must not turn a committed submission into an error
         # page: the reaper sends queued submissions again once the broker is back.
         try:
-            send_task(task_name, object_id)
+            send_task(task_name, object_id, queue=queue)
         except Exception:
             logger.exception("could not send %s(%s); the reaper will send it again", task_name, object_id)
 

@@ -209,3 +209,22 @@ class BoardEntry(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["phase", "team"], name="boardentry_unique")]
+
+
+class WorkerToken(models.Model):
+    """A compute worker's credential for the internal API (``/internal/v1/``): one per worker.
+
+    Only the token's sha256 is stored; the token itself is shown once, when it is made
+    (``manage.py worker_token_create``).  A run claimed with a token is the token's: every other
+    call about that run must come with the same token.  ``last_seen_at`` is the worker's last
+    call of any kind (the console's "last heartbeat").
+    """
+
+    name = models.SlugField(max_length=60, unique=True)
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.name

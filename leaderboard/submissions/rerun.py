@@ -28,7 +28,7 @@ from leaderboard.core.errors import Conflict, NotFound, ServiceError
 from leaderboard.core.tasks import enqueue_on_commit
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission, Verdict
 from leaderboard.submissions.rescore import score_history_record
-from leaderboard.submissions.services import board_entry_refresh, task_for
+from leaderboard.submissions.services import board_entry_refresh, queue_for, task_for
 
 RERUNNABLE = (Status.FINISHED, Status.FAILED)
 # Enough of an old run's log, in the audit entry, to tell what it did; the full log is replaced.
@@ -118,5 +118,5 @@ def submission_rerun(*, submission: Submission, by: AbstractBaseUser, reason: st
             details={"submission_id": current.pk, "team_id": current.team_id, "history_id": history.pk,
                      "previous": _previous(current)},
         )
-        enqueue_on_commit(task_for(current), current.pk)
+        enqueue_on_commit(task_for(current), current.pk, queue=queue_for(current))
     return history

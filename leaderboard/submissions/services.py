@@ -39,7 +39,7 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, RESCORE_SUBMISSION, RUN_SYSTEM, enqueue_on_commit
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, RESCORE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import Answers
 from leaderboard.submissions.models import (
@@ -53,6 +53,7 @@ from leaderboard.submissions.models import (
 )
 from leaderboard.submissions.selectors import quota_usage, submissions_answering_all, team_phase_override_get
 from leaderboard.submissions.storage import storage_budget_enforce
+from leaderboard.submissions.systems import SystemSettings
 from leaderboard.submissions.uploads import (
     DatasetTarget,
     UploadError,
@@ -216,11 +217,26 @@ def submission_store_and_queue(submission: Submission, *, suffix: str, content: 
     except Exception:
         submission.file.delete(save=False)
         raise
-    enqueue_on_commit(task_for(submission), submission.pk)
+    enqueue_on_commit(task_for(submission), submission.pk, queue=queue_for(submission))
 
 
 def task_for(submission: Submission) -> str:
     return RUN_SYSTEM if submission.kind in SYSTEM_KINDS else EVALUATE_SUBMISSION
+
+
+def queue_for(submission: Submission) -> str:
+    """The broker queue of the submission's task: its challenge's run queue for a system."""
+    task = task_for(submission)
+    if task != RUN_SYSTEM:
+        return TASK_QUEUES[task]
+    return run_queue_of(submission.phase.challenge)
+
+
+def run_queue_of(challenge: Challenge) -> str:
+    try:
+        return SystemSettings.from_json(challenge.system_settings).queue
+    except ValueError:  # refused when the challenge was loaded; the default rather than an error here
+        return TASK_QUEUES[RUN_SYSTEM]
 
 
 def submission_cancel(*, submission: Submission, user: User) -> Submission:

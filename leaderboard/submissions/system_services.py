@@ -1,8 +1,10 @@
 """Writes for submitted systems: accepting uploads, and the run's lifecycle.
 
-A worker (``workers/systems.py``) drives a run through these services:
+A compute worker drives a run through these services, over the internal API
+(``compute`` and ``internal_views``; in-process: ``workers/systems.py``):
 
-    submission_run_claim     queued -> running, with a lease and an attempt number
+    submission_run_claim     queued -> running, with a lease and an attempt number (by id; compute
+                             workers claim with ``compute.submission_run_claim_next``, fair between teams)
     submission_run_heartbeat renews the lease; False tells the worker to stop
     submission_run_finish    running -> scoring -> finished, or failed with a reason
     submission_run_fail      failed at once, counted: the submission cannot run (its team's fault)
@@ -40,13 +42,13 @@ from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
-from leaderboard.core.tasks import TASK_QUEUES
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import (
     baseline_team_get_or_create,
+    queue_for,
     quota_enforce_locked,
     score_dataset,
     scores_write,
@@ -479,8 +481,8 @@ def submissions_reap(*, dead_workers: Iterable[str] = (), now: dt.datetime | Non
     return reaped
 
 
-def submissions_lost_in_queue(*, queues: Collection[str], now: dt.datetime | None = None) -> list[tuple[int, str]]:
-    """Queued submissions sent long ago and still not started: (id, task) to send again.
+def submissions_lost_in_queue(*, queues: Collection[str], now: dt.datetime | None = None) -> list[tuple[int, str, str]]:
+    """Queued submissions sent long ago and still not started: (id, task, queue) to send again.
 
     ``queues`` are the broker queues found empty: a submission still waiting for
     one of them lost its message (a broker restarted without its data, a send
@@ -491,8 +493,9 @@ def submissions_lost_in_queue(*, queues: Collection[str], now: dt.datetime | Non
     waiting = (
         Submission.objects.filter(status=Status.QUEUED)
         .filter(Q(dispatched_at__lt=cutoff) | Q(dispatched_at__isnull=True, created_at__lt=cutoff))
+        .select_related("phase__challenge")
         .order_by("queued_at", "created_at", "pk")
     )
-    lost = [(s.pk, task_for(s)) for s in waiting if TASK_QUEUES[task_for(s)] in queues]
-    Submission.objects.filter(pk__in=[pk for pk, _ in lost]).update(dispatched_at=now)
+    lost = [(s.pk, task_for(s), queue) for s in waiting if (queue := queue_for(s)) in queues]
+    Submission.objects.filter(pk__in=[pk for pk, _, _ in lost]).update(dispatched_at=now)
     return lost

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import posixpath
+import re
 import stat
 import tarfile
 import zipfile
@@ -36,6 +37,8 @@ from typing import IO, Any, BinaryIO
 from scoring import inputs
 
 DEFAULT_BASE_IMAGE = "readerboard/python:bookworm"
+# The trusted side's queues (prediction files, the reaper and finishing runs): never a run queue.
+RESERVED_QUEUES = frozenset({"celery", "control"})
 BUNDLE_ENTRY_POINTS = (("run.sh", ["sh", "/system/run.sh"]), ("run.py", ["python3", "/system/run.py"]))
 MAX_BUNDLE_MEMBERS = 2000
 # What a team may keep stored per challenge (its uploads: prediction files, image archives,
@@ -81,9 +84,19 @@ class Limits:
         }
 
 
+# The queue runs go to unless the challenge names another: compute workers consume it with -Q cpu.
+DEFAULT_RUN_QUEUE = "cpu"
+# Systems of one team that may run at once (on all compute workers together), unless the challenge
+# says otherwise: a team's burst cannot hold every worker while other teams wait.
+DEFAULT_MAX_RUNNING_PER_TEAM = 2
+_QUEUE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+
+
 @dataclass(frozen=True)
 class SystemSettings:
-    """A challenge's ``system_settings``: base image for bundles, runtime, limits, storage budget."""
+    """A challenge's ``system_settings``: base image for bundles, runtime, limits, storage budget,
+    and where its runs go: the queue (``cpu``, ``gpu`` or an organizer's own), the GPUs a run is given,
+    and how many runs of one team may run at once."""
 
     base_image: str = DEFAULT_BASE_IMAGE
     # "" means the platform default (READERBOARD_CONTAINER_RUNTIME); "runc" or "runsc" to force one.
@@ -91,29 +104,47 @@ class SystemSettings:
     limits: Limits = field(default_factory=Limits)
     # Bytes of uploads (all kinds) each team may keep stored in the challenge, in MiB.
     storage_mb_per_team: int = DEFAULT_STORAGE_MB_PER_TEAM
+    queue: str = DEFAULT_RUN_QUEUE
+    # GPUs requested from the engine per run (Docker device requests, NVIDIA runtime); 0: none.
+    gpus: int = 0
+    max_running_per_team: int = DEFAULT_MAX_RUNNING_PER_TEAM
 
     @classmethod
     def from_json(cls, raw: dict[str, Any] | None) -> SystemSettings:
         raw = dict(raw or {})
         limits = raw.pop("limits", {}) or {}
         unknown = sorted(set(limits) - set(Limits.__dataclass_fields__)) + sorted(
-            set(raw) - {"base_image", "runtime", "storage_mb_per_team"}
+            set(raw) - {"base_image", "runtime", "storage_mb_per_team", "queue", "gpus", "max_running_per_team"}
         )
         if unknown:
             raise ValueError(f"unknown system settings: {', '.join(unknown)}")
         storage = raw.get("storage_mb_per_team", DEFAULT_STORAGE_MB_PER_TEAM)
         if isinstance(storage, bool) or not isinstance(storage, int) or storage <= 0:
             raise ValueError(f"storage_mb_per_team must be a positive whole number of MiB, not {storage!r}")
+        queue = raw.get("queue", DEFAULT_RUN_QUEUE)
+        if not isinstance(queue, str) or not _QUEUE_NAME.match(queue) or queue in RESERVED_QUEUES:
+            raise ValueError(f"queue must be a name of lower-case letters, digits, - and _ (cpu, gpu, or one of "
+                             f"your own; not {', '.join(sorted(RESERVED_QUEUES))}), not {queue!r}")
+        gpus = raw.get("gpus", 0)
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+            raise ValueError(f"gpus must be a whole number of GPUs per run (0 for none), not {gpus!r}")
+        running = raw.get("max_running_per_team", DEFAULT_MAX_RUNNING_PER_TEAM)
+        if isinstance(running, bool) or not isinstance(running, int) or running <= 0:
+            raise ValueError(f"max_running_per_team must be a positive whole number, not {running!r}")
         return cls(
             base_image=str(raw.get("base_image") or DEFAULT_BASE_IMAGE),
             runtime=str(raw.get("runtime") or ""),
             limits=Limits(**limits),
             storage_mb_per_team=storage,
+            queue=queue,
+            gpus=gpus,
+            max_running_per_team=running,
         )
 
     def as_json(self) -> dict[str, Any]:
         return {"base_image": self.base_image, "runtime": self.runtime, "limits": asdict(self.limits),
-                "storage_mb_per_team": self.storage_mb_per_team}
+                "storage_mb_per_team": self.storage_mb_per_team, "queue": self.queue, "gpus": self.gpus,
+                "max_running_per_team": self.max_running_per_team}
 
 
 @dataclass(frozen=True)
@@ -212,6 +243,101 @@ class RunOutcome:
     # in the platform's words; "" when it started.
     not_started: str = ""
     notes: list[RunNote] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TicketFile:
+    """A file a compute worker downloads for a run: where (a path under the internal API),
+    what it must hash to, and how large it is (the worker stops reading past that)."""
+
+    name: str
+    url: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class RunTicket:
+    """What a compute worker is given for one run, and all it is given (``RunPlan`` stays on the
+    trusted side): the files to fetch, the manifest, the cage's settings.  No storage path, no
+    dataset slug (a sealed dataset's slug is its real name), no re-keying secret, no gold."""
+
+    submission_id: int
+    attempt: int
+    kind: str
+    image_digest: str
+    base_image: str
+    runtime: str
+    gpus: int
+    limits: Limits
+    manifest: dict[str, Any]
+    inputs: list[TicketFile]
+    output_names: list[str]
+    system: TicketFile | None
+    heartbeat_s: float
+    max_bundle_uncompressed: int
+    max_image_uncompressed: int
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> RunTicket:
+        return cls(**{
+            **raw,
+            "limits": Limits(**raw["limits"]),
+            "inputs": [TicketFile(**f) for f in raw["inputs"]],
+            "system": TicketFile(**raw["system"]) if raw.get("system") else None,
+        })
+
+
+def outcome_as_json(outcome: RunOutcome) -> dict[str, Any]:
+    """A run's outcome without its outputs (they travel as files), for the trip from a compute
+    worker to the platform; on the compute side outputs and their errors are keyed by output file
+    name (it never learns a dataset's slug)."""
+    return {
+        "exit_code": outcome.exit_code, "timed_out": outcome.timed_out, "oom_killed": outcome.oom_killed,
+        "output_too_large": outcome.output_too_large, "duration_s": outcome.duration_s, "logs": outcome.logs,
+        "runtime": outcome.runtime, "peak_memory_bytes": outcome.peak_memory_bytes,
+        "not_started": outcome.not_started, "notes": [n.as_json() for n in outcome.notes],
+        "output_errors": dict(outcome.output_errors), "outputs_too_large": sorted(outcome.outputs_too_large),
+    }
+
+
+def outcome_from_json(raw: dict[str, Any], *, outputs: dict[str, bytes], slugs: dict[str, str]) -> RunOutcome:
+    """The inverse of ``outcome_as_json``: ``slugs`` maps output file names back to dataset slugs;
+    a name the run does not have is refused (KeyError), never invented."""
+
+    def typed(key: str, kind: type | tuple[type, ...]) -> Any:
+        value = raw.get(key)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise ValueError(f"outcome field {key!r} is not of the expected type")
+        return value
+
+    exit_code = raw.get("exit_code")
+    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        raise ValueError("outcome field 'exit_code' is not of the expected type")
+    peak = raw.get("peak_memory_bytes")
+    if peak is not None and (isinstance(peak, bool) or not isinstance(peak, int)):
+        raise ValueError("outcome field 'peak_memory_bytes' is not of the expected type")
+    notes = [RunNote(text=str(n["text"]), at=n.get("at") if isinstance(n.get("at"), int) else None)
+             for n in typed("notes", list)]
+    errors = typed("output_errors", dict)
+    return RunOutcome(
+        exit_code=exit_code,
+        timed_out=typed("timed_out", bool),
+        oom_killed=typed("oom_killed", bool),
+        output_too_large=typed("output_too_large", bool),
+        duration_s=float(typed("duration_s", (int, float))),
+        logs=typed("logs", str),
+        runtime=typed("runtime", str),
+        peak_memory_bytes=peak,
+        outputs={slugs[name]: data for name, data in outputs.items()},
+        output_errors={slugs[name]: str(message) for name, message in errors.items()},
+        outputs_too_large={slugs[name] for name in typed("outputs_too_large", list)},
+        not_started=typed("not_started", str),
+        notes=notes,
+    )
 
 
 # C0 and C1 control characters and DEL, but tab and newline: a log must not drive the reader's

@@ -12,7 +12,9 @@ each submission:
     container = the run's own wall time, as the runner measured it (start -> exit)
     overhead  = total - container
 
-Everything is real: Redis, a Celery worker per queue, the Docker engine.  Needs
+Everything is real: Redis, gunicorn, the control worker, a compute worker that reaches the platform
+through its internal API only (claim, streamed and hash-checked downloads, heartbeats, the outcome
+handed back and scored by the control worker), the Docker engine.  Needs
 root, the engine and the base image (deploy/setup.sh).
 """
 
@@ -97,9 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from leaderboard.accounts.services import team_create
     from leaderboard.challenges.services import challenge_load
     from leaderboard.core import tasks
+    from leaderboard.submissions.compute import worker_token_create
     from leaderboard.submissions.models import Status, Submission
     from leaderboard.submissions.system_services import submission_create_system
-    from tests.workers.processes import RedisServer, Worker
+    from tests.workers.processes import (
+        ComputeWorker,
+        RedisServer,
+        WebServer,
+        Worker,
+        shared_mount,
+        shared_mount_release,
+    )
 
     spec_path = tmp / "spec.yaml"
     spec_path.write_text(spec(args.datasets))
@@ -119,8 +129,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.CELERY_BROKER_URL = redis.url
     tasks.celery_client.cache_clear()
-    workers = [Worker(redis.url, tmp / "runs.log", queues="systems"),
-               Worker(redis.url, tmp / "control.log", queues="celery,control", beat=True)]
+    # As across hosts: gunicorn, the control worker, and a compute worker that reaches the platform
+    # through the internal API only (its own mount namespace, without the database or private storage).
+    compute_root = Path(tempfile.mkdtemp(prefix="bench-compute-"))
+    shared_mount(compute_root)
+    web = WebServer(redis.url, tmp / "web.log")
+    workers: list[Any] = [web, Worker(redis.url, tmp / "control.log", queues="celery,control", beat=True),
+                          ComputeWorker(redis.url, web.url, worker_token_create(name="bench-compute"),
+                                        compute_root / "w1", tmp / "compute.log")]
     for worker in workers:
         worker.start()
     results: dict[str, Any] = {"datasets": args.datasets, "runs": args.runs, "runtimes": {}}
@@ -160,8 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"  overhead median {summary['overhead_s']['median']:.2f} s (p95 {summary['overhead_s']['p95']:.2f},"
                   f" min {summary['overhead_s']['min']:.2f})  over {len(rows)} runs x {args.datasets} datasets")
     finally:
-        for worker in workers:
+        for worker in reversed(workers):
             worker.stop()
+        shared_mount_release(compute_root)
+        shutil.rmtree(compute_root, ignore_errors=True)
         redis.stop()
         tasks.celery_client.cache_clear()
         shutil.rmtree(tmp, ignore_errors=True)

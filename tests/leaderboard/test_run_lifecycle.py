@@ -157,8 +157,8 @@ def test_queued_submissions_whose_message_was_lost_are_sent_again_once(queued: S
     settings.REDISPATCH_AFTER_S = 0
     assert submissions_lost_in_queue(queues={"celery"}) == []  # systems wait in their own queue
     later = timezone.now() + dt.timedelta(seconds=5)
-    assert submissions_lost_in_queue(queues={"systems"}, now=later) == [(queued.pk, "readerboard.run_system")]
-    assert submissions_lost_in_queue(queues={"systems"}, now=later) == []  # just sent: not again at once
+    assert submissions_lost_in_queue(queues={"cpu"}, now=later) == [(queued.pk, "readerboard.run_system", "cpu")]
+    assert submissions_lost_in_queue(queues={"cpu"}, now=later) == []  # just sent: not again at once
 
 
 # --------------------------------------------------------------------------- what a team sees of a run

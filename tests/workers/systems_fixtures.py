@@ -7,8 +7,9 @@ import os
 import time
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
@@ -16,10 +17,18 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.challenges.models import SubmissionKind
+from leaderboard.submissions.compute import worker_token_create
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE
 from tests.leaderboard.conftest import Cast
-from tests.workers.processes import RedisServer, Worker
+from tests.workers.processes import (
+    ComputeWorker,
+    RedisServer,
+    WebServer,
+    Worker,
+    shared_mount,
+    shared_mount_release,
+)
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = HERE / "systems"
@@ -86,8 +95,11 @@ def script_bundle(path: Path) -> bytes:
 class Platform:
     cast: Cast
     redis: RedisServer
-    workers: list[Worker]
+    workers: list[Any]  # every process, for their logs
     tmp: Path
+    web: WebServer | None = None
+    control: Worker | None = None
+    compute: list[ComputeWorker] = field(default_factory=list)
 
     def submit(self, content: bytes, *, kind: str = SubmissionKind.CODE_BUNDLE, phase: str = "test",
                name: str = "system.zip", who: str = "alice") -> int:
@@ -117,17 +129,31 @@ def system_phases(cast: Cast, limits: dict[str, object] | None = None) -> None:
 
 @pytest.fixture
 def platform(cast: Cast, engine: docker.DockerClient, real_broker: RedisServer, tmp_path: Path) -> Iterator[Platform]:
-    """Redis, a worker for runs, and one for prediction files and the reaper (with beat)."""
+    """The platform as it runs across hosts: Redis; the web app under gunicorn; the control worker
+    (prediction files, finishing runs, the reaper with beat); and two compute workers on queue "cpu",
+    each with its own token and work folder, no database URL, and the private storage and databases
+    hidden from it (its own mount namespace).  Every run of a test goes through the internal API."""
     system_phases(cast)
-    runs = Worker(real_broker.url, tmp_path / "runs.log", queues="systems", extra_env=FAST_LEASES)
+    web = WebServer(real_broker.url, tmp_path / "web.log", extra_env=FAST_LEASES)
     control = Worker(real_broker.url, tmp_path / "control.log", queues="celery,control", beat=True,
                      extra_env=FAST_LEASES)
-    runs.start()
-    control.start()
+    compute_root = tmp_path / "compute"
+    shared_mount(compute_root)
+    computes = [
+        ComputeWorker(real_broker.url, web.url, worker_token_create(name=f"test-compute-{n}"),
+                      compute_root / f"w{n}", tmp_path / f"compute-{n}.log", name=f"compute{n}")
+        for n in (1, 2)
+    ]
+    processes: list[Any] = [web, control, *computes]
     try:
-        yield Platform(cast, real_broker, [runs, control], tmp_path)
+        web.start()
+        control.start()
+        for worker in computes:
+            worker.start()
+        yield Platform(cast, real_broker, processes, tmp_path, web=web, control=control, compute=computes)
     finally:
-        for worker in (runs, control):
-            worker.stop()
+        for process in reversed(processes):
+            process.stop()
         for container in engine.containers.list(all=True, filters={"label": "readerboard.submission"}):
             container.remove(force=True)
+        shared_mount_release(compute_root)

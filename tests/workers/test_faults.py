@@ -43,24 +43,29 @@ def assert_scored_once(submission: Submission, datasets: int) -> None:
     assert submission.scores.filter(dataset__isnull=True, metric="macro_f1").count() == 1
 
 
-def test_kill_9_of_the_worker_during_a_run_requeues_it_and_it_finishes_once(
+def test_kill_9_of_a_compute_worker_during_a_run_the_other_finishes_it_once(
     platform: Platform, engine: docker.DockerClient
 ) -> None:
-    runs_worker = platform.workers[0]
     pk = platform.submit(slow_bundle())
     wait_for(lambda: Submission.objects.get(pk=pk).status == Status.RUNNING and containers_of(engine, pk),
              60, "the run to start", platform)
-    runs_worker.kill()
-    # The container outlives its worker...
-    assert containers_of(engine, pk)
-    # ...until the reaper (in the other worker) sees the worker is gone: re-queued, container removed.
-    wait_for(lambda: Submission.objects.get(pk=pk).status == Status.QUEUED, 30, "the run to be re-queued", platform)
-    wait_for(lambda: not containers_of(engine, pk), 15, "the orphaned container to be removed", platform)
-    runs_worker.start()
+    owner = Submission.objects.get(pk=pk).worker  # "<token name>/<host:pid>"
+    victim = next(w for w in platform.compute if owner.endswith(f":{w.pid}"))
+    survivor = next(w for w in platform.compute if w is not victim)
+    orphan = containers_of(engine, pk)[0].id  # type: ignore[attr-defined]
+    victim.kill()
+    # The container outlives its worker; the platform notices by the lease alone (no process check:
+    # the worker could be on another host), queues the run again, and the other worker takes it,
+    # removing first what the dead worker on its host left running.
+    wait_for(lambda: Submission.objects.get(pk=pk).attempts == 2, 60, "the run to be taken again", platform)
+    wait_for(lambda: orphan not in [c.id for c in containers_of(engine, pk)], 30,  # type: ignore[attr-defined]
+             "the orphaned container to be removed", platform)
     submission = platform.wait_final(pk, timeout=120)
     assert_scored_once(submission, datasets=2)
     assert submission.attempts == 2
+    assert submission.worker.endswith(f":{survivor.pid}"), (submission.worker, survivor.pid)
     assert not containers_of(engine, pk)
+    assert "removed what a dead worker on this host left" in survivor.log.read_text()
 
 
 def test_a_redis_restart_loses_messages_yet_every_submission_finishes_once(

@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from leaderboard.submissions.models import Status, Submission
 from tests.leaderboard.conftest import Cast
-from workers.systems import lease_kept
+from workers.run_system import lease_kept
+from workers.systems import LocalTransport
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the renewing thread has its own connection
 
@@ -22,7 +23,7 @@ def test_the_lease_is_renewed_while_the_worker_prepares_the_run(cast: Cast, sett
     stale = timezone.now() + dt.timedelta(seconds=1)
     submission = Submission.objects.create(team=cast.alpha, phase=cast.test, kind="docker_image",
                                            status=Status.RUNNING, attempts=1, lease_expires_at=stale)
-    with lease_kept(submission.pk, attempt=1):
+    with lease_kept(lambda: LocalTransport().heartbeat(submission.pk, 1), every=0.05):
         time.sleep(0.3)  # a slow docker load
     submission.refresh_from_db()
     assert submission.lease_expires_at > stale + dt.timedelta(seconds=30)
@@ -30,5 +31,5 @@ def test_the_lease_is_renewed_while_the_worker_prepares_the_run(cast: Cast, sett
 
 def test_a_failure_inside_raises_in_the_worker_as_it_would_without_the_lease(cast: Cast, settings) -> None:
     settings.RUN_HEARTBEAT_S = 0.05
-    with pytest.raises(ValueError, match="is not the layer"), lease_kept(0, attempt=1):
+    with pytest.raises(ValueError, match="is not the layer"), lease_kept(lambda: LocalTransport().heartbeat(0, 1), every=0.05):
         raise ValueError("layer 1 of 1 is not the layer the image's config names")

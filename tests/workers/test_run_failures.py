@@ -35,7 +35,7 @@ from leaderboard.submissions.systems import ArchiveError, bundle_extract
 from tests.leaderboard.conftest import Cast
 from tests.leaderboard.test_run_lifecycle import bundle
 from tests.workers.systems_fixtures import system_phases
-from workers import dispatch, runner
+from workers import dispatch, run_system, runner
 from workers import systems as worker_systems
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, float]]:
     """Messages the worker sends to the broker: (task, submission, countdown)."""
     messages: list[tuple[str, int, float]] = []
 
-    def send_task(task: str, pk: int, *, countdown: float = 0) -> None:
+    def send_task(task: str, pk: int, *, countdown: float = 0, queue: str | None = None) -> None:
         messages.append((task, pk, countdown))
 
     monkeypatch.setattr(dispatch, "send_task", send_task)
@@ -74,7 +74,7 @@ def run_raising(monkeypatch: pytest.MonkeyPatch, exc: Exception) -> None:
 
     monkeypatch.setattr(runner, "engine", lambda: object())
     monkeypatch.setattr(runner, "run_area", no_area)
-    monkeypatch.setattr(worker_systems, "_run", failing_run)
+    monkeypatch.setattr(run_system, "_run", failing_run)
 
 
 PARTICIPANT_FAULTS = {
@@ -175,9 +175,9 @@ def test_a_retry_is_not_sent_again_as_lost_before_it_is_due(queued: Submission, 
     submission_run_claim(queued.pk, worker="host:1")
     submissions_reap(dead_workers=["host:1"])
     soon = timezone.now() + dt.timedelta(seconds=8)
-    assert submissions_lost_in_queue(queues={"systems"}, now=soon) == []
+    assert submissions_lost_in_queue(queues={"cpu"}, now=soon) == []
     later = timezone.now() + dt.timedelta(seconds=15)
-    assert submissions_lost_in_queue(queues={"systems"}, now=later) == [(queued.pk, "readerboard.run_system")]
+    assert submissions_lost_in_queue(queues={"cpu"}, now=later) == [(queued.pk, "readerboard.run_system", "cpu")]
 
 
 def test_the_back_off_grows_with_the_attempts(settings: Any) -> None:
@@ -208,7 +208,7 @@ def test_without_organizers_addresses_the_alert_goes_to_the_operators(
     (OSError(errno.ENAMETOOLONG, "File name too long"), False),
 ], ids=lambda value: type(value).__name__ if isinstance(value, Exception) else str(value))
 def test_every_failure_has_one_owner(exc: Exception, participant: bool) -> None:
-    assert worker_systems.run_failure_classify(exc).participant is participant
+    assert run_system.run_failure_classify(exc).participant is participant
 
 
 @pytest.mark.parametrize(("message", "fault"), [
@@ -279,7 +279,7 @@ def test_a_full_disk_while_unpacking_stays_the_platforms(tmp_path: Path, monkeyp
     with pytest.raises(OSError) as raised:
         bundle_extract(path, tmp_path / "system", max_uncompressed=10**6)
     assert not isinstance(raised.value, ArchiveError)
-    assert worker_systems.run_failure_classify(raised.value).participant is False
+    assert run_system.run_failure_classify(raised.value).participant is False
 
 
 # --------------------------------------------------------------------------- the log as captured

@@ -1,0 +1,321 @@
+"""The platform's side of compute workers: tokens, fair claims, tickets, files, and results.
+
+A compute worker holds no database credentials and no gold (``workers.compute``); it reaches the
+platform through the internal API (``internal_views``), which calls the services here:
+
+    worker_token_create / worker_token_authenticate   one token per worker, stored as its sha256
+    submission_run_claim_next   queued -> running: the next run of a queue, in a fair order
+    run_ticket_build            what the worker may know of the run (``RunTicket``), and no more
+    run_ticket_file             the file behind a ticket entry: answer-free inputs or the system
+    submission_run_result_store the outcome and outputs handed back, kept for the control worker
+    submission_run_result_score scores them there (task FINISH_RUN), next to the gold
+
+A run claimed with a token belongs to that token (``Submission.worker`` is ``<token>/<host:pid>``):
+any other token asking about it gets 404, as does a call about an attempt that is not current.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import secrets
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
+from leaderboard.core.errors import ServiceError
+from leaderboard.core.tasks import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
+from leaderboard.submissions.models import Status, Submission, WorkerToken
+from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.services import run_queue_of
+from leaderboard.submissions.systems import (
+    RunDataset,
+    RunOutcome,
+    RunPlan,
+    RunTicket,
+    SystemSettings,
+    TicketFile,
+    outcome_from_json,
+)
+from scoring import inputs
+
+logger = logging.getLogger(__name__)
+
+# A message that finds every queued run of its queue held back by team limits is sent again after this.
+CLAIM_RETRY_S = 2.0
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def worker_token_create(*, name: str) -> str:
+    """A new token for the worker ``name`` (replacing its previous one): shown once, stored hashed."""
+    token = f"rbw_{secrets.token_urlsafe(32)}"
+    WorkerToken.objects.update_or_create(name=name, defaults={"token_sha256": _digest(token), "revoked_at": None})
+    return token
+
+
+def worker_token_authenticate(token: str) -> WorkerToken | None:
+    if not token:
+        return None
+    worker = WorkerToken.objects.filter(token_sha256=_digest(token), revoked_at__isnull=True).first()
+    if worker is not None:
+        WorkerToken.objects.filter(pk=worker.pk).update(last_seen_at=timezone.now())
+    return worker
+
+
+def worker_label(worker: WorkerToken, instance: str) -> str:
+    """What ``Submission.worker`` says for a run this worker claimed: the token's name first."""
+    return f"{worker.name}/{instance}"[:200]
+
+
+def submission_of_worker(*, worker: WorkerToken, submission_id: int, attempt: int) -> Submission | None:
+    """The run, if it is this worker's current attempt and still running; else None (404)."""
+    return (
+        Submission.objects.filter(pk=submission_id, attempts=attempt, status=Status.RUNNING,
+                                  worker__startswith=f"{worker.name}/")
+        .select_related("phase__challenge")
+        .first()
+    )
+
+
+# --------------------------------------------------------------------------- fair claims
+
+
+def _challenges_of_queue(queue: str) -> dict[int, SystemSettings]:
+    found = {}
+    for challenge in Challenge.objects.only("pk", "system_settings"):
+        try:
+            system = SystemSettings.from_json(challenge.system_settings)
+        except ValueError:
+            system = SystemSettings()
+        if system.queue == queue:
+            found[challenge.pk] = system
+    return found
+
+
+@dataclass(frozen=True)
+class Claim:
+    plan: RunPlan | None
+    # True when runs of the queue wait but none may start now (team limits): the message goes back.
+    held_back: bool = False
+
+
+def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | None = None) -> Claim:
+    """Take the next queued run of ``queue`` for ``worker``: queued -> running, with a lease.
+
+    Fair between teams: a team already at its challenge's ``max_running_per_team`` waits; among
+    the others the team with the fewest runs running goes first, then the team whose last run
+    started longest ago (never run: first), then the oldest submission.  So one team's burst of
+    twenty systems interleaves with everyone else's instead of going first, whatever the order
+    of the broker's messages (a message only says "one run of this queue is due").
+    """
+    now = now or timezone.now()
+    challenges = _challenges_of_queue(queue)
+    if not challenges:
+        return Claim(None)
+    systems = Submission.objects.filter(kind__in=SYSTEM_KINDS, phase__challenge__in=list(challenges))
+    waiting = list(
+        systems.filter(status=Status.QUEUED)
+        .filter(Q(dispatched_at__lte=now) | Q(dispatched_at__isnull=True))
+        .order_by("queued_at", "created_at", "pk")
+        .values_list("pk", "team_id", "phase__challenge_id", "attempts")
+    )
+    if not waiting:
+        return Claim(None)
+    teams = {team for _, team, _, _ in waiting}
+    running = Counter(systems.filter(status=Status.RUNNING, team_id__in=teams).values_list("team_id", flat=True))
+    last_start = dict(
+        systems.filter(team_id__in=teams, started_at__isnull=False).values("team_id")
+        .annotate(last=Max("started_at")).values_list("team_id", "last")
+    )
+    never = dt.datetime.min.replace(tzinfo=dt.UTC)
+    eligible = [
+        (running[team], last_start.get(team) or never, position, pk, attempts)
+        for position, (pk, team, challenge, attempts) in enumerate(waiting)
+        if running[team] < challenges[challenge].max_running_per_team
+    ]
+    for *_, pk, attempts in sorted(eligible):
+        claimed = Submission.objects.filter(pk=pk, status=Status.QUEUED, attempts=attempts).update(
+            status=Status.RUNNING,
+            attempts=attempts + 1,
+            worker=worker[:200],
+            lease_expires_at=now + dt.timedelta(seconds=settings.RUN_LEASE_S),
+            started_at=now,
+        )
+        if claimed == 1:  # else another worker took it a moment ago: the next one
+            submission = Submission.objects.select_related("phase__challenge").get(pk=pk)
+            return Claim(system_run_plan(submission=submission))
+    return Claim(None, held_back=bool(waiting))
+
+
+def run_dispatch_again(submission_id: int) -> None:
+    """Send a run the platform queued again (after its fault) to its queue, due after its back-off."""
+    submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
+    due = submission.dispatched_at
+    countdown = max(0.0, (due - timezone.now()).total_seconds()) if due is not None else 0.0
+    send_task(RUN_SYSTEM, submission_id, countdown=countdown, queue=run_queue_of(submission.phase.challenge))
+
+
+def claim_message_return(*, queue: str, hint: int) -> None:
+    """Send a message that found only held-back runs back to its queue, a little later."""
+    send_task(RUN_SYSTEM, hint, queue=queue, countdown=CLAIM_RETRY_S)
+
+
+# --------------------------------------------------------------------------- tickets and files
+
+
+def _sha256_file(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1024 * 1024), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _input_file(ds: RunDataset) -> Path:
+    """The file a system reads for ``ds``: its answer-free inputs, or for a sealed dataset their
+    re-keyed copy (ids under HMAC, the alias for the name), made once per content and kept,
+    content-addressed, in private storage (the key and label are part of the address)."""
+    source = Path(ds.source)
+    if not ds.sealed:
+        return source
+    address = hashlib.sha256(
+        f"{_sha256_file(source)}\0{ds.id_key}\0{ds.label}\0{ds.format}".encode()
+    ).hexdigest()
+    target = Path(settings.PRIVATE_STORAGE_ROOT) / "run-inputs" / f"{address}{''.join(source.suffixes)}"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        rekeyed, _ = inputs.rekey(ds.format, source.read_bytes(), key=bytes.fromhex(ds.id_key), label=ds.label)
+        partial = target.with_name(target.name + f".{os.getpid()}.part")
+        partial.write_bytes(rekeyed)
+        os.replace(partial, target)  # atomic: a concurrent claim sees the whole file or none
+    return target
+
+
+def _entry(name: str, url: str, path: Path) -> TicketFile:
+    return TicketFile(name=name, url=url, sha256=_sha256_file(path), size=path.stat().st_size)
+
+
+def run_ticket_build(plan: RunPlan) -> RunTicket:
+    submission = Submission.objects.select_related("phase__challenge").get(pk=plan.submission_id)
+    system = SystemSettings.from_json(submission.phase.challenge.system_settings)
+    base = f"runs/{plan.submission_id}/{plan.attempt}"
+    missing = [ds.label for ds in plan.datasets if not ds.source]
+    if missing:
+        raise ServiceError(f"no input file for dataset {', '.join(missing)}")
+    return RunTicket(
+        submission_id=plan.submission_id,
+        attempt=plan.attempt,
+        kind=plan.kind,
+        image_digest=plan.image_digest,
+        base_image=plan.base_image,
+        runtime=plan.runtime,
+        gpus=system.gpus,
+        limits=plan.limits,
+        manifest=plan.manifest(),
+        inputs=[_entry(ds.input_name, f"{base}/inputs/{i}/", _input_file(ds)) for i, ds in enumerate(plan.datasets)],
+        output_names=[ds.output_name for ds in plan.datasets],
+        system=_entry("system", f"{base}/system/", Path(plan.upload_path))
+        if plan.kind in SYSTEM_KINDS and plan.upload_path else None,
+        heartbeat_s=settings.RUN_HEARTBEAT_S,
+        max_bundle_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES,
+        max_image_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES,
+    )
+
+
+def run_input_path(*, submission: Submission, index: int) -> Path | None:
+    datasets = system_run_plan(submission=submission).datasets
+    if not 0 <= index < len(datasets) or not datasets[index].source:
+        return None
+    return _input_file(datasets[index])
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _results_dir(submission_id: int) -> Path:
+    return Path(settings.PRIVATE_STORAGE_ROOT) / "run-results" / str(submission_id)
+
+
+class ResultRefused(ServiceError):
+    pass
+
+
+def submission_run_result_store(*, submission: Submission, outcome: dict[str, Any],
+                                 outputs: dict[str, UploadedFile]) -> None:
+    """Keep what a compute worker handed back for the control worker to score, and extend the
+    run's lease to the scoring lease meanwhile (the worker's heartbeats have stopped).
+
+    Checked here, before anything is kept: the outcome's shape, and that every output is one the
+    run has, no larger than the output limit (a worker sends what its system wrote, no more).
+    """
+    plan = system_run_plan(submission=submission)
+    slugs = {ds.output_name: ds.slug for ds in plan.datasets}
+    limit = plan.limits.output_mb * 1024 * 1024
+    unknown = sorted(set(outputs) - set(slugs))
+    if unknown:
+        raise ResultRefused(f"outputs the run does not have: {', '.join(unknown)}")
+    if any(f.size is None or f.size > limit for f in outputs.values()):
+        raise ResultRefused("an output is larger than the run's output limit")
+    try:
+        outcome_from_json(outcome, outputs={name: b"" for name in outputs}, slugs=slugs)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultRefused(f"the outcome is not of the expected shape ({exc})") from None
+    folder = _results_dir(submission.pk)
+    partial = folder.with_name(f"{submission.pk}.{submission.attempts}.part")
+    shutil.rmtree(partial, ignore_errors=True)
+    (partial / "outputs").mkdir(parents=True)
+    for name, upload in outputs.items():
+        with open(partial / "outputs" / slugs[name], "wb") as fh:
+            for chunk in upload.chunks():
+                fh.write(chunk)
+    (partial / "outcome.json").write_text(json.dumps({"attempt": submission.attempts, "outcome": outcome}),
+                                          encoding="utf-8")
+    extended = Submission.objects.filter(pk=submission.pk, status=Status.RUNNING, attempts=submission.attempts).update(
+        lease_expires_at=timezone.now() + dt.timedelta(seconds=settings.SCORING_LEASE_S)
+    )
+    if extended != 1:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ResultRefused("the run is not this attempt's any more")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(partial, folder)
+    enqueue_on_commit(FINISH_RUN, submission.pk, queue=TASK_QUEUES[FINISH_RUN])
+
+
+def submission_run_result_score(submission_id: int) -> None:
+    """Score a run's handed-back result (the control worker's task); safe twice: the first call
+    moves the run on and removes the result, a second finds nothing to do."""
+    from leaderboard.submissions.system_services import submission_run_finish
+
+    folder = _results_dir(submission_id)
+    try:
+        stored = json.loads((folder / "outcome.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        logger.info("submission %s: no result waiting (scored already)", submission_id)
+        return
+    plan_slugs = {p.name: p.name for p in (folder / "outputs").iterdir()}
+    outputs = {slug: (folder / "outputs" / slug).read_bytes() for slug in plan_slugs}
+    submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
+    slugs = {ds.output_name: ds.slug for ds in system_run_plan(submission=submission).datasets}
+    outcome: RunOutcome = outcome_from_json(
+        stored["outcome"], outputs={}, slugs=slugs
+    )
+    outcome.outputs = outputs
+    submission_run_finish(submission_id, attempt=int(stored["attempt"]), outcome=outcome)
+    shutil.rmtree(folder, ignore_errors=True)

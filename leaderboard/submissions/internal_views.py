@@ -1,0 +1,154 @@
+"""The internal API compute workers talk to (``/internal/v1/``): thin views over ``compute``.
+
+Every call carries a worker's token (``Authorization: Bearer ...``); a call about a run that is
+not the token's current attempt gets 404, whatever the reason, so a token learns nothing of runs
+that are not its own.  Not for people and not in the public API schema; a deployment may serve
+it on an address only compute hosts reach.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.db import transaction
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from leaderboard.submissions import compute
+from leaderboard.submissions.models import Submission, WorkerToken
+from leaderboard.submissions.system_services import (
+    submission_run_fail,
+    submission_run_heartbeat,
+    submission_run_platform_failure,
+)
+
+View = Callable[..., HttpResponse]
+
+
+def _not_found() -> JsonResponse:
+    return JsonResponse({"detail": "no such run for this worker"}, status=404)
+
+
+def worker_required(view: View) -> View:
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        worker = compute.worker_token_authenticate(token.strip()) if scheme == "Bearer" else None
+        if worker is None:
+            return JsonResponse({"detail": "a valid worker token is required"}, status=401)
+        return view(request, worker, *args, **kwargs)
+
+    return csrf_exempt(wrapped)
+
+
+def run_required(view: View) -> View:
+    """The run of the URL, if it is this worker's current attempt; else 404."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, worker: WorkerToken, submission_id: int, attempt: int,
+                *args: Any, **kwargs: Any) -> HttpResponse:
+        submission = compute.submission_of_worker(worker=worker, submission_id=submission_id, attempt=attempt)
+        if submission is None:
+            return _not_found()
+        return view(request, worker, submission, *args, **kwargs)
+
+    return wrapped
+
+
+def _json_body(request: HttpRequest) -> dict[str, Any] | None:
+    try:
+        body = json.loads(request.body or b"{}")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+@require_POST
+@worker_required
+def run_claim(request: HttpRequest, worker: WorkerToken) -> HttpResponse:
+    body = _json_body(request)
+    if body is None or not isinstance(body.get("queue"), str) or not isinstance(body.get("instance"), str):
+        return JsonResponse({"detail": "expected {queue, hint, instance}"}, status=400)
+    hint = body.get("hint") if isinstance(body.get("hint"), int) else 0
+    claim = compute.submission_run_claim_next(queue=body["queue"],
+                                              worker=compute.worker_label(worker, body["instance"]))
+    if claim.plan is None:
+        if claim.held_back:
+            compute.claim_message_return(queue=body["queue"], hint=hint)
+        return JsonResponse({"ticket": None})
+    try:
+        ticket = compute.run_ticket_build(claim.plan)
+    except compute.ServiceError as exc:
+        # Inputs missing on the platform's own storage: its fault, retried later, never the team's.
+        if submission_run_platform_failure(claim.plan.submission_id, attempt=claim.plan.attempt, reason=str(exc)):
+            compute.run_dispatch_again(claim.plan.submission_id)
+        return JsonResponse({"ticket": None})
+    return JsonResponse({"ticket": ticket.as_json()})
+
+
+@require_GET
+@worker_required
+@run_required
+def run_input(request: HttpRequest, worker: WorkerToken, submission: Submission, index: int) -> HttpResponse:
+    path = compute.run_input_path(submission=submission, index=index)
+    if path is None:
+        return _not_found()
+    return FileResponse(open(path, "rb"), content_type="application/octet-stream")  # noqa: SIM115 (closed by Django)
+
+
+@require_GET
+@worker_required
+@run_required
+def run_system_file(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
+    if not submission.file:
+        return _not_found()
+    return FileResponse(submission.file.open("rb"), content_type="application/octet-stream")
+
+
+@require_POST
+@worker_required
+@run_required
+def run_heartbeat(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
+    return JsonResponse({"keep": submission_run_heartbeat(submission.pk, attempt=submission.attempts)})
+
+
+@require_POST
+@worker_required
+@run_required
+def run_outcome(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
+    try:
+        outcome = json.loads(request.POST.get("outcome", ""))
+    except json.JSONDecodeError:
+        return JsonResponse({"detail": "the outcome is not JSON"}, status=400)
+    if not isinstance(outcome, dict):
+        return JsonResponse({"detail": "the outcome is not a JSON object"}, status=400)
+    try:
+        with transaction.atomic():
+            compute.submission_run_result_store(submission=submission, outcome=outcome,
+                                                outputs=dict(request.FILES.items()))
+    except compute.ResultRefused as exc:
+        return JsonResponse({"detail": str(exc)}, status=400)
+    return JsonResponse({"accepted": True}, status=202)
+
+
+@require_POST
+@worker_required
+@run_required
+def run_failure(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
+    body = _json_body(request)
+    if body is None or not isinstance(body.get("participant"), bool) or not isinstance(body.get("reason"), str):
+        return JsonResponse({"detail": "expected {participant, reason, detail}"}, status=400)
+    reason, detail = body["reason"][:5000], str(body.get("detail") or "")[:20000]
+    if body["participant"]:
+        submission_run_fail(submission.pk, attempt=submission.attempts, reason=reason)
+        return JsonResponse({"requeued": False})
+    requeued = submission_run_platform_failure(submission.pk, attempt=submission.attempts, reason=reason,
+                                               detail=detail)
+    if requeued:
+        compute.run_dispatch_again(submission.pk)
+    return JsonResponse({"requeued": requeued})

@@ -1,0 +1,27 @@
+"""``manage.py worker_token_create NAME``: a compute worker's token for the internal API.
+
+Prints the token alone on stdout, once (only its sha256 is kept); a new token for the same name
+replaces the old one, which stops working at once.  Give it to the worker as READERBOARD_WORKER_TOKEN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.text import slugify
+
+from leaderboard.submissions.compute import worker_token_create
+
+
+class Command(BaseCommand):
+    help = "Make (or replace) the internal-API token of the compute worker NAME and print it once."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name", help="the worker's name: letters, digits, - and _ (e.g. gpu-host-1)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        name = options["name"]
+        if slugify(name) != name or not name:
+            raise CommandError(f"a worker name is letters, digits, - and _ only, not {name!r}")
+        self.stdout.write(worker_token_create(name=name))

@@ -1,0 +1,261 @@
+"""Compute workers on other hosts: what they hold, what the internal API gives them, queues and fairness.
+
+The Docker tests use the ``platform`` fixture, whose two compute workers run as a compute host would:
+no database URL, no Django settings, and the private storage and databases hidden from them (a mount
+namespace of their own).  The others call the internal API with Django's test client: the same views
+a compute worker reaches over HTTP.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+import redis
+from django.test import Client
+
+from leaderboard.challenges.models import DatasetFile
+from leaderboard.console.selectors import queue_report
+from leaderboard.core.tasks import RUN_SYSTEM
+from leaderboard.submissions.compute import submission_run_claim_next, worker_token_create
+from leaderboard.submissions.models import Status, Submission, Verdict
+from leaderboard.submissions.system_services import submission_create_system
+from leaderboard.submissions.systems import Limits
+from tests.leaderboard.conftest import Cast
+from tests.leaderboard.test_run_lifecycle import bundle
+from tests.workers.systems_fixtures import SYSTEMS, Platform, script_bundle, system_phases
+from workers import compute, runner
+
+FORBIDDEN_ENV = ("READERBOARD_DATABASE_URL", "DJANGO_SETTINGS_MODULE", "READERBOARD_PRIVATE_ROOT",
+                 "READERBOARD_SECRET_KEY", "READERBOARD_DB_PATH")
+
+
+def wait_ready(platform: Platform) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if all(w.log.exists() and " ready." in w.log.read_text(errors="replace") for w in platform.compute):
+            return
+        time.sleep(0.2)
+    raise AssertionError(platform.logs())
+
+
+# --------------------------------------------------------------------------- real processes
+
+
+@pytest.mark.docker
+@pytest.mark.django_db(transaction=True)
+def test_compute_workers_hold_no_database_url_and_cannot_read_the_private_storage(platform: Platform) -> None:
+    wait_ready(platform)
+    gold = [Path(f.gold.path) for f in DatasetFile.objects.filter(dataset__challenge=platform.cast.challenge)]
+    from django.conf import settings
+
+    database = Path(settings.DATABASES["default"]["NAME"])
+    assert gold and all(p.exists() for p in gold)
+    for worker in platform.compute:
+        environ = Path(f"/proc/{worker.pid}/environ").read_bytes().split(b"\0")
+        names = {entry.split(b"=", 1)[0].decode() for entry in environ if entry}
+        assert not names & set(FORBIDDEN_ENV), names
+        assert {"READERBOARD_BROKER_URL", "READERBOARD_API_URL", "READERBOARD_WORKER_TOKEN"} <= names
+        # The worker's own view of the file system (its mount namespace): the gold files, the
+        # private storage and a file database are not there, though they are on this host.
+        root = Path(f"/proc/{worker.pid}/root")
+        for path in gold:
+            assert not (root / path.relative_to("/")).exists(), path
+        assert list((root / Path(settings.PRIVATE_STORAGE_ROOT).relative_to("/")).glob("*")) == []
+        if database.is_absolute():
+            assert not (root / database.relative_to("/")).exists()
+        # ...while its own work folder is shared with the engine's view.
+        assert (root / worker.work_dir.relative_to("/")).is_dir()
+
+
+@pytest.mark.docker
+@pytest.mark.django_db(transaction=True)
+def test_a_run_in_a_queue_no_worker_consumes_stays_visibly_queued_not_failed(
+    platform: Platform, engine: docker.DockerClient
+) -> None:
+    challenge = platform.cast.challenge
+    challenge.system_settings = {**challenge.system_settings, "queue": "gpu", "gpus": 1}
+    challenge.save()
+    pk = platform.submit(script_bundle(SYSTEMS / "trivial" / "run.py"))
+    time.sleep(10)  # longer than a lease (6 s) and several reaper rounds (2 s): nothing moves it
+    submission = Submission.objects.get(pk=pk)
+    assert (submission.status, submission.attempts, submission.failure_reason) == (Status.QUEUED, 0, "")
+    assert redis.Redis.from_url(platform.redis.url).llen("gpu") == 1  # its message waits in the gpu queue
+    systems = next(q for q in queue_report(challenge=challenge).queues if q.key == "systems")
+    assert systems.name == "Systems (queue gpu)" and [w.submission.pk for w in systems.waiting] == [pk]
+    assert "whose messages were lost" not in platform.logs()
+
+
+# --------------------------------------------------------------------------- the internal API
+
+
+def queued_system(cast: Cast, team: str = "alpha") -> Submission:
+    owner = {"alpha": cast.alice, "charlies": cast.charlie}[team]
+    return submission_create_system(team=getattr(cast, team), phase=cast.test, user=owner, upload=bundle(),
+                                    kind="code_bundle")
+
+
+def api(token: str) -> Client:
+    return Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def claim(client: Client, queue: str = "cpu") -> Any:
+    response = client.post("/internal/v1/runs/claim/", {"queue": queue, "hint": 0, "instance": "host:1"},
+                           content_type="application/json")
+    assert response.status_code == 200, response.content
+    return response.json()["ticket"]
+
+
+@pytest.mark.django_db
+def test_the_internal_api_wants_a_worker_token(cast: Cast) -> None:
+    system_phases(cast)
+    queued_system(cast)
+    for client in (Client(), api("rbw_not-a-token"), Client(HTTP_AUTHORIZATION="Token x")):
+        response = client.post("/internal/v1/runs/claim/", {"queue": "cpu", "instance": "h:1"},
+                               content_type="application/json")
+        assert response.status_code == 401
+    assert Submission.objects.get().status == Status.QUEUED
+
+
+@pytest.mark.django_db
+def test_a_ticket_carries_what_the_run_needs_and_nothing_of_the_sealed_dataset(cast: Cast) -> None:
+    from django.conf import settings
+
+    system_phases(cast)
+    submission = queued_system(cast)
+    token = worker_token_create(name="host-a")
+    ticket = claim(api(token))
+    assert ticket["submission_id"] == submission.pk and ticket["attempt"] == 1
+    text = json.dumps(ticket)
+    # The test portion has CoQA, sealed as Hidden-07: the worker reads the alias, never its name,
+    # slug, re-keying secret or where anything is stored.
+    assert "Hidden-07" in text and "coqa" not in text.lower()
+    assert cast.challenge.secret not in text and str(settings.PRIVATE_STORAGE_ROOT) not in text
+    assert "gold" not in text
+    submission.refresh_from_db()
+    assert submission.status == Status.RUNNING and submission.worker == "host-a/host:1"
+
+    sealed_source = DatasetFile.objects.get(dataset__slug="coqa", portion="test").inputs.path
+    real_qids = [json.loads(line)["qas"][0]["qid"] for line in gzip.open(sealed_source, "rt")
+                 if '"qas"' in line][:20]
+    client = api(token)
+    for entry in ticket["inputs"]:
+        response = client.get(f"/internal/v1/{entry['url']}")
+        assert response.status_code == 200
+        body = b"".join(response.streaming_content)
+        assert (len(body), hashlib.sha256(body).hexdigest()) == (entry["size"], entry["sha256"])
+        if "hidden-07" in entry["name"]:
+            plain = gzip.decompress(body).decode()
+            assert "Hidden-07" in plain and not any(qid in plain for qid in real_qids)
+    system = client.get(f"/internal/v1/{ticket['system']['url']}")
+    assert hashlib.sha256(b"".join(system.streaming_content)).hexdigest() == ticket["system"]["sha256"]
+
+
+@pytest.mark.django_db
+def test_a_run_is_its_claimers_alone_and_only_while_it_is_the_current_attempt(cast: Cast) -> None:
+    system_phases(cast)
+    queued_system(cast)
+    mine, other = worker_token_create(name="host-a"), worker_token_create(name="host-b")
+    ticket = claim(api(mine))
+    base = f"/internal/v1/runs/{ticket['submission_id']}/{ticket['attempt']}"
+    for path in (f"{ticket['inputs'][0]['url']}", ticket["system"]["url"]):
+        assert api(other).get(f"/internal/v1/{path}").status_code == 404
+    assert api(other).post(f"{base}/heartbeat/").status_code == 404
+    assert api(mine).post(f"{base}/heartbeat/").json() == {"keep": True}
+    stale = f"/internal/v1/runs/{ticket['submission_id']}/{ticket['attempt'] + 1}"
+    assert api(mine).post(f"{stale}/heartbeat/").status_code == 404
+    # A replaced token stops working at once.
+    worker_token_create(name="host-a")
+    assert api(mine).post(f"{base}/heartbeat/").status_code == 401
+
+
+@pytest.mark.django_db
+def test_an_outcome_handed_back_is_checked_kept_and_scored_on_the_trusted_side(
+    cast: Cast, django_capture_on_commit_callbacks: Any
+) -> None:
+    system_phases(cast)
+    submission = queued_system(cast)
+    token = worker_token_create(name="host-a")
+    ticket = claim(api(token))
+    base = f"/internal/v1/runs/{ticket['submission_id']}/{ticket['attempt']}"
+    outcome = {"exit_code": 0, "timed_out": False, "oom_killed": False, "output_too_large": False,
+               "duration_s": 1.5, "logs": "hello\n", "runtime": "runc", "peak_memory_bytes": 3 * 2**20,
+               "not_started": "", "notes": [], "output_errors": {}, "outputs_too_large": []}
+    # An output the run does not have is refused, and nothing is kept.
+    refused = api(token).post(f"{base}/outcome/", {"outcome": json.dumps(outcome),
+                                                   "coqa.json": _file("coqa.json", b"{}")})
+    assert refused.status_code == 400 and "outputs the run does not have" in refused.json()["detail"]
+    assert Submission.objects.get(pk=submission.pk).status == Status.RUNNING
+    # The real outputs: one answers every question, the other is missing.
+    first, second = ticket["output_names"]
+    missing = {**outcome, "output_errors": {second: f"output missing: expected /output/{second}"}}
+    inputs = b"".join(api(token).get(f"/internal/v1/{ticket['inputs'][0]['url']}").streaming_content)
+    qids = [qa["qid"] for line in gzip.decompress(inputs).decode().splitlines()[1:]
+            for qa in json.loads(line)["qas"]]
+    answers = json.dumps(dict.fromkeys(qids, "x")).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        accepted = api(token).post(f"{base}/outcome/", {"outcome": json.dumps(missing),
+                                                        first: _file(first, answers)})
+    assert accepted.status_code == 202, accepted.content
+    # Scored by the FINISH_RUN task (in-process in tests): the missing output is the team's verdict.
+    submission.refresh_from_db()
+    assert submission.status == Status.FAILED and submission.verdict == Verdict.OUTPUT_MISSING
+    assert submission.log == "hello\n" and submission.peak_memory_mb == 3
+    # The run is over: its worker is told to stop, and nothing more is taken from it.
+    assert api(token).post(f"{base}/heartbeat/").status_code == 404
+    assert api(token).post(f"{base}/outcome/", {"outcome": json.dumps(outcome)}).status_code == 404
+
+
+def _file(name: str, data: bytes) -> Any:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, data)
+
+
+@pytest.mark.django_db
+def test_claims_interleave_teams_and_keep_each_under_its_running_limit(cast: Cast) -> None:
+    system_phases(cast)
+    cast.challenge.system_settings = {**cast.challenge.system_settings, "max_running_per_team": 2}
+    cast.challenge.save()
+    burst = [queued_system(cast, "alpha") for _ in range(5)]
+    late = queued_system(cast, "charlies")  # after alpha's five
+    order = [submission_run_claim_next(queue="cpu", worker=f"w/{n}").plan for n in range(4)]
+    claimed = [plan.submission_id if plan else None for plan in order]
+    # Alpha's first, then Charlie's at once (fewest running), then alpha's second: alpha is then at its limit.
+    assert claimed[:3] == [burst[0].pk, late.pk, burst[1].pk]
+    assert claimed[3] is None
+    held = submission_run_claim_next(queue="cpu", worker="w/5")
+    assert held.plan is None and held.held_back
+    # Another queue's workers never take these.
+    assert submission_run_claim_next(queue="gpu", worker="w/6").plan is None
+
+
+def test_the_compute_worker_sends_and_takes_the_task_the_platform_names() -> None:
+    assert compute.RUN_SYSTEM == RUN_SYSTEM
+
+
+def test_a_gpu_request_is_built_as_dockers_gpus_flag_builds_it(tmp_path: Path) -> None:
+    spec = runner.RunSpec(image="x", input_dir=tmp_path, output_dir=tmp_path, limits=Limits(), gpus=2)
+    [request] = runner._create_kwargs(spec)["device_requests"]
+    assert (request["Driver"], request["Count"], request["Capabilities"]) == ("nvidia", 2, [["gpu"]])
+    plain = runner.RunSpec(image="x", input_dir=tmp_path, output_dir=tmp_path, limits=Limits())
+    assert "device_requests" not in runner._create_kwargs(plain)
+
+
+def test_the_compute_worker_imports_no_django_settings() -> None:
+    import subprocess
+    import sys
+
+    env = {"PATH": os.environ["PATH"], "READERBOARD_BROKER_URL": "redis://127.0.0.1:1/0"}
+    probe = ("import sys, workers.compute; "
+             "print(sorted(m for m in sys.modules if m.startswith(('leaderboard.', 'django.conf', 'django.db'))))")
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parents[2], check=True)
+    assert result.stdout.strip() == "['leaderboard.submissions', 'leaderboard.submissions.systems']"

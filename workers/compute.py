@@ -1,0 +1,90 @@
+"""The compute worker: a Celery app that runs submitted systems and holds nothing it could leak.
+
+    celery -A workers.compute worker --pool=solo --concurrency=1 -Q cpu -n compute1@%h
+
+It needs three settings from its environment and no others: ``READERBOARD_BROKER_URL`` (the
+broker it takes runs from), ``READERBOARD_API_URL`` (the web app, whose ``/internal/v1/`` it
+talks to) and ``READERBOARD_WORKER_TOKEN`` (made with ``manage.py worker_token_create``).
+Optional: ``READERBOARD_WORK_DIR`` (its run folders), ``READERBOARD_CONTAINER_RUNTIME``
+(``runsc`` for gVisor), ``READERBOARD_RUN_IMAGE_REPOSITORY``.  No Django, no database URL, no
+private storage, no gold: it fetches the answer-free inputs and the system of each run it is
+given, and hands back outputs, log and figures; scoring happens on the platform's side.
+
+A message names a run, but the claim is the platform's: it hands out the next run of the queue
+in an order that interleaves teams and keeps each team under its running limit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_ready
+
+from workers.internal_api import HttpTransport
+from workers.run_system import ComputeConfig, leftovers_remove, run_ticket, worker_name
+
+logger = logging.getLogger(__name__)
+
+# The task's name, as the platform sends it (leaderboard.core.tasks.RUN_SYSTEM; a test checks they agree).
+RUN_SYSTEM = "readerboard.run_system"
+
+
+def _env(name: str, default: str | None = None) -> str:
+    value = os.environ.get(f"READERBOARD_{name}", default)
+    if value is None:
+        raise SystemExit(f"the compute worker needs READERBOARD_{name} (README, 'Compute workers')")
+    return value
+
+
+app = Celery("readerboard-compute")
+app.conf.update(
+    broker_url=_env("BROKER_URL", "redis://127.0.0.1:6379/0"),
+    broker_connection_retry_on_startup=True,
+    # As the control worker's: acknowledged after the run, one at a time, handed on if the worker dies.
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_ignore_result=True,
+    broker_transport_options={"visibility_timeout": 6 * 3600},
+    worker_hijack_root_logger=False,
+)
+
+
+@cache
+def config() -> ComputeConfig:
+    return ComputeConfig(
+        work_dir=Path(_env("WORK_DIR", "/var/lib/readerboard-compute")),
+        run_image_repository=_env("RUN_IMAGE_REPOSITORY", "readerboard-run"),
+        runtime=_env("CONTAINER_RUNTIME", ""),
+    )
+
+
+def transport(queue: str) -> HttpTransport:
+    return HttpTransport(_env("API_URL"), _env("WORKER_TOKEN"), queue=queue, instance=worker_name())
+
+
+@app.task(name=RUN_SYSTEM, bind=True)  # type: ignore[untyped-decorator]
+def run_system(self: Any, submission_id: int) -> None:
+    queue = (self.request.delivery_info or {}).get("routing_key") or "cpu"
+    leftovers_remove(config())
+    channel = transport(queue)
+    ticket = channel.claim(submission_id)
+    if ticket is None:
+        logger.info("queue %s: nothing to run for message %s", queue, submission_id)
+        return
+    logger.info("submission %s: attempt %s claimed", ticket.submission_id, ticket.attempt)
+    run_ticket(channel, ticket, config())
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def _on_start(**_: Any) -> None:
+    try:
+        config().work_dir.mkdir(parents=True, exist_ok=True)
+        leftovers_remove(config(), starting=True)
+    except Exception:
+        logger.exception("clean-up at start-up failed")

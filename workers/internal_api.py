@@ -1,0 +1,115 @@
+"""A compute worker's side of the platform's internal API (``/internal/v1/``): HTTP with its token.
+
+Everything a compute worker learns of a run comes through here, and everything it reports goes
+back the same way; it holds the API's address and its own token, nothing else of the platform's.
+Files are streamed to disk and checked against the ticket's size and sha256 as they arrive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from leaderboard.submissions.systems import RunOutcome, RunTicket, TicketFile, outcome_as_json
+from workers import runner
+from workers.run_system import RunFailure
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 1024 * 1024
+# (connect, read) seconds; a file download may take long, but never stall that long between bytes.
+TIMEOUT = (10, 120)
+# Reports (outcome, failure) are retried this many times over about a minute: the web app
+# restarting during a deploy must not cost a finished run.
+REPORT_TRIES = 6
+
+
+class HttpTransport:
+    def __init__(self, api_url: str, token: str, *, queue: str, instance: str) -> None:
+        self.base = api_url.rstrip("/") + "/internal/v1"
+        self.queue = queue
+        self.instance = instance
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {token}"
+
+    def _url(self, path: str) -> str:
+        return f"{self.base}/{path.lstrip('/')}"
+
+    def claim(self, hint: int) -> RunTicket | None:
+        response = self.session.post(self._url("runs/claim/"), json={"queue": self.queue, "hint": hint,
+                                                                      "instance": self.instance}, timeout=TIMEOUT)
+        _raise_for(response, "claim")
+        body: dict[str, Any] = response.json()
+        return RunTicket.from_json(body["ticket"]) if body.get("ticket") else None
+
+    def fetch(self, ticket: RunTicket, item: TicketFile, target: Path) -> None:
+        digest = hashlib.sha256()
+        written = 0
+        with self.session.get(self._url(item.url), stream=True, timeout=TIMEOUT) as response:
+            _raise_for(response, f"download of {item.name}")
+            with open(target, "wb") as fh:
+                for chunk in response.iter_content(CHUNK):
+                    written += len(chunk)
+                    if written > item.size:
+                        break
+                    digest.update(chunk)
+                    fh.write(chunk)
+        if written != item.size or digest.hexdigest() != item.sha256:
+            target.unlink(missing_ok=True)
+            raise runner.PlatformError(f"the download of {item.name} did not match its size and sha256")
+
+    def heartbeat(self, submission_id: int, attempt: int) -> bool:
+        try:
+            response = self.session.post(self._url(f"runs/{submission_id}/{attempt}/heartbeat/"), timeout=(5, 30))
+        except requests.RequestException as exc:
+            # The platform unreachable for a moment: keep running; the lease decides if it lasts.
+            logger.warning("submission %s: heartbeat not delivered: %s", submission_id, exc)
+            return True
+        if response.status_code == 404:
+            return False  # not this attempt's any more (cancelled, re-queued), or never ours
+        if response.status_code >= 400:
+            logger.warning("submission %s: heartbeat answered %s", submission_id, response.status_code)
+            return True
+        return bool(response.json().get("keep"))
+
+    def finish(self, ticket: RunTicket, outcome: RunOutcome) -> None:
+        files = [(name, (name, data, "application/octet-stream")) for name, data in outcome.outputs.items()]
+        data = {"outcome": json.dumps(outcome_as_json(outcome))}
+        self._report(ticket, "outcome", lambda url: self.session.post(url, data=data, files=files, timeout=TIMEOUT))
+
+    def fail(self, ticket: RunTicket, failure: RunFailure) -> None:
+        body: dict[str, Any] = {"participant": failure.participant, "reason": failure.reason, "detail": failure.detail}
+        self._report(ticket, "failure", lambda url: self.session.post(url, json=body, timeout=TIMEOUT))
+
+    def _report(self, ticket: RunTicket, what: str, send: Any) -> None:
+        url = self._url(f"runs/{ticket.submission_id}/{ticket.attempt}/{what}/")
+        for attempt in range(REPORT_TRIES):
+            try:
+                response = send(url)
+            except requests.RequestException as exc:
+                logger.warning("submission %s: %s not delivered (%s); trying again", ticket.submission_id, what, exc)
+            else:
+                if response.status_code == 404:
+                    logger.info("submission %s: %s refused: the run is not this attempt's any more",
+                                ticket.submission_id, what)
+                    return
+                if response.status_code < 500:
+                    _raise_for(response, what)
+                    return
+                logger.warning("submission %s: %s answered %s; trying again", ticket.submission_id, what,
+                               response.status_code)
+            time.sleep(min(30, 2**attempt))
+        # The lease expires and the reaper queues the run again: nothing is lost but time.
+        logger.error("submission %s: %s could not be delivered; the run's lease will expire", ticket.submission_id,
+                     what)
+
+
+def _raise_for(response: requests.Response, what: str) -> None:
+    if response.status_code >= 400:
+        raise runner.PlatformError(f"the platform's internal API refused the {what} ({response.status_code})")

@@ -1,0 +1,382 @@
+"""Running one submitted system on a compute worker: fetch, prepare, run sandboxed, hand back.
+
+No Django here, no database, no gold: a compute worker knows a run only by its ``RunTicket`` and
+talks to the platform through a ``RunTransport`` (``workers.internal_api`` over HTTP with a token
+on compute hosts; ``workers.systems.LocalTransport`` in-process, for tests and tools on the web
+host).  The platform owns every state change and every verdict; this module owns the host side:
+the run folder, the engine, and the clean-up of what a dead worker on this host left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import socket
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from leaderboard.submissions.systems import (
+    PLATFORM_ERRNOS,
+    ArchiveError,
+    OutputTooLarge,
+    RunOutcome,
+    RunTicket,
+    TicketFile,
+    bundle_extract,
+    output_read,
+    run_image_reference,
+)
+from workers import runner
+
+logger = logging.getLogger(__name__)
+
+# Containers carry the name of the worker that started them, so that a worker on the same
+# host can tell which ones a dead worker left behind (and never touch a live sibling's).
+LABEL_WORKER = "readerboard.worker"
+
+
+def worker_name() -> str:
+    """host:pid; a worker on the same host can tell whether the process is still there."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """Why a run ended before it produced an outcome, and whose fault that is."""
+
+    participant: bool  # the team's: final at once, counted; else the platform's: retried, not counted
+    reason: str  # for the failure reason (a team reads it in full on public data)
+    detail: str = ""  # for the organizers' alert only (a traceback)
+
+
+class RunTransport(Protocol):
+    """How a compute worker reaches the platform: the only way, for every step of a run."""
+
+    def claim(self, hint: int) -> RunTicket | None:
+        """The next run of this worker's queue (``hint``: the id the message named), or None."""
+
+    def fetch(self, ticket: RunTicket, item: TicketFile, target: Path) -> None:
+        """Write ``item`` to ``target``, checked against its size and sha256 (PlatformError if not)."""
+
+    def heartbeat(self, submission_id: int, attempt: int) -> bool:
+        """Renew the run's lease; False once the run is not this attempt's any more."""
+
+    def finish(self, ticket: RunTicket, outcome: RunOutcome) -> None:
+        """Hand the outcome (log, figures, outputs keyed by output file name) to the platform."""
+
+    def fail(self, ticket: RunTicket, failure: RunFailure) -> None:
+        """The run produced no outcome: the team's fault (final) or the platform's (retried)."""
+
+
+@dataclass(frozen=True)
+class ComputeConfig:
+    work_dir: Path
+    run_image_repository: str
+    runtime: str = ""  # "" = the engine's default, unless the challenge forces one
+
+
+def run_failure_classify(exc: Exception) -> RunFailure:
+    """Whose fault a run that stopped with ``exc`` is: the one place that decides it.
+
+    The team's: the engine refuses its image (no command, more layers than the engine takes, a
+    hard link out of a layer: ``runner.ImageError``) or its bundle cannot be unpacked (a file and
+    a folder of one name, over-long names: ``ArchiveError``).  It would fail the same way again.
+    Everything else is the platform's: the engine unreachable or failing (``PlatformError``, a
+    Docker or HTTP error), the host's disk full or failing (``OSError``: what the bundle causes
+    is an ``ArchiveError`` by then), or a bug.  A worker that dies is the reaper's to find.
+    """
+    if isinstance(exc, (runner.ImageError, ArchiveError)):
+        return RunFailure(True, f"the system could not be started: {exc}")
+    if isinstance(exc, runner.PlatformError):
+        return RunFailure(False, str(exc))
+    if isinstance(exc, OSError) and exc.errno in PLATFORM_ERRNOS:
+        return RunFailure(False, f"the worker's disk or memory failed: {exc.strerror}", _traceback(exc))
+    if isinstance(exc, (docker.errors.DockerException, requests.exceptions.RequestException)):
+        return RunFailure(False, "the container engine failed", _traceback(exc))
+    return RunFailure(False, type(exc).__name__, _traceback(exc))
+
+
+def _traceback(exc: Exception) -> str:
+    return "".join(traceback.format_exception(exc))
+
+
+@contextlib.contextmanager
+def lease_kept(heartbeat: Callable[[], bool], *, every: float, name: str = "lease") -> Iterator[None]:
+    """Renew the run's lease in a thread for as long as the worker holds the run.
+
+    Preparing a run (downloading inputs, unpacking a bundle, ``docker load`` of an image of up
+    to gigabytes) can take longer than the lease, and the container's own heartbeat starts only
+    with the container: without this the reaper would take a busy worker for a dead one and queue
+    the run again.  The beats stop once the run is not this attempt's any more (scoring,
+    cancelled, reaped); the container's heartbeat is what stops a cancelled run.
+    """
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(every):
+                if not heartbeat():
+                    return
+        except Exception:  # the platform unreachable for a while: the reaper will judge the lease
+            logger.exception("%s: lease not renewed", name)
+
+    thread = threading.Thread(target=beat, name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig) -> None:
+    """Run a claimed ticket once and report how it ended; never raises for the run's own faults.
+
+    A run that cannot produce an outcome ends by whose fault that is (``run_failure_classify``):
+    the platform decides what follows (the team's fails at once; the platform's is queued again
+    after a back-off, at most ``MAX_RUN_ATTEMPTS`` in all).
+    """
+    submission_id, attempt = ticket.submission_id, ticket.attempt
+    # Under a folder named after this process (its pid: the work folder is this host's, and a colon
+    # would end a bind mount's path): a worker on the same host removes a dead one's.
+    run_dir = config.work_dir / "runs" / str(os.getpid()) / f"{submission_id}-{attempt}"
+    run_dir_remove(run_dir)
+    try:
+        client = runner.engine()
+        beat = lambda: transport.heartbeat(submission_id, attempt)  # noqa: E731
+        with lease_kept(beat, every=ticket.heartbeat_s, name=f"lease-{submission_id}-{attempt}"), \
+                runner.run_area(run_dir, _run_area_mb(ticket)):
+            outcome = _run(transport, ticket, config, run_dir, client)
+        if outcome is not None:
+            transport.finish(ticket, outcome)
+    except Exception as exc:
+        failure = run_failure_classify(exc)
+        if failure.participant:
+            logger.info("submission %s: %s", submission_id, failure.reason)
+        else:
+            logger.error("submission %s: attempt %s ended by the platform: %s\n%s", submission_id, attempt,
+                         failure.reason, failure.detail)
+        transport.fail(ticket, failure)
+    finally:
+        # The areas are unmounted on the way out of their blocks, whatever happened inside.
+        run_dir_remove(run_dir)
+
+
+def run_dir_remove(run_dir: Path) -> None:
+    runner.area_release(run_dir / "output")
+    runner.area_release(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _run_area_mb(ticket: RunTicket) -> int:
+    """Room for the inputs, the manifest and an unpacked bundle."""
+    inputs_bytes = sum(f.size for f in ticket.inputs)
+    bundle = ticket.max_bundle_uncompressed if ticket.kind == "code_bundle" else 0
+    return (inputs_bytes + bundle) // 2**20 + 16
+
+
+def run_prepare(transport: RunTransport, ticket: RunTicket, run_dir: Path) -> tuple[Path, Path | None, list[str] | None]:
+    """The run folder: input/ (questions only, manifest.json) and, for bundles, system/.
+
+    Inputs are copies written here (never links: see runner.run_area), fetched and checked one by
+    one.  Returns the input folder and, for bundles, the system folder and the bundle's command.
+    """
+    input_dir = run_dir / "input"
+    input_dir.mkdir(parents=True)
+    for item in ticket.inputs:
+        target = input_dir / item.name
+        transport.fetch(ticket, item, target)
+        target.chmod(0o644)
+    manifest = input_dir / "manifest.json"
+    manifest.write_text(json.dumps(ticket.manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+    manifest.chmod(0o644)
+    input_dir.chmod(0o755)
+    run_dir.chmod(0o755)
+    system_dir, command = None, None
+    if ticket.kind == "code_bundle":
+        assert ticket.system is not None
+        archive = run_dir / "system.zip"
+        transport.fetch(ticket, ticket.system, archive)
+        system_dir = run_dir / "system"
+        try:
+            info = bundle_extract(archive, system_dir, max_uncompressed=ticket.max_bundle_uncompressed)
+        finally:
+            archive.unlink(missing_ok=True)
+        command = info.command
+    runner.files_neutralise(run_dir)
+    return input_dir, system_dir, command
+
+
+def outputs_collect(ticket: RunTicket, output_dir: Path, outcome: RunOutcome) -> None:
+    limit = ticket.limits.output_mb * 1024 * 1024
+    for name in ticket.output_names:
+        try:
+            outcome.outputs[name] = output_read(output_dir, name, limit_bytes=limit)
+        except ArchiveError as exc:
+            outcome.output_errors[name] = str(exc)
+            if isinstance(exc, OutputTooLarge):
+                outcome.outputs_too_large.add(name)
+
+
+def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_dir: Path,
+         client: docker.DockerClient) -> RunOutcome | None:
+    """Prepare the run folder and run the container; the outcome, or None when the run was taken
+    away meanwhile (cancelled, or re-queued by the reaper): nothing to report then."""
+    submission_id, attempt = ticket.submission_id, ticket.attempt
+    input_dir, system_dir, command = run_prepare(transport, ticket, run_dir)
+    output_dir = run_dir / "output"
+    with run_image(transport, ticket, config, run_dir, client) as image, \
+            runner.output_area(output_dir, ticket.limits.output_mb) as capped:
+        spec = runner.RunSpec(
+            image=image,
+            command=command,
+            input_dir=input_dir,
+            output_dir=output_dir,
+            system_dir=system_dir,
+            limits=ticket.limits,
+            runtime=ticket.runtime or config.runtime or None,
+            gpus=ticket.gpus,
+            labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt),
+                    LABEL_WORKER: worker_name()},
+        )
+        outcome, aborted = runner.run_container(
+            client,
+            spec,
+            output_capped=capped,
+            heartbeat=lambda: transport.heartbeat(submission_id, attempt),
+            heartbeat_every=ticket.heartbeat_s,
+        )
+        if aborted:
+            logger.info("submission %s: attempt %s stopped (cancelled or re-assigned)", submission_id, attempt)
+            return None
+        if not (outcome.timed_out or outcome.output_too_large):
+            outputs_collect(ticket, output_dir, outcome)
+    return outcome
+
+
+@contextlib.contextmanager
+def run_image(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_dir: Path,
+              client: docker.DockerClient) -> Iterator[str]:
+    """The image the run runs, by a name of its own: a bundle's base image, or the submission's
+    archive (fetched, checked layer by layer, loaded under ``<repository>/<id>:<attempt>``), whose
+    reference is removed once the run is over (the engine drops the image with its last name)."""
+    if ticket.kind != "docker_image":
+        if not runner.image_exists(client, ticket.base_image):
+            raise runner.PlatformError(f"the base image {ticket.base_image} is not built on this worker")
+        yield ticket.base_image
+        return
+    assert ticket.system is not None
+    reference = run_image_reference(config.run_image_repository, ticket.submission_id, ticket.attempt)
+    archive = run_dir.parent / f"{ticket.submission_id}-{ticket.attempt}.tar"  # outside the run's tmpfs
+    images = _ImageRegistry(config.work_dir)
+    images.add(reference)
+    try:
+        transport.fetch(ticket, ticket.system, archive)
+        # The lease is renewed meanwhile (lease_kept): a large image outlasts a lease.
+        loaded = runner.image_load(client, archive, expected_id=ticket.image_digest, reference=reference,
+                                   max_uncompressed=ticket.max_image_uncompressed)
+        archive.unlink(missing_ok=True)
+        yield loaded
+    finally:
+        archive.unlink(missing_ok=True)
+        if runner.image_remove(client, reference):
+            images.discard(reference)
+
+
+class _ImageRegistry:
+    """The run references this worker process loaded, in a file of its own under the work folder,
+    so that a worker on the same host can remove those of a worker that died mid-run."""
+
+    def __init__(self, work_dir: Path, name: str | None = None) -> None:
+        self.folder = work_dir / "images"
+        self.path = self.folder / (name or worker_name())
+
+    def add(self, reference: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(reference + "\n")
+
+    def discard(self, reference: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            kept = [r for r in self.path.read_text(encoding="utf-8").split() if r != reference]
+            self.path.write_text("".join(f"{r}\n" for r in kept), encoding="utf-8")
+
+    def references(self) -> list[str]:
+        try:
+            return self.path.read_text(encoding="utf-8").split()
+        except FileNotFoundError:
+            return []
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _dead_here(name: str) -> bool:
+    """A worker named host:pid on this host whose process is gone."""
+    host, _, pid = name.rpartition(":")
+    return host == socket.gethostname() and pid.isdigit() and not _pid_alive(int(pid))
+
+
+def leftovers_remove(config: ComputeConfig, *, starting: bool = False) -> list[str]:
+    """Remove what workers on this host that died (kill -9, power loss) left behind: their running
+    containers, their run images, their run folders.  A live sibling's are never touched.
+
+    Run at a worker's start and before each run: the platform side finds the dead worker's run by
+    its lease alone and queues it again; the host's own clean-up is this.  ``starting``: this
+    process has run nothing yet, so anything under its own name is a predecessor's (a worker in a
+    container that restarted is pid 1 again, on the same host name).
+    """
+    me = worker_name()
+
+    def dead(name: str) -> bool:
+        return (starting and name == me) or _dead_here(name)
+
+    removed: list[str] = []
+    try:
+        client = runner.engine()
+        containers = client.containers.list(all=True, filters={"label": LABEL_WORKER})
+    except (runner.PlatformError, docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        logger.warning("leftovers not checked: %s", exc)
+        return removed
+    for container in containers:
+        owner = container.labels.get(LABEL_WORKER, "")
+        if dead(owner):
+            with contextlib.suppress(docker.errors.APIError):
+                container.remove(force=True)
+                removed.append(f"container {container.name} of {owner}")
+    folder = config.work_dir / "images"
+    for path in sorted(folder.glob("*")) if folder.exists() else []:
+        if dead(path.name):
+            registry = _ImageRegistry(config.work_dir, path.name)
+            for reference in registry.references():
+                if runner.image_remove(client, reference):
+                    removed.append(f"image {reference}")
+            path.unlink(missing_ok=True)
+    runs = config.work_dir / "runs"
+    for owner in sorted(runs.iterdir()) if runs.exists() else []:
+        if owner.name.isdigit() and (not _pid_alive(int(owner.name)) or (starting and int(owner.name) == os.getpid())):
+            for run_dir in owner.iterdir():
+                run_dir_remove(run_dir)
+            shutil.rmtree(owner, ignore_errors=True)
+            removed.append(f"run folders of {owner.name}")
+    if removed:
+        logger.warning("removed what a dead worker on this host left: %s", "; ".join(removed))
+    return removed
