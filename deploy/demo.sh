@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run Readerboard with the demo challenges on embedded defaults: SQLite, a local
-# Redis broker and one Celery worker started here, Django's server on :8000.
+# Redis broker, a control and a compute Celery worker started here, Django's server on :8000.
 # Ctrl-C stops everything this script started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,8 @@ PY=.venv/bin/python
 $PY manage.py migrate -v0
 $PY manage.py collectstatic --noinput -v0
 $PY manage.py demo_setup
+# The compute worker's token for the internal API (printed once; a new one replaces the last run's).
+worker_token=$($PY manage.py worker_token_create demo-compute)
 
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
@@ -29,13 +31,23 @@ if ! (exec 3<>"/dev/tcp/127.0.0.1/${REDIS_PORT}") 2>/dev/null; then
     >var/redis.log 2>&1 &
   pids+=($!)
 fi
-# Two workers: one runs submitted systems (minutes each); the other scores prediction
-# files and runs the reaper (--beat), so neither waits for the other.
-$PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO -Q systems -n systems@%h \
-  >var/worker-systems.log 2>&1 &
-pids+=($!)
+# Two workers, so neither waits for the other.  The control worker scores prediction files,
+# finishes runs against the gold and runs the reaper (--beat).
 $PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO -Q celery,control -n scoring@%h --beat \
   >var/worker.log 2>&1 &
+pids+=($!)
+# The compute worker runs submitted systems (minutes each).  It gets what a worker on another host
+# would, and nothing else (env -i): the broker, the web app's address and its token; no Django
+# settings, no database, no gold.  It asks the web app for each run, so it starts once runserver
+# (below) listens.
+(
+  until (exec 3<>"/dev/tcp/127.0.0.1/${PORT}") 2>/dev/null; do sleep 0.5; done
+  exec env -i PATH="$PATH" READERBOARD_BROKER_URL="$READERBOARD_BROKER_URL" \
+    READERBOARD_API_URL="http://127.0.0.1:${PORT}" READERBOARD_WORKER_TOKEN="$worker_token" \
+    READERBOARD_WORK_DIR="$PWD/var/compute" READERBOARD_CONTAINER_RUNTIME="${READERBOARD_CONTAINER_RUNTIME:-}" \
+    READERBOARD_RUN_IMAGE_REPOSITORY="${READERBOARD_RUN_IMAGE_REPOSITORY:-readerboard-run}" \
+    $PY -m celery -A workers.compute worker --pool=solo --concurrency=1 --loglevel=INFO -Q cpu -n compute1@%h
+) >var/worker-compute.log 2>&1 &
 pids+=($!)
 
 # The baseline system runs on the hidden test data like any team's and ranks as a marked row.
@@ -56,7 +68,7 @@ cat <<MSG
     alice     / alice-demo-pw       (participant)
     bob       / bob-demo-pw         (participant)
   Boards: /c/mrqa-demo/board/dev/   /c/mrc2018-demo/board/dev/   /c/mrqa2019/board/test/
-  API schema: /api/schema/    Logs: var/worker.log, var/worker-systems.log, var/redis.log
+  API schema: /api/schema/    Logs: var/worker.log, var/worker-compute.log, var/redis.log
   The baseline system is running on the hidden test data; its row appears on
   /c/mrqa-demo/board/test/ when it finishes (about a minute).
 
