@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -148,6 +149,7 @@ def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig
     after a back-off, at most ``MAX_RUN_ATTEMPTS`` in all).
     """
     submission_id, attempt = ticket.submission_id, ticket.attempt
+    began = time.monotonic()
     # Under a folder named after this process (its pid: the work folder is this host's, and a colon
     # would end a bind mount's path): a worker on the same host removes a dead one's.
     run_dir = config.work_dir / "runs" / str(os.getpid()) / f"{submission_id}-{attempt}"
@@ -159,7 +161,10 @@ def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig
                 runner.run_area(run_dir, _run_area_mb(ticket)):
             outcome = _run(transport, ticket, config, run_dir, client)
         if outcome is not None:
+            ran = time.monotonic()
             transport.finish(ticket, outcome)
+            logger.info("submission %s: attempt %s done in %.2f s (container %.2f s), handed back in %.2f s",
+                        submission_id, attempt, ran - began, outcome.duration_s, time.monotonic() - ran)
     except Exception as exc:
         failure = run_failure_classify(exc)
         if failure.participant:

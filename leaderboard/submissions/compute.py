@@ -52,6 +52,7 @@ from scoring import inputs
 
 logger = logging.getLogger(__name__)
 
+LAST_SEEN_EVERY = dt.timedelta(seconds=5)
 # A message that finds every queued run of its queue held back by team limits is sent again after this.
 CLAIM_RETRY_S = 2.0
 
@@ -74,8 +75,11 @@ def worker_token_authenticate(token: str) -> WorkerToken | None:
     if not token:
         return None
     worker = WorkerToken.objects.filter(token_sha256=_digest(token), revoked_at__isnull=True).first()
-    if worker is not None:
-        WorkerToken.objects.filter(pk=worker.pk).update(last_seen_at=timezone.now())
+    now = timezone.now()
+    # Written at most every few seconds: a run's downloads are a burst of calls, and each write
+    # would take the database's write lock (SQLite) for a figure the console shows in seconds.
+    if worker is not None and (worker.last_seen_at is None or now - worker.last_seen_at > LAST_SEEN_EVERY):
+        WorkerToken.objects.filter(pk=worker.pk).update(last_seen_at=now)
     return worker
 
 
@@ -181,6 +185,21 @@ def claim_message_return(*, queue: str, hint: int) -> None:
 
 
 def _sha256_file(path: str | os.PathLike[str]) -> str:
+    """The file's sha256, remembered per (path, size, modification time): inputs are hashed for
+    every ticket and every download, and change only when an organizer reloads the data."""
+    stat = os.stat(path)
+    key = (os.fspath(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _HASHES:
+        if len(_HASHES) > 4096:
+            _HASHES.clear()
+        _HASHES[key] = _sha256_uncached(path)
+    return _HASHES[key]
+
+
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def _sha256_uncached(path: str | os.PathLike[str]) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1024 * 1024), b""):

@@ -11,7 +11,8 @@ database URL).  Teams use the public API with their tokens, from 16 client threa
 
 * ``--uploads`` prediction files from random teams, at random moments over ``--window`` seconds;
 * ``--systems`` small code bundles (the trivial system): ``--burst`` of them from one team at once,
-  a third of the way in, the others from other teams (one each) at random moments.
+  a third of the way in, the others from other teams (one each): a third of those within 3 s of the
+  burst (while it is queued), the rest at random moments.
 
 Reported: uploads refused (by reason; only quota refusals are acceptable), upload-to-score p50/p95/max
 for prediction files and for systems (client send -> finished_at), the longest wait from upload to
@@ -55,7 +56,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--systems", type=int, default=50)
     parser.add_argument("--burst", type=int, default=20)
     parser.add_argument("--window", type=float, default=600.0, help="seconds over which the load arrives")
-    parser.add_argument("--quota-per-day", type=int, default=12)
+    parser.add_argument("--quota-per-day", type=int, default=25, help="room for the burst team's 20 systems")
     parser.add_argument("--postgres", action="store_true", help="a fresh database on deploy/postgres.sh's cluster")
     parser.add_argument("--seed", type=int, default=2019)
     parser.add_argument("--json", type=Path)
@@ -164,7 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     events += [(burst_at, 0, "system") for _ in range(args.burst)]
     others = list(range(1, args.teams))
     rng.shuffle(others)
-    events += [(rng.uniform(burst_at, args.window), team, "system") for team in others[:args.systems - args.burst]]
+    firsts = others[:args.systems - args.burst]
+    # A third of the other teams send their first system in the seconds after the burst, while it is
+    # queued: fair claims start them within about one run, not after the burst's twenty.
+    events += [(burst_at + rng.uniform(0.5, 3.0), team, "system") for team in firsts[:len(firsts) // 3]]
+    events += [(rng.uniform(burst_at, args.window), team, "system") for team in firsts[len(firsts) // 3:]]
     events.sort()
 
     redis = RedisServer(tmp)

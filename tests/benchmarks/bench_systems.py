@@ -42,6 +42,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--datasets", type=int, default=12)
     parser.add_argument("--runtimes", default="runc,runsc")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs) and print where")
     return parser.parse_args(argv)
 
 
@@ -59,14 +60,31 @@ def setup_django(tmp: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
-def spec(n: int) -> str:
+def _renamed(path: Path, name: str, folder: Path) -> Path:
+    """A copy of an MRQA file whose header names ``name`` (a file is reused for several datasets,
+    and challenge_load checks that the header names the dataset it is given to)."""
+    import gzip
+
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        header, *rest = fh.readlines()
+    head = json.loads(header)
+    head["header"]["dataset"] = name
+    target = folder / f"{name}.test.jsonl.gz"
+    with gzip.open(target, "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps(head) + "\n")
+        fh.writelines(rest)
+    return target
+
+
+def spec(n: int, folder: Path) -> str:
     files = sorted(DEMO.glob("*.test.jsonl.gz"))
     datasets = []
     for i in range(n):
-        path = files[i % len(files)]
+        name = f"D{i:02d}-{files[i % len(files)].name.split('.')[0]}"
+        path = _renamed(files[i % len(files)], name, folder)
         split = "II" if i % 2 else "III"
         alias = f", sealed_alias: Hidden-{i:02d}" if split == "III" else ""
-        datasets.append(f"  - {{slug: d{i:02d}, name: D{i:02d}-{path.name.split('.')[0]}, split: {split}{alias},"
+        datasets.append(f"  - {{slug: d{i:02d}, name: {name}, split: {split}{alias},"
                         f" files: {{test: {path}}}}}")
     return "\n".join([
         "slug: bench-systems",
@@ -112,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     spec_path = tmp / "spec.yaml"
-    spec_path.write_text(spec(args.datasets))
+    spec_path.write_text(spec(args.datasets, tmp))
     challenge = challenge_load(spec_path=spec_path)
     phase = challenge.phases.get(slug="test")
     user = User.objects.create_user("bench", password="bench-pw")
@@ -182,7 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(compute_root, ignore_errors=True)
         redis.stop()
         tasks.celery_client.cache_clear()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"logs kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from leaderboard.challenges.models import AuditEntry
-from leaderboard.submissions.models import ScoreHistory, Status, Submission
+from leaderboard.submissions.compute import worker_token_create
+from leaderboard.submissions.models import ScoreHistory, Status, Submission, WorkerToken
 from leaderboard.submissions.system_services import submission_create_system, submission_run_claim
 from tests.chromium import WAIT_SECONDS, chromium_driver
 from tests.leaderboard.conftest import Cast
@@ -133,8 +135,13 @@ def test_an_organizer_reruns_reveals_seals_and_disqualifies_and_the_public_board
     held = submission_create_system(team=cast.alpha, phase=cast.test, user=cast.alice, upload=bundle(),
                                     kind="code_bundle")
     assert submission_run_claim(held.pk, worker="systems@host-a:101") is not None  # shown running, with its lease
+    # A compute worker that is idle shows by its token's name, with its last call to the platform.
+    worker_token_create(name="gpu-host-1")
+    WorkerToken.objects.filter(name="gpu-host-1").update(last_seen_at=timezone.now())
     organizer.refresh()
-    assert "systems@host-a:101" in organizer.find_element(By.ID, "workers").text
+    workers = organizer.find_element(By.ID, "workers").text
+    assert "systems@host-a:101" in workers and "gpu-host-1 (idle)" in workers
+    assert "Systems (queue cpu)" in organizer.page_source
     shoot(organizer, "queue")
     Submission.objects.filter(pk=held.pk).update(status=Status.CANCELLED, lease_expires_at=None)
 
