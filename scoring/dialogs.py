@@ -1,0 +1,221 @@
+"""Turn-by-turn evaluation of conversational QA (Siblini et al.): what a system is told at each turn.
+
+A system in the interactive protocol answers one request at a time; this module decides what each
+request holds, from the gold dialogs and the answers the system gave so far, for each mode:
+
+* ``gold`` (w/ TF): earlier turns with their gold answers (the usual QuAC/CoQA protocol);
+* ``own`` (w/o TF, Algorithm 1 of the paper): earlier turns with the system's own answers;
+* ``adversarial`` (w/ Adv): the gold history, plus the current turn's gold answer presented as the
+  answer of an earlier turn (the paper marks the current answer's tokens as history: a model that
+  filters out what was already answered loses exactly these);
+* ``single``: one question per request, no history (MRQA's prediction-server protocol).
+
+A :class:`Session` hands out the requests of one dialog in order and takes the answers back; it
+never builds a later turn's request before the current one is answered, and never puts a turn's
+gold answer into a request before that turn was answered.  ``best_reachable`` is the paper's
+BEST analysis (Table 2): the F1 of gold answers as predictions, and with the tokens of the six
+previous answers filtered out.  No Django; ``python -m scoring dialogs ...`` is not needed: the
+container side lives in ``workers``.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scoring.errors import InputFormatError
+from scoring.quac import QuacPrediction, evaluate_quac, quac_dialogs
+from scoring.text import normalize_answer
+
+CANNOT_ANSWER = "CANNOTANSWER"
+# The paper's post-filtering window: tokens of the answers of the six previous turns.
+FILTER_WINDOW = 6
+
+
+class Mode(enum.StrEnum):
+    GOLD = "gold"
+    OWN = "own"
+    ADVERSARIAL = "adversarial"
+    SINGLE = "single"
+
+
+@dataclass(frozen=True)
+class Turn:
+    qid: str
+    question: str
+    answers: list[str]  # the gold texts; the first is the one shown as history
+    yesno: str = ""  # QuAC's labels ("y", "n", "x"; "y", "n", "m"), "" for CoQA
+    followup: str = ""
+
+
+@dataclass(frozen=True)
+class Dialog:
+    dialog_id: str
+    passage: str
+    turns: list[Turn]
+
+
+def quac_protocol_dialogs(dataset: Any, *, path: str = "dataset") -> list[Dialog]:
+    """QuAC dialogs with their questions' texts; the answer shown as history is ``orig_answer``
+    (what the dialog's teacher said), else the first reference."""
+    quac_dialogs(dataset, path=path)  # the scorer's own checks first: one format, one set of errors
+    dialogs = []
+    for article in dataset["data"]:
+        for par in article["paragraphs"]:
+            turns = []
+            for qa in par["qas"]:
+                if not isinstance(qa.get("question"), str):
+                    raise InputFormatError("a QuAC question needs its 'question' text", path=path, qid=qa["id"])
+                refs = [a["text"] for a in qa["answers"]]
+                orig = qa.get("orig_answer", {}).get("text") if isinstance(qa.get("orig_answer"), dict) else None
+                shown = orig if isinstance(orig, str) else (refs[0] if refs else CANNOT_ANSWER)
+                turns.append(Turn(qa["id"], qa["question"], [shown, *[r for r in refs if r != shown]],
+                                  str(qa["yesno"]), str(qa["followup"])))
+            dialogs.append(Dialog(par["id"], par["context"], turns))
+    return dialogs
+
+
+def coqa_protocol_dialogs(dataset: Any, *, path: str = "dataset") -> list[Dialog]:
+    """CoQA stories as dialogs: turn ids ``<story id>_<turn id>`` (as the scorer keys them), the
+    main answer first, then the additional answers of that turn."""
+    stories = dataset.get("data") if isinstance(dataset, dict) else None
+    if not isinstance(stories, list):
+        raise InputFormatError("expected a CoQA dataset: a JSON object with a 'data' list", path=path)
+    dialogs = []
+    for s, story in enumerate(stories):
+        try:
+            extra = story.get("additional_answers") or {}
+            turns = []
+            for question, answer in zip(story["questions"], story["answers"], strict=True):
+                turn_id = question["turn_id"]
+                others = [a[turn_id - 1]["input_text"] for a in extra.values() if len(a) >= turn_id]
+                turns.append(Turn(f"{story['id']}_{turn_id}", question["input_text"],
+                                  [answer["input_text"], *others]))
+            dialogs.append(Dialog(str(story["id"]), story["story"], turns))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise InputFormatError(f"data[{s}] is not a CoQA story with questions and answers ({exc})",
+                                   path=path) from None
+    return dialogs
+
+
+class ProtocolError(Exception):
+    """A response the protocol cannot take: ``verdict`` in a fixed vocabulary, ``message`` for people."""
+
+    def __init__(self, verdict: str, message: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.message = message
+
+
+@dataclass
+class Session:
+    """One dialog under one mode, turn by turn: ``request()`` then ``respond()``, until ``request()``
+    is None.  ``answers`` holds what the system answered, by turn id, in order."""
+
+    dialog: Dialog
+    mode: Mode
+    answers: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def position(self) -> int:
+        return len(self.answers)
+
+    def request(self) -> dict[str, Any] | None:
+        if self.position >= len(self.dialog.turns):
+            return None
+        turn = self.dialog.turns[self.position]
+        request: dict[str, Any] = {"dialog": self.dialog.dialog_id, "turn": self.position + 1, "id": turn.qid,
+                                   "question": turn.question}
+        if self.position == 0 or self.mode == Mode.SINGLE:
+            request["passage"] = self.dialog.passage
+        if self.mode != Mode.SINGLE:
+            request["history"] = self._history(turn)
+        return request
+
+    def _history(self, current: Turn) -> list[dict[str, str]]:
+        earlier = self.dialog.turns[:self.position]
+        if self.mode == Mode.OWN:
+            return [{"question": t.question, "answer": self.answers[t.qid]["answer"]} for t in earlier]
+        # Gold answers of turns the system has answered already: never the current turn's (but in
+        # the adversarial mode, where that is the point, and only as an earlier turn's answer).
+        history = [{"question": t.question, "answer": t.answers[0]} for t in earlier]
+        if self.mode == Mode.ADVERSARIAL:
+            planted = {"question": earlier[-1].question if earlier else current.question, "answer": current.answers[0]}
+            history.append(planted)
+        return history
+
+    def respond(self, response: Any) -> dict[str, str]:
+        """Take the system's response to the current request; ProtocolError if it is not one."""
+        turn = self.dialog.turns[self.position]
+        if not isinstance(response, dict):
+            raise ProtocolError("wrong_shape", f"turn {turn.qid}: a response is a JSON object, not "
+                                               f"{type(response).__name__}")
+        if response.get("id") != turn.qid:
+            raise ProtocolError("wrong_id", f"turn {turn.qid}: the response is for another id")
+        answer = response.get("answer")
+        if not isinstance(answer, str):
+            raise ProtocolError("wrong_shape", f"turn {turn.qid}: 'answer' must be a string")
+        taken = {"answer": answer}
+        for key, allowed in (("yesno", {"y", "n", "x"}), ("followup", {"y", "n", "m"})):
+            value = response.get(key, "x" if key == "yesno" else "n")
+            if value not in allowed:
+                raise ProtocolError("wrong_shape", f"turn {turn.qid}: {key!r} must be one of {sorted(allowed)}")
+            taken[key] = value
+        self.answers[turn.qid] = taken
+        return taken
+
+
+def quac_predictions_of(sessions: Sequence[Session]) -> dict[str, dict[str, QuacPrediction]]:
+    """The sessions' answers as the QuAC scorer takes them (dialog id -> qid -> prediction)."""
+    return {s.dialog.dialog_id: {qid: QuacPrediction(a["answer"], a["yesno"], a["followup"])
+                                 for qid, a in s.answers.items()} for s in sessions}
+
+
+def coqa_predictions_of(sessions: Sequence[Session]) -> list[dict[str, Any]]:
+    """The sessions' answers as CoQA prediction records ({id, turn_id, answer})."""
+    records = []
+    for s in sessions:
+        for qid, a in s.answers.items():
+            story, _, turn = qid.rpartition("_")
+            records.append({"id": story, "turn_id": int(turn), "answer": a["answer"]})
+    return records
+
+
+def _filtered(span: str, previous: Sequence[str]) -> str:
+    """``span`` without the tokens of ``previous`` answers ("CANNOTANSWER" is never filtered)."""
+    if span == CANNOT_ANSWER:
+        return span
+    seen = {tok for answer in previous if answer != CANNOT_ANSWER for tok in normalize_answer(answer).split()}
+    return " ".join(tok for tok in span.split() if normalize_answer(tok) not in seen or not normalize_answer(tok))
+
+
+def best_reachable(dataset: Any, *, seed: int = 0, window: int = FILTER_WINDOW) -> dict[str, float]:
+    """The paper's BEST and BEST with post-filtering (Table 2: 95.6 and 92.7 on QuAC dev), from gold alone.
+
+    BEST predicts, for every question, one of its references chosen at random (seeded: the paper
+    chose at random too, which is why BEST is under 100) with the gold yes/no and follow-up labels.
+    The filtered variant removes from each prediction the tokens of the previous ``window`` turns'
+    answers (their ``orig_answer``, as a gold history shows them), except "CANNOTANSWER".
+    """
+    rng = random.Random(seed)
+    dialogs = quac_protocol_dialogs(dataset)
+    scored = quac_dialogs(dataset)
+    best: dict[str, dict[str, QuacPrediction]] = {}
+    filtered: dict[str, dict[str, QuacPrediction]] = {}
+    for dialog, gold in zip(dialogs, scored, strict=True):
+        best[dialog.dialog_id], filtered[dialog.dialog_id] = {}, {}
+        for i, (turn, question) in enumerate(zip(dialog.turns, gold.questions, strict=True)):
+            refs = question.refs or [CANNOT_ANSWER]
+            span = rng.choice(refs)
+            previous = [t.answers[0] for t in dialog.turns[max(0, i - window):i]]
+            best[dialog.dialog_id][turn.qid] = QuacPrediction(span, turn.yesno, turn.followup)
+            filtered[dialog.dialog_id][turn.qid] = QuacPrediction(_filtered(span, previous), turn.yesno,
+                                                                  turn.followup)
+    return {"best_f1": _f1(scored, best), "best_filtered_f1": _f1(scored, filtered)}
+
+
+def _f1(dialogs: Any, predictions: Mapping[str, Mapping[str, QuacPrediction]]) -> float:
+    return float(evaluate_quac(dialogs, predictions).metrics["f1"])

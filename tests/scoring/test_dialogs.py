@@ -1,0 +1,146 @@
+"""What a system is told at each turn of a dialog, per mode (Siblini et al.), and the BEST analysis."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scoring.coqa import evaluate_coqa
+from scoring.dialogs import (
+    CANNOT_ANSWER,
+    Mode,
+    ProtocolError,
+    Session,
+    _filtered,
+    best_reachable,
+    coqa_predictions_of,
+    coqa_protocol_dialogs,
+    quac_predictions_of,
+    quac_protocol_dialogs,
+)
+from scoring.quac import QuacPrediction, evaluate_quac
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+QUAC = SHARED / "quac-excerpt" / "val_v0.2.json"
+COQA = SHARED / "coqa-excerpt" / "coqa-dev-v1.0.json"
+
+
+@pytest.fixture(scope="module")
+def quac() -> dict:
+    return json.loads(QUAC.read_text())
+
+
+def play(session: Session, answer: str = "my answer") -> list[dict]:
+    """Every request the session makes, answering each with ``answer`` + the turn number."""
+    requests = []
+    while (request := session.request()) is not None:
+        requests.append(request)
+        session.respond({"id": request["id"], "answer": f"{answer} {request['turn']}"})
+    return requests
+
+
+def test_gold_history_holds_earlier_turns_gold_answers_never_the_current_ones(quac: dict) -> None:
+    for dialog in quac_protocol_dialogs(quac):
+        requests = play(Session(dialog, Mode.GOLD))
+        assert [r["id"] for r in requests] == [t.qid for t in dialog.turns]
+        for k, request in enumerate(requests):
+            assert request["history"] == [{"question": t.question, "answer": t.answers[0]} for t in dialog.turns[:k]]
+            # The passage once, on the dialog's first turn; later questions are nowhere in a request.
+            assert ("passage" in request) == (k == 0)
+            text = json.dumps(request)
+            later = [t.question for t in dialog.turns[k + 1:] if t.question not in
+                     {u.question for u in dialog.turns[:k + 1]}]
+            assert not any(json.dumps(q)[1:-1] in text for q in later)
+
+
+def test_own_history_holds_what_the_system_answered(quac: dict) -> None:
+    dialog = quac_protocol_dialogs(quac)[0]
+    requests = play(Session(dialog, Mode.OWN), "said")
+    assert [h["answer"] for h in requests[3]["history"]] == ["said 1", "said 2", "said 3"]
+    assert all(t.answers[0] not in json.dumps(requests[-1]) for t in dialog.turns if len(t.answers[0]) > 20)
+
+
+def test_adversarial_history_presents_the_current_gold_answer_as_an_earlier_one(quac: dict) -> None:
+    dialog = quac_protocol_dialogs(quac)[1]
+    requests = play(Session(dialog, Mode.ADVERSARIAL))
+    for k, request in enumerate(requests):
+        assert request["history"][-1]["answer"] == dialog.turns[k].answers[0]
+        assert len(request["history"]) == k + 1
+
+
+def test_single_question_requests_carry_the_passage_and_no_history(quac: dict) -> None:
+    dialog = quac_protocol_dialogs(quac)[0]
+    for request in play(Session(dialog, Mode.SINGLE)):
+        assert request["passage"] == dialog.passage and "history" not in request
+
+
+@pytest.mark.parametrize(("response", "verdict"), [
+    ("just text", "wrong_shape"),
+    ({"id": "another", "answer": "x"}, "wrong_id"),
+    ({"answer": "x"}, "wrong_id"),
+    ({"id": None, "answer": 3}, "wrong_id"),
+    ("ID", "wrong_shape"),
+])
+def test_a_response_that_is_not_an_answer_to_the_current_turn_is_refused(
+    quac: dict, response: object, verdict: str
+) -> None:
+    session = Session(quac_protocol_dialogs(quac)[0], Mode.GOLD)
+    request = session.request()
+    assert request is not None
+    for bad in (response, {"id": request["id"], "answer": 3}, {"id": request["id"], "answer": "a", "yesno": "?"}):
+        with pytest.raises(ProtocolError) as raised:
+            session.respond(bad)
+        assert raised.value.verdict in {"wrong_shape", "wrong_id"}
+    with pytest.raises(ProtocolError) as raised:
+        session.respond(response if response != "ID" else [request["id"]])
+    assert raised.value.verdict == verdict
+    assert session.position == 0 and session.request() == request  # nothing answered, nothing skipped
+
+
+def test_turn_by_turn_answers_score_as_the_same_answers_in_a_batch(quac: dict) -> None:
+    """A system answering each turn from the passage alone scores the same in any mode and in a batch."""
+    dialogs = quac_protocol_dialogs(quac)
+
+    def system(request: dict, passage: str) -> str:
+        return " ".join(passage.split()[:request["turn"] * 3])
+
+    sessions = []
+    for dialog in dialogs:
+        session = Session(dialog, Mode.SINGLE)
+        while (request := session.request()) is not None:
+            session.respond({"id": request["id"], "answer": system(request, dialog.passage), "yesno": "x",
+                             "followup": "y"})
+        sessions.append(session)
+    batch = {d.dialog_id: {t.qid: QuacPrediction(system({"turn": i + 1}, d.passage), "x", "y")
+                           for i, t in enumerate(d.turns)} for d in dialogs}
+    assert evaluate_quac(quac, quac_predictions_of(sessions)).metrics == evaluate_quac(quac, batch).metrics
+
+
+def test_coqa_turns_are_keyed_as_the_coqa_scorer_keys_them() -> None:
+    gold = json.loads(COQA.read_text())
+    sessions = []
+    for dialog in coqa_protocol_dialogs(gold):
+        session = Session(dialog, Mode.GOLD)
+        while (request := session.request()) is not None:
+            turn = dialog.turns[session.position]
+            session.respond({"id": request["id"], "answer": turn.answers[0]})
+        sessions.append(session)
+    result = evaluate_coqa(gold, coqa_predictions_of(sessions))
+    assert result.metrics["overall"]["f1"] > 90  # the main answers, against all of each turn's answers
+    assert len(result.per_example) == 12 and not any(r["missing"] for r in result.per_example)
+
+
+def test_best_reachable_f1_on_the_quac_excerpt_is_reproducible_and_filtering_costs_a_little(quac: dict) -> None:
+    first, again = best_reachable(quac, seed=0), best_reachable(quac, seed=0)
+    assert first == again
+    # The paper, on the full QuAC dev set: 95.6 and 92.7.  On the excerpt's 41 questions:
+    assert first["best_f1"] == pytest.approx(95.3, abs=0.05)
+    assert first["best_filtered_f1"] == pytest.approx(88.3, abs=0.05)
+
+
+def test_post_filtering_drops_tokens_of_previous_answers_but_not_cannot_answer() -> None:
+    assert _filtered("she married Nikos in May", ["In May 1983,"]) == "she married Nikos"
+    assert _filtered(CANNOT_ANSWER, [CANNOT_ANSWER, "anything"]) == CANNOT_ANSWER
+    assert _filtered("the cat", [CANNOT_ANSWER]) == "the cat"
