@@ -149,20 +149,22 @@ class Session:
 
     def respond(self, response: Any) -> dict[str, str]:
         """Take the system's response to the current request; ProtocolError if it is not one."""
+        # Messages name the turn by its position, never by its id: on hidden data an id is hidden data.
         turn = self.dialog.turns[self.position]
+        where = f"turn {self.position + 1}"
         if not isinstance(response, dict):
-            raise ProtocolError("wrong_shape", f"turn {turn.qid}: a response is a JSON object, not "
+            raise ProtocolError("wrong_shape", f"{where}: a response is a JSON object, not "
                                                f"{type(response).__name__}")
         if response.get("id") != turn.qid:
-            raise ProtocolError("wrong_id", f"turn {turn.qid}: the response is for another id")
+            raise ProtocolError("wrong_id", f"{where}: the response is for another id than the request's")
         answer = response.get("answer")
         if not isinstance(answer, str):
-            raise ProtocolError("wrong_shape", f"turn {turn.qid}: 'answer' must be a string")
+            raise ProtocolError("wrong_shape", f"{where}: 'answer' must be a string")
         taken = {"answer": answer}
         for key, allowed in (("yesno", {"y", "n", "x"}), ("followup", {"y", "n", "m"})):
             value = response.get(key, "x" if key == "yesno" else "n")
             if value not in allowed:
-                raise ProtocolError("wrong_shape", f"turn {turn.qid}: {key!r} must be one of {sorted(allowed)}")
+                raise ProtocolError("wrong_shape", f"{where}: {key!r} must be one of {sorted(allowed)}")
             taken[key] = value
         self.answers[turn.qid] = taken
         return taken

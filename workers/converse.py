@@ -1,0 +1,196 @@
+"""The interactive protocol: a system answers one request at a time over its stdin and stdout.
+
+One JSON line each way, through the container's attached stdin/stdout (no network needed, so it
+works in the same cage and under gVisor).  The requests come from ``scoring.dialogs.Session``s, one
+dialog after another; the next request is written only once the current one is answered, so a
+system cannot read ahead, and a turn's gold answer (gold and adversarial modes) reaches it only in
+requests after the one it answered.  Each mode runs in a container of its own: nothing a system
+learned in a gold-history run can carry into its own-history run.
+
+How a run ends, in a fixed vocabulary (``Conversation.verdict``): ``finished``; ``turn_time_limit``
+(no answer within the time per turn); ``not_json``; ``wrong_id`` / ``wrong_shape`` (a response that
+is not an answer to the current request); ``closed`` (stdout closed, or the system exited, before
+the last answer); ``output_after_end`` (it wrote more after the last answer); ``time_limit`` (the
+run's own limit).  Whatever it answered before stays answered and is scored.  stderr is the run's
+log, capped like any log: flooding it costs the system its log, never the platform its memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import select
+import socket
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import docker
+import docker.errors
+
+from scoring.dialogs import ProtocolError, Session
+from workers import runner
+
+logger = logging.getLogger(__name__)
+
+# The longest response line taken (an answer is a short span; a megabyte is generous).
+MAX_LINE_BYTES = 1024 * 1024
+# After the last answer: how long stdin stays closed before the system must have exited.
+EXIT_GRACE_S = 2.0
+
+
+@dataclass
+class Conversation:
+    verdict: str = "finished"
+    reason: str = ""  # in the platform's words; never quotes what the system wrote
+    latencies_s: list[float] = field(default_factory=list)  # per answered request, send -> answer
+    turns_answered: int = 0
+    duration_s: float = 0.0
+    log: str = ""
+    exit_code: int | None = None
+
+
+class _Frames:
+    """Docker's multiplexed attach stream (no TTY): 8-byte headers (stream, 0, 0, 0, size), then data."""
+
+    def __init__(self, sock: socket.socket, log: runner.LogCapture) -> None:
+        self.sock = sock
+        self.log = log
+        self.buffer = b""
+        self.stdout = b""
+        self.eof = False
+
+    def read_line(self, deadline: float) -> bytes | None:
+        """The next stdout line (without its newline), None at the deadline; b"" never: EOF sets ``eof``."""
+        while b"\n" not in self.stdout:
+            if self.eof:
+                return None
+            if len(self.stdout) > MAX_LINE_BYTES:
+                raise ProtocolError("wrong_shape", f"a response line is longer than {MAX_LINE_BYTES} bytes")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.sock], [], [], left)
+            if not ready:
+                return None
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                self.eof = True
+                continue
+            self.buffer += chunk
+            self._split()
+        line, _, self.stdout = self.stdout.partition(b"\n")
+        return line
+
+    def _split(self) -> None:
+        while len(self.buffer) >= 8:
+            stream, size = self.buffer[0], struct.unpack(">I", self.buffer[4:8])[0]
+            if len(self.buffer) < 8 + size:
+                return
+            data, self.buffer = self.buffer[8:8 + size], self.buffer[8 + size:]
+            if stream == 1:
+                self.stdout += data
+            else:
+                self.log.feed(data)
+
+    def drain(self, seconds: float) -> bytes:
+        """What stdout still brings within ``seconds`` (after the last answer)."""
+        deadline = time.monotonic() + seconds
+        while not self.eof and time.monotonic() < deadline:
+            ready, _, _ = select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                self.eof = True
+                break
+            self.buffer += chunk
+            self._split()
+        return self.stdout.strip()
+
+
+def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequence[Session], *,
+             turn_limit_s: float) -> Conversation:
+    """Run ``spec``'s container and play ``sessions`` with it, turn by turn; the container is removed
+    whatever happens.  The answers are in the sessions; the figures and the verdict in the result."""
+    result = Conversation()
+    # Not detached, with stdin open: the SDK then asks for StdinOnce, so that the engine closes the
+    # system's stdin when the platform closes its end (the system's cue that the dialogs are over).
+    kwargs: dict[str, Any] = {**runner._create_kwargs(spec), "stdin_open": True, "tty": False, "detach": False}
+    try:
+        container = client.containers.create(**kwargs)
+    except docker.errors.APIError as exc:
+        raise runner.PlatformError(f"the engine refused to create the container: {exc.explanation or exc}") from None
+    capture = runner.LogCapture(spec.limits.log_bytes)
+    started = time.monotonic()
+    try:
+        attached = client.api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        sock: socket.socket = attached._sock
+        container.start()
+        frames = _Frames(sock, capture)
+        run_deadline = started + spec.limits.time_limit_s
+        result.verdict = _play(sock, frames, sessions, result, turn_limit_s=turn_limit_s, run_deadline=run_deadline)
+        if result.verdict == "finished":
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_WR)  # stdin closed: the system's cue to exit
+            if frames.drain(EXIT_GRACE_S):
+                result.verdict, result.reason = "output_after_end", "it wrote to stdout after its last answer"
+        with contextlib.suppress(docker.errors.APIError):
+            container.kill()
+        with contextlib.suppress(Exception):
+            result.exit_code = int(container.wait(timeout=10).get("StatusCode", -1))
+        frames.drain(0.5)  # what stderr still holds, for the log
+        with contextlib.suppress(OSError):
+            sock.close()
+    except docker.errors.APIError as exc:
+        raise runner.PlatformError(f"the engine failed during the run: {exc.explanation or exc}") from None
+    finally:
+        result.duration_s = time.monotonic() - started
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+    result.log, _ = capture.result()
+    return result
+
+
+def _play(sock: socket.socket, frames: _Frames, sessions: Sequence[Session], result: Conversation, *,
+          turn_limit_s: float, run_deadline: float) -> str:
+    for session in sessions:
+        while (request := session.request()) is not None:
+            sent = time.monotonic()
+            try:
+                sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+            except OSError:
+                result.reason = "it stopped reading its stdin before the last request"
+                return "closed"
+            deadline = min(sent + turn_limit_s, run_deadline)
+            try:
+                line = frames.read_line(deadline)
+            except ProtocolError as exc:
+                result.reason = exc.message
+                return exc.verdict
+            if line is None:
+                if frames.eof:
+                    result.reason = f"it closed its stdout (or exited) after {result.turns_answered} answers"
+                    return "closed"
+                if deadline == run_deadline and time.monotonic() >= run_deadline:
+                    result.reason = "the run's time limit passed"
+                    return "time_limit"
+                result.reason = f"no answer to request {result.turns_answered + 1} within {turn_limit_s:g} s"
+                return "turn_time_limit"
+            try:
+                response = json.loads(line)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                result.reason = f"the response to request {result.turns_answered + 1} is not a JSON line"
+                return "not_json"
+            try:
+                session.respond(response)
+            except ProtocolError as exc:
+                # The message names the request's id, which the platform made: no text of the system's.
+                result.reason = exc.message
+                return exc.verdict
+            result.latencies_s.append(time.monotonic() - sent)
+            result.turns_answered += 1
+    return "finished"
