@@ -22,11 +22,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import requests
 from celery import Celery
 from celery.signals import worker_ready
 
 from workers.internal_api import HttpTransport
 from workers.run_system import ComputeConfig, leftovers_remove, run_ticket, worker_name
+from workers.runner import PlatformError
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +70,10 @@ def transport(queue: str) -> HttpTransport:
     return HttpTransport(_env("API_URL"), _env("WORKER_TOKEN"), queue=queue, instance=worker_name())
 
 
-@app.task(name=RUN_SYSTEM, bind=True)  # type: ignore[untyped-decorator]
+# The platform unreachable when the message arrives (a deploy, a restart): the message is tried
+# again after a back-off rather than dropped (the reaper would find it lost, later).
+@app.task(name=RUN_SYSTEM, bind=True, autoretry_for=(requests.RequestException, PlatformError),  # type: ignore[untyped-decorator]
+          retry_backoff=True, retry_backoff_max=60, max_retries=8)
 def run_system(self: Any, submission_id: int) -> None:
     queue = (self.request.delivery_info or {}).get("routing_key") or "cpu"
     leftovers_remove(config())

@@ -20,6 +20,7 @@ from pathlib import Path
 from django import db
 from django.conf import settings
 
+from leaderboard.core.tasks import FINISH_RUN, TASK_QUEUES, send_task
 from leaderboard.submissions import compute
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.system_services import (
@@ -109,5 +110,11 @@ def system_evaluate(submission_id: int) -> None:
 
 
 def runs_reap() -> Reaped:
-    """Re-queue (or fail) runs and scorings whose lease expired: their worker is gone."""
-    return submissions_reap()
+    """Re-queue (or fail) runs and scorings whose lease expired: their worker is gone.  Results a
+    compute worker handed back whose scoring message was lost are sent again; leftovers go."""
+    reaped = submissions_reap()
+    resend, _ = compute.run_results_waiting()
+    for pk in resend:
+        logger.warning("submission %s: its handed-back result waits unscored; sent again", pk)
+        send_task(FINISH_RUN, pk, queue=TASK_QUEUES[FINISH_RUN])
+    return reaped

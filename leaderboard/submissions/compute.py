@@ -317,6 +317,32 @@ def submission_run_result_store(*, submission: Submission, outcome: dict[str, An
     enqueue_on_commit(FINISH_RUN, submission.pk, queue=TASK_QUEUES[FINISH_RUN])
 
 
+def run_results_waiting(*, now: dt.datetime | None = None) -> tuple[list[int], list[int]]:
+    """Results handed back and not scored after ``REDISPATCH_AFTER_S`` (their FINISH_RUN message was
+    lost: a broker restarted empty), to be sent again; and results of runs that are no longer
+    running (scored, cancelled, reaped), to be removed.  The reaper asks, each round."""
+    now = now or timezone.now()
+    root = Path(settings.PRIVATE_STORAGE_ROOT) / "run-results"
+    folders = {int(p.name): p for p in root.iterdir() if p.name.isdigit()} if root.exists() else {}
+    running = dict(Submission.objects.filter(pk__in=list(folders), status=Status.RUNNING)
+                   .values_list("pk", "attempts"))
+    resend, stale = [], []
+    for pk, folder in folders.items():
+        try:
+            stored = json.loads((folder / "outcome.json").read_text(encoding="utf-8"))
+            age = now.timestamp() - (folder / "outcome.json").stat().st_mtime
+        except (OSError, ValueError):
+            stale.append(pk)
+            continue
+        if running.get(pk) != stored.get("attempt"):
+            stale.append(pk)
+        elif age > settings.REDISPATCH_AFTER_S:
+            resend.append(pk)
+    for pk in stale:
+        shutil.rmtree(folders[pk], ignore_errors=True)
+    return resend, stale
+
+
 def submission_run_result_score(submission_id: int) -> None:
     """Score a run's handed-back result (the control worker's task); safe twice: the first call
     moves the run on and removes the result, a second finds nothing to do."""

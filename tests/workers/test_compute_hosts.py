@@ -259,3 +259,30 @@ def test_the_compute_worker_imports_no_django_settings() -> None:
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2], check=True)
     assert result.stdout.strip() == "['leaderboard.submissions', 'leaderboard.submissions.systems']"
+
+
+@pytest.mark.django_db
+def test_a_result_whose_scoring_message_was_lost_is_sent_again_and_leftovers_go(cast: Cast, settings: Any) -> None:
+    from leaderboard.submissions.compute import _results_dir, run_results_waiting
+
+    settings.REDISPATCH_AFTER_S = 60
+    system_phases(cast)
+    submission = queued_system(cast)
+    token = worker_token_create(name="host-a")
+    ticket = claim(api(token))
+    outcome = {"exit_code": 0, "timed_out": False, "oom_killed": False, "output_too_large": False,
+               "duration_s": 1.0, "logs": "", "runtime": "runc", "peak_memory_bytes": None, "not_started": "",
+               "notes": [], "output_errors": {}, "outputs_too_large": []}
+    # Not in a captured on-commit block: the FINISH_RUN message is never sent, as if the broker lost it.
+    response = api(token).post(f"/internal/v1/runs/{submission.pk}/{ticket['attempt']}/outcome/",
+                               {"outcome": json.dumps(outcome)})
+    assert response.status_code == 202
+    folder = _results_dir(submission.pk)
+    assert run_results_waiting() == ([], [])  # just handed back: its message may still come
+    old = time.time() - 120
+    os.utime(folder / "outcome.json", (old, old))
+    assert run_results_waiting() == ([submission.pk], [])
+    # Once the run is not running any more (scored, cancelled, reaped), its result goes.
+    Submission.objects.filter(pk=submission.pk).update(status=Status.CANCELLED)
+    assert run_results_waiting() == ([], [submission.pk])
+    assert not folder.exists()
