@@ -580,3 +580,16 @@ def test_the_readme_documents_every_spec_key_and_suite_option() -> None:
     missing += [f"suite_options.{o} ({suite})" for suite, o in sorted(options)
                 if not re.search(rf"^\| `{suite}` \| `{o}` \|", guide, re.MULTILINE)]
     assert not missing, f"README's spec table lacks {missing}"
+
+
+@pytest.mark.parametrize(("systems", "message"), [
+    ({"queue": "control"}, "checked.systems: queue must be a name of lower-case letters"),
+    ({"queue": "GPU big"}, "not 'GPU big'"),
+    ({"gpus": -1}, "checked.systems: gpus must be a whole number of GPUs per run (0 for none), not -1"),
+    ({"gpus": True}, "gpus must be a whole number"),
+    ({"max_running_per_team": 0}, "checked.systems: max_running_per_team must be a positive whole number, not 0"),
+])
+def test_a_run_queue_gpus_or_team_limit_that_cannot_work_is_refused(
+    tmp_path: Path, systems: dict[str, Any], message: str
+) -> None:
+    refused(tmp_path, put(top, "systems", systems), message)
