@@ -31,7 +31,7 @@ from leaderboard.challenges.models import Phase
 from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.imports import load_results_file
 from leaderboard.submissions.services import results_import
-from tests.chromium import chromium_driver
+from tests.chromium import WAIT_SECONDS, chromium_driver
 from tests.leaderboard.boards import WIDE_TEAMS, thousand_row_phase, wide_board_phase
 from tests.leaderboard.conftest import REPO, Cast
 
@@ -241,7 +241,8 @@ def test_404_403_and_413_are_pages_in_the_sites_style(
     cast: Cast, live_server, driver, settings, tmp_path: Path  # type: ignore[no-untyped-def]
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     settings.ROOT_URLCONF = "tests.leaderboard.test_board_layout"  # the site, plus a page that refuses all
     settings.MAX_PREDICTION_UPLOAD_BYTES = 1_000
@@ -263,7 +264,9 @@ def test_404_403_and_413_are_pages_in_the_sites_style(
         Select(driver.find_element(By.ID, "id_phase")).select_by_value(str(cast.dev.pk))
         driver.find_element(By.ID, "id_file").send_keys(str(big))
         driver.find_element(By.ID, "upload-submit").click()
-        assert driver.find_element(By.TAG_NAME, "h1").text == "Upload too large"
+        # The click returns before the answer to the form's POST is shown: wait for it.
+        WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: any(h.text == "Upload too large" for h in d.find_elements(By.TAG_NAME, "h1")))
         assert "uploads are limited to 1000 bytes" in driver.find_element(By.ID, "error-message").text
         assert driver.find_element(By.CSS_SELECTOR, "header.top .brand").text == "Readerboard"
         shot(driver, f"error-413-{width}")
