@@ -240,8 +240,8 @@ def test_the_challenge_page_shows_each_phases_status_in_utc(
 def test_404_403_and_413_are_pages_in_the_sites_style(
     cast: Cast, live_server, driver, settings, tmp_path: Path  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.webdriver.common.by import By
     from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     settings.ROOT_URLCONF = "tests.leaderboard.test_board_layout"  # the site, plus a page that refuses all
