@@ -1,11 +1,6 @@
-"""The Celery application of the evaluation workers.
+"""The control worker's Celery application (prediction files, finishing runs, the reaper).
 
-Settings follow what long container jobs need: a message is acknowledged only
-after its task finished (``task_acks_late``), a worker takes one message at a
-time (``worker_prefetch_multiplier = 1``), and a message whose worker died is
-handed to another worker (``task_reject_on_worker_lost``).  Tasks are safe to
-run twice because every service claims its submission with a conditional
-update first.
+Its broker settings are the compute workers' too (``workers.celery_settings``).
 """
 
 from __future__ import annotations
@@ -20,19 +15,14 @@ django.setup()
 
 from django.conf import settings  # noqa: E402  (after django.setup())
 
+from workers.celery_settings import SHARED  # noqa: E402
+
 REAP = "readerboard.reap"
 
 app = Celery("readerboard")
 app.conf.update(
     broker_url=settings.CELERY_BROKER_URL,
-    broker_connection_retry_on_startup=True,
-    task_acks_late=True,
-    task_reject_on_worker_lost=True,
-    worker_prefetch_multiplier=1,
-    task_ignore_result=True,
-    # Redis redelivers an unacknowledged message after this long; longer than any run.
-    broker_transport_options={"visibility_timeout": 6 * 3600},
-    worker_hijack_root_logger=False,
+    **SHARED,
     # The reaper runs on the "control" queue (task_routes below, which beat's messages
     # go through too), with the finishing of runs; stale reap messages expire unread.
     beat_schedule={

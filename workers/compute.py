@@ -26,6 +26,7 @@ import requests
 from celery import Celery
 from celery.signals import worker_ready
 
+from workers.celery_settings import SHARED
 from workers.internal_api import HttpTransport
 from workers.run_system import ComputeConfig, leftovers_remove, run_ticket, worker_name
 from workers.runner import PlatformError
@@ -46,14 +47,8 @@ def _env(name: str, default: str | None = None) -> str:
 app = Celery("readerboard-compute")
 app.conf.update(
     broker_url=_env("BROKER_URL", "redis://127.0.0.1:6379/0"),
-    broker_connection_retry_on_startup=True,
     # As the control worker's: acknowledged after the run, one at a time, handed on if the worker dies.
-    task_acks_late=True,
-    task_reject_on_worker_lost=True,
-    worker_prefetch_multiplier=1,
-    task_ignore_result=True,
-    broker_transport_options={"visibility_timeout": 6 * 3600},
-    worker_hijack_root_logger=False,
+    **SHARED,
 )
 
 

@@ -132,16 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from leaderboard.accounts.services import api_token_create, team_create
     from leaderboard.challenges.services import challenge_load
-    from leaderboard.submissions.compute import worker_token_create
     from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
-    from tests.workers.processes import (
-        ComputeWorker,
-        RedisServer,
-        WebServer,
-        Worker,
-        shared_mount,
-        shared_mount_release,
-    )
+    from tests.workers.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
     call_command("migrate", verbosity=0)
     spec_path = tmp / "spec.yaml"
@@ -175,14 +167,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     redis = RedisServer(tmp)
     redis.start()
     compute_root = Path(tempfile.mkdtemp(prefix="bench-rush-compute-"))
-    shared_mount(compute_root)
     web = WebServer(redis.url, tmp / "web.log", extra_env={"READERBOARD_LOG_LEVEL": "WARNING"})
     processes: list[Any] = [
         web,
         Worker(redis.url, tmp / "files.log", queues="celery"),
         Worker(redis.url, tmp / "control.log", queues="control", beat=True),
-        *[ComputeWorker(redis.url, web.url, worker_token_create(name=f"rush-compute-{n}"), compute_root / f"w{n}",
-                        tmp / f"compute-{n}.log", name=f"compute{n}") for n in (1, 2)],
+        *compute_workers(redis.url, web.url, compute_root, tmp, prefix="rush-compute"),
     ]
     for process in processes:
         process.start()

@@ -117,17 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from leaderboard.accounts.services import team_create
     from leaderboard.challenges.services import challenge_load
     from leaderboard.core import tasks
-    from leaderboard.submissions.compute import worker_token_create
     from leaderboard.submissions.models import Status, Submission
     from leaderboard.submissions.system_services import submission_create_system
-    from tests.workers.processes import (
-        ComputeWorker,
-        RedisServer,
-        WebServer,
-        Worker,
-        shared_mount,
-        shared_mount_release,
-    )
+    from tests.workers.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
     spec_path = tmp / "spec.yaml"
     spec_path.write_text(spec(args.datasets, tmp))
@@ -150,11 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # As across hosts: gunicorn, the control worker, and a compute worker that reaches the platform
     # through the internal API only (its own mount namespace, without the database or private storage).
     compute_root = Path(tempfile.mkdtemp(prefix="bench-compute-"))
-    shared_mount(compute_root)
     web = WebServer(redis.url, tmp / "web.log")
     workers: list[Any] = [web, Worker(redis.url, tmp / "control.log", queues="celery,control", beat=True),
-                          ComputeWorker(redis.url, web.url, worker_token_create(name="bench-compute"),
-                                        compute_root / "w1", tmp / "compute.log")]
+                          *compute_workers(redis.url, web.url, compute_root, tmp, count=1, prefix="bench-compute")]
     for worker in workers:
         worker.start()
     results: dict[str, Any] = {"datasets": args.datasets, "runs": args.runs, "runtimes": {}}

@@ -64,7 +64,36 @@ class RedisServer:
             self.proc = None
 
 
-class Worker:
+class Process:
+    """A process a test started: stopped gracefully (SIGTERM, then SIGKILL after 15 s) or killed."""
+
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def kill(self) -> None:
+        """kill -9: no clean-up of any kind, as when a machine loses power (for a compute worker, the
+        shell exec'd into celery: one process)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+class Worker(Process):
     """``celery -A workers.celery_app worker`` (the control worker) against the test database
     (SQLite or Postgres: deploy/test.sh runs the suite on both) and private storage.
 
@@ -89,22 +118,6 @@ class Worker:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT)
 
-    def kill(self) -> None:
-        """kill -9: no clean-up of any kind, as when a machine loses power."""
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
 
 
 def test_process_env(broker_url: str, log: Path, extra_env: dict[str, str] | None = None) -> dict[str, str]:
@@ -124,7 +137,7 @@ def test_process_env(broker_url: str, log: Path, extra_env: dict[str, str] | Non
     }
 
 
-class WebServer:
+class WebServer(Process):
     """The web app under gunicorn (threaded workers, as deploy/serve.sh runs it), on the test database:
     what compute workers reach through the internal API."""
 
@@ -154,15 +167,6 @@ class WebServer:
                 time.sleep(0.1)
         raise RuntimeError(f"gunicorn did not listen:\n{self.log.read_text(errors='replace')[-3000:]}")
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
 
 
 def hidden_paths() -> list[Path]:
@@ -194,7 +198,7 @@ def shared_mount_release(path: Path) -> None:
     subprocess.run(["umount", "-R", "-l", str(path)], capture_output=True, check=False)
 
 
-class ComputeWorker:
+class ComputeWorker(Process):
     """``celery -A workers.compute worker`` as a compute host runs it: its environment holds the broker
     URL, the API URL and its token, and nothing else of the platform's (no database URL, no Django
     settings); it runs in a mount namespace of its own in which the private storage and the databases
@@ -242,24 +246,13 @@ class ComputeWorker:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT)
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
 
-    def kill(self) -> None:
-        """kill -9 of the worker (the shell exec'd into celery: one process)."""
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
+def compute_workers(broker_url: str, api_url: str, root: Path, logs: Path, *, count: int = 2,
+                    prefix: str = "compute") -> list[ComputeWorker]:
+    """``count`` compute workers (not started), each with a token of its own (made in the test's
+    database), a work folder under ``root`` (made a shared mount: see ``shared_mount``) and a log."""
+    from leaderboard.submissions.compute import worker_token_create
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
+    shared_mount(root)
+    return [ComputeWorker(broker_url, api_url, worker_token_create(name=f"{prefix}-{n}"), root / f"w{n}",
+                          logs / f"{prefix}-{n}.log", name=f"{prefix}{n}") for n in range(1, count + 1)]

@@ -17,7 +17,6 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.challenges.models import SubmissionKind
-from leaderboard.submissions.compute import worker_token_create
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE
 from tests.leaderboard.conftest import Cast
@@ -26,7 +25,7 @@ from tests.workers.processes import (
     RedisServer,
     WebServer,
     Worker,
-    shared_mount,
+    compute_workers,
     shared_mount_release,
 )
 
@@ -138,12 +137,7 @@ def platform(cast: Cast, engine: docker.DockerClient, real_broker: RedisServer, 
     control = Worker(real_broker.url, tmp_path / "control.log", queues="celery,control", beat=True,
                      extra_env=FAST_LEASES)
     compute_root = tmp_path / "compute"
-    shared_mount(compute_root)
-    computes = [
-        ComputeWorker(real_broker.url, web.url, worker_token_create(name=f"test-compute-{n}"),
-                      compute_root / f"w{n}", tmp_path / f"compute-{n}.log", name=f"compute{n}")
-        for n in (1, 2)
-    ]
+    computes = compute_workers(real_broker.url, web.url, compute_root, tmp_path, prefix="test-compute")
     processes: list[Any] = [web, control, *computes]
     try:
         web.start()
