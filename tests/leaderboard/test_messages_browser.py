@@ -87,6 +87,8 @@ def test_issue16_pages_in_a_browser(cast: Cast, live_server, browser, tmp_path: 
     phase.select_by_visible_text("Dev")
     driver.find_element(By.ID, "id_file").send_keys(str(bad))
     driver.find_element(By.ID, "upload-submit").click()
+    # The click returns before the answer to the form's POST is shown (CI once read the form before it).
+    WebDriverWait(driver, WAIT_SECONDS).until(ec.presence_of_element_located((By.CSS_SELECTOR, ".errorlist li")))
     errors = [li.text for li in driver.find_elements(By.CSS_SELECTOR, ".errorlist li")]
     assert len(errors) == 2, errors
     assert errors[0].startswith("preds.json [squad]: 7 question(s) have no prediction")
