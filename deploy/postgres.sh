@@ -12,8 +12,12 @@
 set -euo pipefail
 # stdout carries the URL and nothing else: every other command's output goes to stderr (pg_ctlcluster
 # prints "Removed stale pid file." on stdout when a cluster was not shut down cleanly, as on a machine
-# restored from a snapshot; that line once made the URL unreadable in CI).
+# restored from a snapshot; that line once made the URL unreadable in CI).  The URL's descriptor,
+# fd 3, is closed for every command (the block below): the server that pg_ctlcluster starts inherits
+# open descriptors and would hold the caller's $(...) pipe open for ever (CI once waited on it until
+# its time ran out; tests/test_postgres_script.py).
 exec 3>&1 1>&2
+{
 cd "$(dirname "$0")/.."
 source deploy/lib.sh
 apt_ensure postgres postgresql
@@ -59,4 +63,5 @@ for name in $(psql_admin -c "SELECT datname FROM pg_database WHERE datname ~ '^t
     || echo "postgres: could not drop $name (left as it is)" >&2
 done
 
+} 3>&-
 echo "postgres://$ROLE:$PASSWORD@127.0.0.1:$port/$ROLE" >&3
