@@ -24,7 +24,7 @@ import enum
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scoring.errors import InputFormatError
 from scoring.quac import QuacPrediction, evaluate_quac, quac_dialogs
@@ -101,6 +101,32 @@ def coqa_protocol_dialogs(dataset: Any, *, path: str = "dataset") -> list[Dialog
     return dialogs
 
 
+def input_dialogs(fmt: str, inputs: Any, *, path: str = "inputs") -> list[Dialog]:
+    """The dialogs of an answer-free inputs file (``scoring.inputs``' ``quac`` or ``coqa``): the same
+    dialogs, turns and order as the gold's protocol dialogs, without a single answer.  This is all a
+    compute worker holds; gold reaches its sessions through a :class:`GoldSource`, turn by turn."""
+    try:
+        if fmt == "quac":
+            return [Dialog(str(par["id"]), par["context"], [Turn(str(qa["id"]), qa["question"], []) for qa in par["qas"]])
+                    for article in inputs["data"] for par in article["paragraphs"]]
+        if fmt == "coqa":
+            return [Dialog(str(story["id"]), story["story"],
+                           [Turn(f"{story['id']}_{q['turn_id']}", q["input_text"], []) for q in story["questions"]])
+                    for story in inputs["data"]]
+    except (KeyError, TypeError) as exc:
+        raise InputFormatError(f"not an answer-free {fmt} inputs file ({exc})", path=path) from None
+    raise InputFormatError(f"no dialogs in the {fmt!r} format (quac, coqa)", path=path)
+
+
+def protocol_dialogs(fmt: str, gold: Any, *, path: str = "dataset") -> list[Dialog]:
+    """The gold dialogs of a ``quac`` or ``coqa`` dataset, in the order of :func:`input_dialogs`."""
+    if fmt == "quac":
+        return quac_protocol_dialogs(gold, path=path)
+    if fmt == "coqa":
+        return coqa_protocol_dialogs(gold, path=path)
+    raise InputFormatError(f"no dialogs in the {fmt!r} format (quac, coqa)", path=path)
+
+
 class ProtocolError(Exception):
     """A response the protocol cannot take: ``verdict`` in a fixed vocabulary, ``message`` for people."""
 
@@ -110,14 +136,78 @@ class ProtocolError(Exception):
         self.message = message
 
 
+@dataclass(frozen=True)
+class Revealed:
+    """What the gold side hands back once a turn is answered: that turn's gold answer (gold and
+    adversarial modes) and the next turn's (adversarial mode only, where it is shown as history)."""
+
+    answered: str | None = None
+    upcoming: str | None = None
+
+
+class GoldSource(Protocol):
+    """Where a session's gold answers come from, one turn at a time.
+
+    ``opening`` is asked before a dialog's first request and ``answered`` after each answer, with
+    that answer: a source reveals a turn's gold only once the turn is answered, in order.  On the
+    platform the source is the trusted side (the compute worker holds no gold: it posts each answer
+    and gets back what the mode allows); :class:`DialogGold` is the same rule over gold in memory.
+    """
+
+    def opening(self, dialog: int) -> Revealed: ...
+
+    def answered(self, dialog: int, turn: int, answer: Mapping[str, str]) -> Revealed: ...
+
+
+def reveal(mode: Mode, dialog: Dialog, answered: int) -> Revealed:
+    """What ``mode`` reveals once the first ``answered`` turns of ``dialog`` are answered
+    (``answered`` 0: before the first request)."""
+    turns = dialog.turns
+    shown = turns[answered - 1].answers[0] if answered and mode in (Mode.GOLD, Mode.ADVERSARIAL) else None
+    upcoming = turns[answered].answers[0] if mode == Mode.ADVERSARIAL and answered < len(turns) else None
+    return Revealed(shown, upcoming)
+
+
+class DialogGold:
+    """Gold dialogs in memory as a :class:`GoldSource`, holding sessions to the order of turns."""
+
+    def __init__(self, dialogs: Sequence[Dialog], mode: Mode) -> None:
+        self.dialogs = dialogs
+        self.mode = mode
+        self.progress: dict[int, int] = {}
+
+    def opening(self, dialog: int) -> Revealed:
+        return reveal(self.mode, self.dialogs[dialog], self.progress.get(dialog, 0))
+
+    def answered(self, dialog: int, turn: int, answer: Mapping[str, str]) -> Revealed:
+        if turn != self.progress.get(dialog, 0):
+            raise ValueError(f"dialog {dialog}: turn {turn + 1} answered out of order")
+        self.progress[dialog] = turn + 1
+        return reveal(self.mode, self.dialogs[dialog], turn + 1)
+
+
 @dataclass
 class Session:
     """One dialog under one mode, turn by turn: ``request()`` then ``respond()``, until ``request()``
-    is None.  ``answers`` holds what the system answered, by turn id, in order."""
+    is None.  ``answers`` holds what the system answered, by turn id, in order.
+
+    The session's own dialog need not hold gold answers (the compute worker's are built from the
+    answer-free inputs): the gold it shows comes from ``source``, which reveals it turn by turn.
+    Without a source it is the dialog's own gold, under the same rule.
+    """
 
     dialog: Dialog
     mode: Mode
+    source: GoldSource | None = None
+    index: int = 0  # the dialog's position in its dataset: how the source knows it
     answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    shown: list[str] = field(default_factory=list)  # gold answers revealed so far, by turn
+    upcoming: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source is None:
+            self.source, self.index = DialogGold([self.dialog], self.mode), 0
+        self._opened = False
 
     @property
     def position(self) -> int:
@@ -126,6 +216,10 @@ class Session:
     def request(self) -> dict[str, Any] | None:
         if self.position >= len(self.dialog.turns):
             return None
+        assert self.source is not None
+        if not self._opened:
+            self._opened = True
+            self.upcoming = self.source.opening(self.index).upcoming
         turn = self.dialog.turns[self.position]
         request: dict[str, Any] = {"dialog": self.dialog.dialog_id, "turn": self.position + 1, "id": turn.qid,
                                    "question": turn.question}
@@ -139,11 +233,14 @@ class Session:
         earlier = self.dialog.turns[:self.position]
         if self.mode == Mode.OWN:
             return [{"question": t.question, "answer": self.answers[t.qid]["answer"]} for t in earlier]
-        # Gold answers of turns the system has answered already: never the current turn's (but in
-        # the adversarial mode, where that is the point, and only as an earlier turn's answer).
-        history = [{"question": t.question, "answer": t.answers[0]} for t in earlier]
+        # Gold answers of turns the system has answered already (the source reveals nothing else):
+        # never the current turn's, but in the adversarial mode, where that is the point, and only
+        # as an earlier turn's answer.
+        history = [{"question": t.question, "answer": shown} for t, shown in zip(earlier, self.shown, strict=True)]
         if self.mode == Mode.ADVERSARIAL:
-            planted = {"question": earlier[-1].question if earlier else current.question, "answer": current.answers[0]}
+            if self.upcoming is None:
+                raise ValueError(f"turn {self.position + 1}: the gold source revealed no current answer")
+            planted = {"question": earlier[-1].question if earlier else current.question, "answer": self.upcoming}
             history.append(planted)
         return history
 
@@ -166,7 +263,15 @@ class Session:
             if value not in allowed:
                 raise ProtocolError("wrong_shape", f"{where}: {key!r} must be one of {sorted(allowed)}")
             taken[key] = value
+        assert self.source is not None
+        # The answer is handed to the source before anything of this turn's gold is known here.
+        revealed = self.source.answered(self.index, self.position, taken)
         self.answers[turn.qid] = taken
+        if self.mode in (Mode.GOLD, Mode.ADVERSARIAL):
+            if revealed.answered is None:
+                raise ValueError(f"{where}: the gold source revealed no answer for an answered turn")
+            self.shown.append(revealed.answered)
+        self.upcoming = revealed.upcoming
         return taken
 
 

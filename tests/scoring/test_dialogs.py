@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,69 @@ def test_post_filtering_drops_tokens_of_previous_answers_but_not_cannot_answer()
     assert _filtered("she married Nikos in May", ["In May 1983,"]) == "she married Nikos"
     assert _filtered(CANNOT_ANSWER, [CANNOT_ANSWER, "anything"]) == CANNOT_ANSWER
     assert _filtered("the cat", [CANNOT_ANSWER]) == "the cat"
+
+
+CANARY = "CANARY-7f3a-gold-answer"
+
+
+def with_canary(document: dict, fmt: str) -> dict:
+    """The document with every gold answer text replaced by one carrying the canary."""
+    planted = json.loads(json.dumps(document))
+    if fmt == "quac":
+        for article in planted["data"]:
+            for par in article["paragraphs"]:
+                for k, qa in enumerate(par["qas"]):
+                    # Not in the passage: what reaches a system must be told apart from the gold.
+                    text = f"{CANARY} {k}"
+                    qa["answers"] = [{"text": text, "answer_start": 0}]
+                    qa["orig_answer"] = {"text": text, "answer_start": 0}
+    else:
+        for story in planted["data"]:
+            for k, answer in enumerate(story["answers"]):
+                answer["input_text"] = f"{CANARY} {k}"
+            story.pop("additional_answers", None)
+    return planted
+
+
+@pytest.mark.parametrize("fmt, path", [("quac", QUAC), ("coqa", COQA)])
+def test_input_dialogs_are_the_gold_dialogs_without_an_answer(fmt: str, path: Path) -> None:
+    from scoring.dialogs import input_dialogs, protocol_dialogs
+    from scoring.inputs import document_inputs
+
+    gold = with_canary(json.loads(path.read_text()), fmt)
+    inputs = json.loads(document_inputs(fmt, gold))
+    assert CANARY not in json.dumps(inputs)
+    held, golden = input_dialogs(fmt, inputs), protocol_dialogs(fmt, gold)
+    assert [(d.dialog_id, d.passage, [(t.qid, t.question) for t in d.turns]) for d in held] == \
+        [(d.dialog_id, d.passage, [(t.qid, t.question) for t in d.turns]) for d in golden]
+    assert all(t.answers == [] for d in held for t in d.turns)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_a_session_on_answer_free_dialogs_gets_each_gold_answer_only_after_answering_its_turn(mode: Mode) -> None:
+    """The worker's shape: dialogs without answers, gold from a source; the canary of turn k is in
+    no request before turn k was answered (but, in the adversarial mode, as the current turn's)."""
+    from scoring.dialogs import DialogGold, input_dialogs, protocol_dialogs
+    from scoring.inputs import document_inputs
+
+    gold = with_canary(json.loads(QUAC.read_text()), "quac")
+    held = input_dialogs("quac", json.loads(document_inputs("quac", gold)))
+    golden = protocol_dialogs("quac", gold)
+    source = DialogGold(golden, mode)
+    for index, dialog in enumerate(held[:5]):
+        session = Session(dialog, mode, source, index)
+        for k, request in enumerate(play(session)):
+            canaries = {int(m) for m in re.findall(CANARY + r" (\d+)", json.dumps(request))}
+            allowed = {*range(k)} if mode == Mode.GOLD else {*range(k + 1)} if mode == Mode.ADVERSARIAL else set()
+            assert canaries == allowed, (mode, k, canaries)
+        assert source.progress[index] == len(dialog.turns)
+
+
+def test_a_gold_source_refuses_a_turn_answered_out_of_order(quac: dict) -> None:
+    from scoring.dialogs import DialogGold
+
+    source = DialogGold(quac_protocol_dialogs(quac), Mode.GOLD)
+    assert source.opening(0).answered is None
+    with pytest.raises(ValueError, match="out of order"):
+        source.answered(0, 1, {"answer": "x"})  # turn 2 before turn 1
+    assert source.answered(0, 0, {"answer": "x"}).answered == quac_protocol_dialogs(quac)[0].turns[0].answers[0]
