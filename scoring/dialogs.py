@@ -35,6 +35,10 @@ CANNOT_ANSWER = "CANNOTANSWER"
 FILTER_WINDOW = 6
 
 
+# The formats whose datasets are dialogs (scoring.inputs' names, the platform's metric suites).
+DIALOG_FORMATS = frozenset({"quac", "coqa"})
+
+
 class Mode(enum.StrEnum):
     GOLD = "gold"
     OWN = "own"

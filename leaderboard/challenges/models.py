@@ -111,6 +111,9 @@ class Phase(models.Model):
     quota_total = models.PositiveIntegerField(null=True, blank=True)
     quota_concurrent = models.PositiveIntegerField(null=True, blank=True)
     allowed_kinds = models.JSONField(default=list, blank=True)
+    # The interactive protocol's modes (scoring.dialogs.Mode values) its systems run in, the first
+    # the one that ranks; empty: systems run in batch, on every question at once.
+    protocol_modes = models.JSONField(default=list, blank=True)
     board_public = models.BooleanField(default=True)
     order = models.PositiveIntegerField(default=0)
 

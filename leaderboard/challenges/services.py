@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.challenges.models import (
+    SYSTEM_KINDS,
     Challenge,
     Dataset,
     DatasetFile,
@@ -41,6 +42,7 @@ from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
 from leaderboard.submissions.services import aggregates_refresh
 from leaderboard.submissions.systems import SystemSettings
 from scoring import inputs
+from scoring.dialogs import DIALOG_FORMATS, Mode
 from scoring.errors import ScoringError
 
 
@@ -229,7 +231,7 @@ def challenge_plan(*, spec_path: Path) -> ReloadPlan:
 
 
 def _reload_plan(spec: Mapping[str, Any], *, slug: str, suite: str, base_dir: Path) -> ReloadPlan:
-    phases = [_phase_fields(slug, p, order) for order, p in enumerate(_get(spec, "phases", slug, list))]
+    phases = [_phase_fields(slug, p, order, suite=suite) for order, p in enumerate(_get(spec, "phases", slug, list))]
     datasets = []
     for order, ds in enumerate(_get(spec, "datasets", slug, list)):
         where = f"{slug}.datasets[{order}]"
@@ -292,12 +294,12 @@ def _ranking_datasets(ranking: dict[str, Any], datasets: Any, where: str) -> dic
 
 
 def _phase_load(challenge: Challenge, spec: Mapping[str, Any], order: int) -> Phase:
-    slug, fields = _phase_fields(challenge.slug, spec, order)
+    slug, fields = _phase_fields(challenge.slug, spec, order, suite=challenge.metric_suite)
     phase, _ = Phase.objects.update_or_create(challenge=challenge, slug=slug, defaults=fields)
     return phase
 
 
-def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int) -> tuple[str, dict[str, Any]]:
+def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int, *, suite: str) -> tuple[str, dict[str, Any]]:
     """A phase's slug and the fields a load writes, checked: also what a reload plan compares."""
     where = f"{challenge_slug}.phases[{order}]"
     kind = _choice(_get(spec, "kind", where), PhaseKind, f"{where}.kind")
@@ -305,6 +307,7 @@ def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int) -> t
     allowed = spec.get("allowed_kinds", [SubmissionKind.PREDICTIONS.value])
     for k in allowed:
         _choice(k, SubmissionKind, f"{where}.allowed_kinds")
+    modes = _protocol_modes(spec.get("protocol"), allowed, suite=suite, where=f"{where}.protocol")
     opens_at = _parse_utc(_get(spec, "opens_at", where, (str, dt.datetime)), f"{where}.opens_at")
     closes_at = _parse_utc(_get(spec, "closes_at", where, (str, dt.datetime)), f"{where}.closes_at")
     if closes_at <= opens_at:
@@ -319,9 +322,28 @@ def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int) -> t
         "quota_total": quota.get("total"),
         "quota_concurrent": quota.get("concurrent"),
         "allowed_kinds": list(allowed),
+        "protocol_modes": modes,
         "board_public": bool(spec.get("board_public", True)),
         "order": order,
     }
+
+
+def _protocol_modes(value: Any, allowed: Sequence[str], *, suite: str, where: str) -> list[str]:
+    """The interactive protocol's modes a phase runs its systems in (Siblini et al.; none: batch)."""
+    if value is None:
+        return []
+    names = ", ".join(m.value for m in Mode)
+    if not isinstance(value, list) or not value or len(set(map(str, value))) != len(value):
+        raise SpecError(f"{where}: expected a list of distinct modes ({names}), found {value!r}")
+    for mode in value:
+        _choice(mode, Mode, where)
+    if suite not in DIALOG_FORMATS:
+        raise SpecError(f"{where}: the interactive protocol runs dialogs, and this challenge's metric suite "
+                        f"{suite!r} has none (it runs with {', '.join(sorted(DIALOG_FORMATS))})")
+    if any(kind not in SYSTEM_KINDS for kind in allowed):
+        raise SpecError(f"{where}: a phase in the interactive protocol takes systems only (allowed_kinds: "
+                        "[docker_image, code_bundle]): a prediction file has seen every question at once")
+    return [str(mode) for mode in value]
 
 
 def _dataset_load(

@@ -46,7 +46,7 @@ Keys = Mapping[str, "Keys | None"]
 _QUOTA: Keys = {"per_day": None, "total": None, "concurrent": None}
 PHASE_KEYS: Keys = {
     "slug": None, "name": None, "kind": None, "portion": None, "opens_at": None, "closes_at": None,
-    "quota": _QUOTA, "allowed_kinds": None, "board_public": None,
+    "quota": _QUOTA, "allowed_kinds": None, "protocol": None, "board_public": None,
 }
 DATASET_KEYS: Keys = {
     "slug": None, "name": None, "split": None, "description": None, "sealed_alias": None, "revealed": None,

@@ -593,3 +593,42 @@ def test_a_run_queue_gpus_or_team_limit_that_cannot_work_is_refused(
     tmp_path: Path, systems: dict[str, Any], message: str
 ) -> None:
     refused(tmp_path, put(top, "systems", systems), message)
+
+
+# --------------------------------------------------------------------------- the interactive protocol (issue 11)
+
+
+def quac_spec(tmp_path: Path, protocol: Any) -> Callable[[dict[str, Any]], None]:
+    gold = tmp_path / "val_v0.2.json"
+    gold.write_text(json.dumps(quac_gold()))
+
+    def change(spec: dict[str, Any]) -> None:
+        spec["metric_suite"] = "quac"
+        spec["phases"][1]["protocol"] = protocol
+        spec["datasets"] = [{"slug": "quac", "name": "QuAC", "split": "II", "files": {"test": str(gold)}}]
+    return change
+
+
+def test_a_phase_runs_its_systems_in_the_protocol_modes_its_spec_names(tmp_path: Path) -> None:
+    challenge = load(tmp_path, quac_spec(tmp_path, ["gold", "own", "adversarial"]))
+    assert challenge.phases.get(slug="test").protocol_modes == ["gold", "own", "adversarial"]
+    assert challenge.phases.get(slug="dev").protocol_modes == []
+
+
+@pytest.mark.parametrize(("protocol", "suite", "kinds", "message"), [
+    (["gold", "own"], "mrqa", None, "checked.phases[1].protocol: the interactive protocol runs dialogs, and this "
+                                    "challenge's metric suite 'mrqa' has none"),
+    (["gold", "teacher"], "quac", None, "checked.phases[1].protocol: 'teacher' is not one of gold, own, adversarial"),
+    (["gold", "gold"], "quac", None, "expected a list of distinct modes (gold, own, adversarial, single)"),
+    ("gold", "quac", None, "expected a list of distinct modes"),
+    (["own"], "quac", ["predictions", "docker_image"], "a phase in the interactive protocol takes systems only"),
+])
+def test_a_protocol_a_phase_cannot_run_is_refused(tmp_path: Path, protocol: Any, suite: str, kinds: Any,
+                                                  message: str) -> None:
+    def change(spec: dict[str, Any]) -> None:
+        quac_spec(tmp_path, protocol)(spec)
+        if suite == "mrqa":
+            spec.update(metric_suite="mrqa", datasets=BASE["datasets"])
+        if kinds is not None:
+            spec["phases"][1]["allowed_kinds"] = kinds
+    refused(tmp_path, change, message)
