@@ -123,6 +123,8 @@ urlpatterns = [
          name="internal-run-input"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/system/", internal.run_system_file,
          name="internal-run-system"),
+    path("internal/v1/runs/<int:submission_id>/<int:attempt>/dialogs/", internal.run_dialog_turn,
+         name="internal-run-dialog-turn"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/heartbeat/", internal.run_heartbeat,
          name="internal-run-heartbeat"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/outcome/", internal.run_outcome,

@@ -18,7 +18,7 @@ from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from leaderboard.submissions import compute
+from leaderboard.submissions import compute, dialog_runs
 from leaderboard.submissions.models import Submission, WorkerToken
 from leaderboard.submissions.system_services import (
     submission_run_fail,
@@ -153,3 +153,32 @@ def run_failure(request: HttpRequest, worker: WorkerToken, submission: Submissio
     if requeued:
         compute.run_dispatch_again(submission.pk)
     return JsonResponse({"requeued": requeued})
+
+
+@require_POST
+@worker_required
+@run_required
+def run_dialog_turn(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
+    """A turn of the interactive protocol: {mode, dataset, dialog, turn, answer, latency_ms} records
+    the answer and replies with the gold the mode reveals; ``turn`` null opens a dialog (nothing
+    is recorded).  A turn the run cannot take gets 409 and its reason."""
+    body = _json_body(request)
+    positions = [body.get(key) if body else None for key in ("dataset", "dialog")]
+    if body is None or not isinstance(body.get("mode"), str) or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in positions):
+        return JsonResponse({"detail": "expected {mode, dataset, dialog, turn, answer, latency_ms}"}, status=400)
+    turn = body.get("turn")
+    try:
+        if turn is None:
+            revealed = dialog_runs.dialog_open(submission=submission, mode=body["mode"], dataset=body["dataset"],
+                                               dialog=body["dialog"])
+        elif isinstance(turn, int) and not isinstance(turn, bool):
+            revealed = dialog_runs.dialog_turn_answer(
+                submission=submission, mode=body["mode"], dataset=body["dataset"], dialog=body["dialog"], turn=turn,
+                answer=body.get("answer"), latency_ms=body.get("latency_ms"))
+        else:
+            return JsonResponse({"detail": "'turn' is a turn's position (from 0), or null to open a dialog"},
+                                status=400)
+    except dialog_runs.TurnRefused as exc:
+        return JsonResponse({"detail": str(exc)}, status=409)
+    return JsonResponse({"answered": revealed.answered, "upcoming": revealed.upcoming})

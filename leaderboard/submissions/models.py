@@ -228,3 +228,26 @@ class WorkerToken(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class DialogAnswers(models.Model):
+    """What a system answered in one dialog of a run in the interactive protocol, turn by turn, as
+    the trusted side received it (``dialog_runs``): the record the run is scored from.
+
+    A turn's gold answer is revealed to the compute worker only in the reply to its answer, which
+    is stored first, in order: what was answered before a gold answer was seen cannot change, and
+    a run that ends early keeps what it answered.  ``dataset`` and ``dialog`` are positions (the
+    run's datasets, the dialogs of its inputs): a worker never names a dataset or a dialog by id.
+    """
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="dialog_answers")
+    attempt = models.PositiveIntegerField()
+    mode = models.CharField(max_length=16)
+    dataset = models.PositiveIntegerField()
+    dialog = models.PositiveIntegerField()
+    answers = models.JSONField(default=list)  # [{"answer", "yesno", "followup"}], turn by turn
+    latencies_ms = models.JSONField(default=list)  # as the worker measured each, send -> answer
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "attempt", "mode", "dataset", "dialog"],
+                                               name="dialoganswers_unique")]

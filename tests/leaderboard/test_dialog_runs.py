@@ -1,0 +1,128 @@
+"""The trusted side of the interactive protocol (issue 11): the internal API's dialogs endpoint.
+
+A compute worker posts each answer of a dialog, in order, and gets back only what the phase's mode
+reveals of the gold; every answer is on record before its turn's gold leaves the trusted side.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from django.contrib.auth.models import User
+from django.test import Client
+
+from leaderboard.accounts.services import team_create
+from leaderboard.challenges.models import Phase
+from leaderboard.challenges.services import challenge_load
+from leaderboard.submissions.compute import worker_token_create
+from leaderboard.submissions.models import DialogAnswers, Submission
+from leaderboard.submissions.system_services import submission_create_system
+from scoring.dialogs import quac_protocol_dialogs
+from tests.leaderboard.test_run_lifecycle import bundle
+from tests.leaderboard.test_suites_more import quac_gold
+
+pytestmark = pytest.mark.django_db
+
+
+def conversational_phase(tmp_path: Path, modes: list[str], gold: dict[str, Any] | None = None) -> Phase:
+    """A QuAC challenge whose test phase runs systems in ``modes``."""
+    path = tmp_path / "val_v0.2.json"
+    path.write_text(json.dumps(gold or quac_gold()))
+    spec = {
+        "slug": "talk", "title": "Talk", "metric_suite": "quac",
+        "phases": [{"slug": "test", "name": "Test", "kind": "test", "opens_at": "2020-01-01T00:00:00Z",
+                    "closes_at": "2099-01-01T00:00:00Z", "allowed_kinds": ["docker_image", "code_bundle"],
+                    "protocol": modes}],
+        "datasets": [{"slug": "quac", "name": "QuAC", "split": "II", "files": {"test": str(path)}}],
+    }
+    (tmp_path / "talk.yaml").write_text(yaml.safe_dump(spec))
+    return challenge_load(spec_path=tmp_path / "talk.yaml").phases.get()
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> tuple[Client, str, Submission]:
+    """A claimed run on a phase in the gold, own and adversarial modes: its worker's client and URL."""
+    phase = conversational_phase(tmp_path, ["gold", "own", "adversarial"])
+    user = User.objects.create_user("alice")
+    team = team_create(challenge=phase.challenge, owner=user, name="Alpha")
+    submission = submission_create_system(team=team, phase=phase, user=user, upload=bundle(), kind="code_bundle")
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {worker_token_create(name='host-a')}")
+    ticket = client.post("/internal/v1/runs/claim/", {"queue": "cpu", "hint": 0, "instance": "h:1"},
+                         content_type="application/json").json()["ticket"]
+    assert ticket["submission_id"] == submission.pk
+    return client, f"/internal/v1/runs/{submission.pk}/{ticket['attempt']}/dialogs/", submission
+
+
+def post(client: Client, url: str, **body: Any) -> Any:
+    return client.post(url, body, content_type="application/json")
+
+
+def answer(text: str) -> dict[str, str]:
+    return {"answer": text, "yesno": "x", "followup": "y"}
+
+
+def test_each_mode_reveals_a_turns_gold_only_in_the_reply_to_its_answer(run: tuple[Client, str, Submission]) -> None:
+    client, url, submission = run
+    gold = quac_protocol_dialogs(quac_gold())[0]
+    shown = [t.answers[0] for t in gold.turns]
+    for mode in ("gold", "own", "adversarial"):
+        opened = post(client, url, mode=mode, dataset=0, dialog=0, turn=None).json()
+        assert opened == {"answered": None, "upcoming": shown[0] if mode == "adversarial" else None}
+        for k in range(len(shown)):
+            reply = post(client, url, mode=mode, dataset=0, dialog=0, turn=k, answer=answer(f"a{k}"),
+                         latency_ms=1.5).json()
+            expected_upcoming = shown[k + 1] if mode == "adversarial" and k + 1 < len(shown) else None
+            assert reply == {"answered": None if mode == "own" else shown[k], "upcoming": expected_upcoming}
+    rows = DialogAnswers.objects.filter(submission=submission, dialog=0)
+    assert {r.mode: [a["answer"] for a in r.answers] for r in rows} == {
+        m: [f"a{k}" for k in range(len(shown))] for m in ("gold", "own", "adversarial")}
+    assert all(r.latencies_ms == [1.5] * len(shown) for r in rows)
+
+
+def test_turns_are_taken_in_order_and_an_answer_on_record_cannot_change(run: tuple[Client, str, Submission]) -> None:
+    client, url, _ = run
+    ahead = post(client, url, mode="gold", dataset=0, dialog=1, turn=1, answer=answer("early"))
+    assert ahead.status_code == 409 and ahead.json()["detail"] == "turn 2 of dialog 1 before turn 1"
+    first = post(client, url, mode="gold", dataset=0, dialog=1, turn=0, answer=answer("mine"))
+    assert first.status_code == 200
+    # A retry of the same call (its reply was lost) gets the same reply; another answer is refused.
+    assert post(client, url, mode="gold", dataset=0, dialog=1, turn=0, answer=answer("mine")).json() == first.json()
+    changed = post(client, url, mode="gold", dataset=0, dialog=1, turn=0, answer=answer("the gold, now I know it"))
+    assert changed.status_code == 409 and "answered already, differently" in changed.json()["detail"]
+    assert DialogAnswers.objects.get(dialog=1).answers == [answer("mine")]
+
+
+@pytest.mark.parametrize(("body", "status", "detail"), [
+    ({"mode": "single", "dataset": 0, "dialog": 0, "turn": 0, "answer": answer("x")}, 409,
+     "this run plays the modes gold, own, adversarial"),
+    ({"mode": "gold", "dataset": 1, "dialog": 0, "turn": 0, "answer": answer("x")}, 409,
+     "the run has 1 dataset(s); there is no dataset 1"),
+    ({"mode": "gold", "dataset": 0, "dialog": 2, "turn": 0, "answer": answer("x")}, 409,
+     "dataset 0 has 2 dialogs; there is no dialog 2"),
+    ({"mode": "gold", "dataset": 0, "dialog": 1, "turn": 3, "answer": answer("x")}, 409,
+     "dialog 1 has 3 turns; there is no turn 4"),
+    ({"mode": "gold", "dataset": 0, "dialog": 0, "turn": 0, "answer": {"answer": "x", "yesno": "maybe"}}, 409,
+     "'yesno' must be one of n, x, y"),
+    ({"mode": "gold", "dataset": 0, "dialog": 0, "turn": 0, "answer": answer("x" * 4001)}, 409,
+     "an answer is at most 4000 characters"),
+    ({"mode": "gold", "dataset": "0", "dialog": 0, "turn": 0}, 400, "expected {mode, dataset, dialog"),
+    ({"mode": "gold", "dataset": 0, "dialog": 0, "turn": "1"}, 400, "'turn' is a turn's position"),
+])
+def test_a_turn_the_run_cannot_take_is_refused_with_its_reason(run: tuple[Client, str, Submission],
+                                                              body: dict[str, Any], status: int, detail: str) -> None:
+    client, url, _ = run
+    response = post(client, url, **body)
+    assert response.status_code == status and detail in response.json()["detail"], response.json()
+    assert not DialogAnswers.objects.exists()
+
+
+def test_only_the_runs_worker_may_play_its_dialogs(run: tuple[Client, str, Submission]) -> None:
+    _, url, _ = run
+    other = Client(HTTP_AUTHORIZATION=f"Bearer {worker_token_create(name='host-b')}")
+    assert post(other, url, mode="gold", dataset=0, dialog=0, turn=0, answer=answer("x")).status_code == 404
+    assert post(Client(), url, mode="gold", dataset=0, dialog=0, turn=0, answer=answer("x")).status_code == 401
+    assert not DialogAnswers.objects.exists()
