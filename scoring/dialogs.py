@@ -45,6 +45,12 @@ class Mode(enum.StrEnum):
     ADVERSARIAL = "adversarial"
     SINGLE = "single"
 
+    @property
+    def label(self) -> str:
+        """As people read it (the paper's w/ TF, w/o TF, w/ Adv; MRQA's prediction server)."""
+        return {"gold": "gold history", "own": "own history", "adversarial": "adversarial history",
+                "single": "single question"}[self.value]
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -160,7 +166,8 @@ class GoldSource(Protocol):
 
     def opening(self, dialog: int) -> Revealed: ...
 
-    def answered(self, dialog: int, turn: int, answer: Mapping[str, str]) -> Revealed: ...
+    def answered(self, dialog: int, turn: int, answer: Mapping[str, str], latency_s: float | None = None) -> Revealed:
+        ...
 
 
 def reveal(mode: Mode, dialog: Dialog, answered: int) -> Revealed:
@@ -183,7 +190,7 @@ class DialogGold:
     def opening(self, dialog: int) -> Revealed:
         return reveal(self.mode, self.dialogs[dialog], self.progress.get(dialog, 0))
 
-    def answered(self, dialog: int, turn: int, answer: Mapping[str, str]) -> Revealed:
+    def answered(self, dialog: int, turn: int, answer: Mapping[str, str], latency_s: float | None = None) -> Revealed:
         if turn != self.progress.get(dialog, 0):
             raise ValueError(f"dialog {dialog}: turn {turn + 1} answered out of order")
         self.progress[dialog] = turn + 1
@@ -248,8 +255,9 @@ class Session:
             history.append(planted)
         return history
 
-    def respond(self, response: Any) -> dict[str, str]:
-        """Take the system's response to the current request; ProtocolError if it is not one."""
+    def respond(self, response: Any, latency_s: float | None = None) -> dict[str, str]:
+        """Take the system's response to the current request (given ``latency_s`` after it); ProtocolError
+        if it is not one."""
         # Messages name the turn by its position, never by its id: on hidden data an id is hidden data.
         turn = self.dialog.turns[self.position]
         where = f"turn {self.position + 1}"
@@ -269,7 +277,7 @@ class Session:
             taken[key] = value
         assert self.source is not None
         # The answer is handed to the source before anything of this turn's gold is known here.
-        revealed = self.source.answered(self.index, self.position, taken)
+        revealed = self.source.answered(self.index, self.position, taken, latency_s)
         self.answers[turn.qid] = taken
         if self.mode in (Mode.GOLD, Mode.ADVERSARIAL):
             if revealed.answered is None:

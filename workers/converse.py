@@ -11,7 +11,7 @@ How a run ends, in a fixed vocabulary (``Conversation.verdict``): ``finished``; 
 (no answer within the time per turn); ``not_json``; ``wrong_id`` / ``wrong_shape`` (a response that
 is not an answer to the current request); ``closed`` (stdout closed, or the system exited, before
 the last answer); ``output_after_end`` (it wrote more after the last answer); ``time_limit`` (the
-run's own limit).  Whatever it answered before stays answered and is scored.  stderr is the run's
+run's own limit); ``not_started`` (the engine could not start it: its command is missing, say).  Whatever it answered before stays answered and is scored.  stderr is the run's
 log, capped like any log: flooding it costs the system its log, never the platform its memory.
 """
 
@@ -51,6 +51,8 @@ class Conversation:
     duration_s: float = 0.0
     log: str = ""
     exit_code: int | None = None
+    peak_memory_bytes: int | None = None  # the cgroup's high-water mark, read before the container goes
+    not_started: str = ""  # why the engine could not start the system (its fault), in the platform's words
 
 
 class _Frames:
@@ -129,10 +131,20 @@ def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequen
     try:
         attached = client.api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         sock: socket.socket = attached._sock
-        container.start()
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            if not exc.is_client_error():
+                raise
+            # As runner.run_container: a 400 is the image's fault (its command missing, say).
+            result.verdict, result.not_started = "not_started", runner._start_refusal(str(exc.explanation or exc))
+            result.reason = result.not_started
+            return result
         frames = _Frames(sock, capture)
         run_deadline = started + spec.limits.time_limit_s
         result.verdict = _play(sock, frames, sessions, result, turn_limit_s=turn_limit_s, run_deadline=run_deadline)
+        # memory.peak is a high-water mark: read once, before the engine removes the cgroup.
+        result.peak_memory_bytes = runner._read_peak(runner._peak_memory_file(container.id))
         if result.verdict == "finished":
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_WR)  # stdin closed: the system's cue to exit
@@ -185,12 +197,15 @@ def _play(sock: socket.socket, frames: _Frames, sessions: Sequence[Session], res
             except (UnicodeDecodeError, json.JSONDecodeError):
                 result.reason = f"the response to request {result.turns_answered + 1} is not a JSON line"
                 return "not_json"
+            # Measured before the answer is handed on: on the platform, that is a call to the trusted
+            # side (the gold to reveal), which is not the system's time.
+            latency = time.monotonic() - sent
             try:
-                session.respond(response)
+                session.respond(response, latency)
             except ProtocolError as exc:
                 # The message names the request's id, which the platform made: no text of the system's.
                 result.reason = exc.message
                 return exc.verdict
-            result.latencies_s.append(time.monotonic() - sent)
+            result.latencies_s.append(latency)
             result.turns_answered += 1
     return "finished"

@@ -11,12 +11,14 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import requests
 
 from leaderboard.submissions.systems import RunOutcome, RunTicket, TicketFile, outcome_as_json
+from scoring.dialogs import Revealed
 from workers import runner
 from workers.run_system import RunFailure
 
@@ -28,6 +30,8 @@ TIMEOUT = (10, 120)
 # Reports (outcome, failure) are retried this many times over about a minute: the web app
 # restarting during a deploy must not cost a finished run.
 REPORT_TRIES = 6
+# A turn of the interactive protocol: the system waits meanwhile, so fewer, shorter tries.
+TURN_TRIES = 5
 
 
 class HttpTransport:
@@ -86,6 +90,31 @@ class HttpTransport:
     def fail(self, ticket: RunTicket, failure: RunFailure) -> None:
         body: dict[str, Any] = {"participant": failure.participant, "reason": failure.reason, "detail": failure.detail}
         self._report(ticket, "failure", lambda url: self.session.post(url, json=body, timeout=TIMEOUT))
+
+    def dialog_turn(self, ticket: RunTicket, *, mode: str, dataset: int, dialog: int, turn: int | None,
+                    answer: Mapping[str, str] | None = None, latency_s: float | None = None) -> Revealed:
+        body: dict[str, Any] = {"mode": mode, "dataset": dataset, "dialog": dialog, "turn": turn,
+                "answer": dict(answer) if answer is not None else None,
+                "latency_ms": None if latency_s is None else latency_s * 1000}
+        url = self._url(f"runs/{ticket.submission_id}/{ticket.attempt}/dialogs/")
+        for attempt in range(TURN_TRIES):
+            try:
+                response = self.session.post(url, json=body, timeout=(5, 30))
+            except requests.RequestException as exc:
+                # Safe to send again: the same answer to the same turn gets the same reply.
+                logger.warning("submission %s: a turn not delivered (%s); trying again", ticket.submission_id, exc)
+            else:
+                if response.status_code < 500:
+                    break
+            time.sleep(min(8, 0.5 * 2**attempt))
+        else:
+            raise runner.PlatformError("the platform's internal API did not take a turn of the dialogs")
+        if response.status_code == 409:
+            # The platform refused a turn this worker built: a fault of the platform's, never the team's.
+            raise runner.PlatformError(f"the platform refused a turn: {response.json().get('detail', '')}")
+        _raise_for(response, "turn")
+        reply: dict[str, Any] = response.json()
+        return Revealed(reply.get("answered"), reply.get("upcoming"))
 
     def _report(self, ticket: RunTicket, what: str, send: Any) -> None:
         url = self._url(f"runs/{ticket.submission_id}/{ticket.attempt}/{what}/")

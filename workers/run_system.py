@@ -10,6 +10,7 @@ the run folder, the engine, and the clean-up of what a dead worker on this host 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -18,7 +19,7 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -31,6 +32,7 @@ from leaderboard.submissions.systems import (
     PLATFORM_ERRNOS,
     ArchiveError,
     OutputTooLarge,
+    RunNote,
     RunOutcome,
     RunTicket,
     TicketFile,
@@ -38,7 +40,9 @@ from leaderboard.submissions.systems import (
     output_read,
     run_image_reference,
 )
+from scoring.dialogs import Mode, Revealed, Session, input_dialogs
 from workers import runner
+from workers.converse import Conversation, converse
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +82,26 @@ class RunTransport(Protocol):
 
     def fail(self, ticket: RunTicket, failure: RunFailure) -> None:
         """The run produced no outcome: the team's fault (final) or the platform's (retried)."""
+
+    def dialog_turn(self, ticket: RunTicket, *, mode: str, dataset: int, dialog: int, turn: int | None,
+                    answer: Mapping[str, str] | None = None, latency_s: float | None = None) -> Revealed:
+        """The interactive protocol: record ``answer`` to ``turn`` of a dialog on the trusted side (``turn``
+        None: open the dialog) and return what the mode reveals of the gold."""
+
+
+class RemoteGold:
+    """A session's gold source on a compute worker: the trusted side, one call per turn.  The answer
+    goes first; the gold the mode allows comes back in the reply (nothing of it is held here)."""
+
+    def __init__(self, transport: RunTransport, ticket: RunTicket, mode: str, dataset: int) -> None:
+        self.transport, self.ticket, self.mode, self.dataset = transport, ticket, mode, dataset
+
+    def opening(self, dialog: int) -> Revealed:
+        return self.transport.dialog_turn(self.ticket, mode=self.mode, dataset=self.dataset, dialog=dialog, turn=None)
+
+    def answered(self, dialog: int, turn: int, answer: Mapping[str, str], latency_s: float | None = None) -> Revealed:
+        return self.transport.dialog_turn(self.ticket, mode=self.mode, dataset=self.dataset, dialog=dialog,
+                                          turn=turn, answer=answer, latency_s=latency_s)
 
 
 @dataclass(frozen=True)
@@ -243,6 +267,14 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
     output_dir = run_dir / "output"
     with run_image(transport, ticket, config, run_dir, client) as image, \
             runner.output_area(output_dir, ticket.limits.output_mb) as capped:
+        if ticket.protocol is not None:
+            return _converse_run(transport, ticket, config, client, input_dir,
+                                 runner_spec=lambda: runner.RunSpec(
+                                     image=image, command=command, input_dir=input_dir, output_dir=output_dir,
+                                     system_dir=system_dir, limits=ticket.limits,
+                                     runtime=ticket.runtime or config.runtime or None, gpus=ticket.gpus,
+                                     labels={runner.LABEL_SUBMISSION: str(submission_id),
+                                             runner.LABEL_ATTEMPT: str(attempt), LABEL_WORKER: worker_name()}))
         spec = runner.RunSpec(
             image=image,
             command=command,
@@ -268,6 +300,52 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
         if not (outcome.timed_out or outcome.output_too_large):
             outputs_collect(ticket, output_dir, outcome)
     return outcome
+
+
+def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, client: docker.DockerClient,
+                  input_dir: Path, *, runner_spec: Callable[[], runner.RunSpec]) -> RunOutcome:
+    """An interactive run: each mode in a container of its own (nothing learnt in one carries into
+    the next), every dialog of every dataset in order.  The answers are on the trusted side already;
+    the outcome holds the figures, the log of each mode, and how each mode ended, as notes.
+
+    Whatever a mode's end (a verdict of ``workers.converse``), what was answered stays answered and
+    is scored; only a system that cannot be started at all fails the run.
+    """
+    assert ticket.protocol is not None
+    fmt = ticket.protocol["format"]
+    datasets = [input_dialogs(fmt, json.loads((input_dir / item.name).read_text(encoding="utf-8")), path=item.name)
+                for item in ticket.inputs]
+    outcome = RunOutcome(exit_code=0, timed_out=False, oom_killed=False, output_too_large=False, duration_s=0.0,
+                         logs="", runtime=ticket.runtime or config.runtime or "default")
+    logs = []
+    for mode in ticket.protocol["modes"]:
+        sessions = [Session(dialog, Mode(mode), RemoteGold(transport, ticket, mode, d), index=k)
+                    for d, dialogs in enumerate(datasets) for k, dialog in enumerate(dialogs)]
+        # The system learns from its environment that it answers on stdin, and in which mode.
+        spec = dataclasses.replace(runner_spec(), environment={"READERBOARD_PROTOCOL": "interactive",
+                                                                "READERBOARD_MODE": mode})
+        talk: Conversation = converse(client, spec, sessions, turn_limit_s=ticket.limits.turn_limit_s)
+        if talk.not_started:
+            outcome.not_started, outcome.exit_code = talk.not_started, 127
+            outcome.notes.append(RunNote(talk.not_started))
+            return outcome
+        outcome.duration_s += talk.duration_s
+        if talk.peak_memory_bytes is not None:
+            outcome.peak_memory_bytes = max(outcome.peak_memory_bytes or 0, talk.peak_memory_bytes)
+        total = sum(len(s.dialog.turns) for s in sessions)
+        latencies = sorted(talk.latencies_s)
+        figures = (f"; latency p50 {_ms(latencies, 0.5)} ms, p95 {_ms(latencies, 0.95)} ms" if latencies else "")
+        ended = "" if talk.verdict == "finished" else f"; ended: {talk.verdict}: {talk.reason}"
+        # In the platform's words only: counts, times and the verdict's own message (never the system's text).
+        outcome.notes.append(RunNote(f"{Mode(mode).label}: {talk.turns_answered} of {total} turns answered"
+                                     f"{figures}{ended}"))
+        logs.append(f"== {Mode(mode).label} ==\n{talk.log}")
+    outcome.logs = "\n".join(logs)
+    return outcome
+
+
+def _ms(ordered: list[float], q: float) -> str:
+    return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:.1f}"
 
 
 @contextlib.contextmanager

@@ -75,6 +75,7 @@ class RunSpec:
     runtime: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     gpus: int = 0  # GPUs requested from the engine (NVIDIA runtime's device request); 0: none
+    environment: dict[str, str] = field(default_factory=dict)  # the platform's, on top of the usual ones
 
 
 def engine() -> docker.DockerClient:
@@ -221,6 +222,7 @@ def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
             "READERBOARD_OUTPUT": "/output",
             "HOME": "/tmp",
             **lim.as_env(),
+            **spec.environment,
         },
         "labels": spec.labels,
         # Two rotated files: a flood costs the engine at most this much disk.

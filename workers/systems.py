@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from django import db
 from django.conf import settings
 
 from leaderboard.core.tasks import FINISH_RUN, TASK_QUEUES, send_task
-from leaderboard.submissions import compute
+from leaderboard.submissions import compute, dialog_runs
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.system_services import (
     Reaped,
@@ -33,6 +34,7 @@ from leaderboard.submissions.system_services import (
     submissions_reap,
 )
 from leaderboard.submissions.systems import RunOutcome, RunTicket, TicketFile
+from scoring.dialogs import Revealed
 from workers import runner
 from workers.dispatch import dispatch_again
 from workers.run_system import ComputeConfig, RunFailure, run_ticket, worker_name
@@ -79,6 +81,18 @@ class LocalTransport:
         outcome.output_errors = {slugs[k]: v for k, v in outcome.output_errors.items()}
         outcome.outputs_too_large = {slugs[k] for k in outcome.outputs_too_large}
         submission_run_finish(ticket.submission_id, attempt=ticket.attempt, outcome=outcome)
+
+    def dialog_turn(self, ticket: RunTicket, *, mode: str, dataset: int, dialog: int, turn: int | None,
+                    answer: Mapping[str, str] | None = None, latency_s: float | None = None) -> Revealed:
+        submission = Submission.objects.select_related("phase__challenge").get(pk=ticket.submission_id)
+        try:
+            if turn is None:
+                return dialog_runs.dialog_open(submission=submission, mode=mode, dataset=dataset, dialog=dialog)
+            return dialog_runs.dialog_turn_answer(submission=submission, mode=mode, dataset=dataset, dialog=dialog,
+                                                  turn=turn, answer=answer,
+                                                  latency_ms=None if latency_s is None else latency_s * 1000)
+        except dialog_runs.TurnRefused as exc:
+            raise runner.PlatformError(f"the platform refused a turn: {exc}") from None
 
     def fail(self, ticket: RunTicket, failure: RunFailure) -> None:
         if failure.participant:

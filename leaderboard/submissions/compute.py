@@ -235,6 +235,8 @@ def run_ticket_build(plan: RunPlan) -> RunTicket:
     submission = Submission.objects.select_related("phase__challenge").get(pk=plan.submission_id)
     system = SystemSettings.from_json(submission.phase.challenge.system_settings)
     base = f"runs/{plan.submission_id}/{plan.attempt}"
+    modes = submission.phase.protocol_modes
+    protocol = {"modes": list(modes), "format": submission.phase.challenge.metric_suite} if modes else None
     missing = [ds.label for ds in plan.datasets if not ds.source]
     if missing:
         raise ServiceError(f"no input file for dataset {', '.join(missing)}")
@@ -247,14 +249,18 @@ def run_ticket_build(plan: RunPlan) -> RunTicket:
         runtime=plan.runtime,
         gpus=system.gpus,
         limits=plan.limits,
-        manifest=plan.manifest(),
+        # The system reads its modes here too (and READERBOARD_MODE in each mode's container).
+        manifest={**plan.manifest(), **({"protocol": {"modes": protocol["modes"], "transport": "stdio"}}
+                                        if protocol else {})},
         inputs=[_entry(ds.input_name, f"{base}/inputs/{i}/", _input_file(ds)) for i, ds in enumerate(plan.datasets)],
-        output_names=[ds.output_name for ds in plan.datasets],
+        # An interactive run writes nothing: every answer is recorded as it is given (dialog_runs).
+        output_names=[] if protocol else [ds.output_name for ds in plan.datasets],
         system=_entry("system", f"{base}/system/", Path(plan.upload_path))
         if plan.kind in SYSTEM_KINDS and plan.upload_path else None,
         heartbeat_s=settings.RUN_HEARTBEAT_S,
         max_bundle_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES,
         max_image_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES,
+        protocol=protocol,
     )
 
 

@@ -20,10 +20,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from leaderboard.challenges.models import DatasetFile
+from leaderboard.challenges.models import Dataset, DatasetFile
+from leaderboard.challenges.suites import DatasetResult
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.services import score_dataset
 from scoring.dialogs import DIALOG_FORMATS, Dialog, Mode, Revealed, protocol_dialogs, reveal
 from scoring.io import load_json
 
@@ -140,3 +142,102 @@ def dialog_turn_answer(*, submission: Submission, mode: str, dataset: int, dialo
             row.latencies_ms.append(round(float(latency_ms), 3) if isinstance(latency_ms, (int, float)) else None)
             row.save(update_fields=["answers", "latencies_ms"])
     return reveal(played, gold, turn + 1)
+
+
+# --------------------------------------------------------------------------- scoring the record
+
+# F1 by turn position (errors compound along a dialog, Siblini et al.): turns 1..6, then 7 and later.
+TURN_BUCKETS = 6
+
+
+def dialog_predictions(*, submission: Submission, dataset: int, mode: str) -> dict[str, Any]:
+    """The run's recorded answers in ``mode`` on its ``dataset``-th dataset, as the suite's predictions
+    ({gold qid: answer}); a turn never answered is absent (it scores 0, as the official scorers count it)."""
+    gold = run_gold_dialogs(submission=submission, dataset=dataset)
+    predictions: dict[str, Any] = {}
+    rows = DialogAnswers.objects.filter(submission=submission, attempt=submission.attempts, mode=mode, dataset=dataset)
+    for dialog, answers in rows.values_list("dialog", "answers"):
+        for turn, answer in zip(gold.dialogs[dialog].turns, answers, strict=False):
+            predictions[turn.qid] = answer if gold.fmt == "quac" else answer["answer"]
+    return predictions
+
+
+def turn_positions(*, submission: Submission, dataset: int) -> dict[str, int]:
+    """Each question's position in its dialog (1 for a dialog's first), by gold qid."""
+    return {turn.qid: k + 1 for dialog in run_gold_dialogs(submission=submission, dataset=dataset).dialogs
+            for k, turn in enumerate(dialog.turns)}
+
+
+def f1_by_turn(fmt: str, per_example: list[dict[str, Any]], positions: dict[str, int]) -> dict[str, float | None]:
+    """F1 (0-100) of the questions at each turn position, as the suite's scorer counted each one
+    (QuAC leaves out questions its human-agreement filter drops, as its F1 does)."""
+    buckets: dict[int, list[float]] = {}
+    for record in per_example:
+        if fmt == "quac":
+            if record.get("filtered"):
+                continue
+            qid, f1 = record["id"], 100.0 * float(record["model_f1"])
+        else:
+            qid, f1 = record["qid"], 100.0 * float(record["f1"])
+        buckets.setdefault(min(positions[qid], TURN_BUCKETS + 1), []).append(f1)
+    return {turn_metric(k): sum(v) / len(v) for k, v in sorted(buckets.items())}
+
+
+def turn_metric(position: int) -> str:
+    return f"turn_{TURN_BUCKETS + 1}plus_f1" if position > TURN_BUCKETS else f"turn_{position}_f1"
+
+
+def mode_metric(mode: str, metric: str) -> str:
+    """A metric of one mode ("own_f1"); the phase's first mode's are also stored plain, and rank."""
+    return f"{mode}_{metric}"
+
+
+DROP_METRIC = "gold_own_drop"  # F1 with gold history minus F1 with the system's own (the paper's w/ TF - w/o TF)
+
+
+def dialog_run_predictions(*, submission: Submission, files: list[DatasetFile]) -> dict[DatasetFile, dict[str, dict[str, Any]]]:
+    """Per dataset file (the run's datasets, in order), each mode's recorded predictions."""
+    return {f: {mode: dialog_predictions(submission=submission, dataset=index, mode=mode)
+                for mode in submission.phase.protocol_modes} for index, f in enumerate(files)}
+
+
+def dialog_run_results(*, submission: Submission, predictions: dict[DatasetFile, dict[str, dict[str, Any]]]
+                       ) -> dict[Dataset, DatasetResult]:
+    """Each dataset scored in every mode by the suite's own scorer (the official script's figures).
+
+    The first mode's metrics are stored as they are (they rank, and the board's usual columns show
+    them) with its F1 by turn position; every mode's F1 as ``<mode>_f1``; the drop from gold to own
+    history where both ran; and the system's speed in the first mode, from the latencies measured
+    per request (``latency_p50_ms``, ``latency_p95_ms``, ``questions_per_s``).
+    """
+    modes = submission.phase.protocol_modes
+    fmt = submission.phase.challenge.metric_suite
+    results: dict[Dataset, DatasetResult] = {}
+    for index, (dataset_file, by_mode) in enumerate(predictions.items()):
+        scored = {mode: score_dataset(submission=submission, dataset_file=dataset_file, predictions=by_mode[mode])
+                  for mode in modes}
+        main = scored[modes[0]]
+        metrics = dict(main.metrics)
+        metrics.update(f1_by_turn(fmt, main.per_example, turn_positions(submission=submission, dataset=index)))
+        for mode, result in scored.items():
+            metrics[mode_metric(mode, "f1")] = result.metrics.get("f1")
+        gold_f1, own_f1 = metrics.get(mode_metric("gold", "f1")), metrics.get(mode_metric("own", "f1"))
+        if gold_f1 is not None and own_f1 is not None:
+            metrics[DROP_METRIC] = gold_f1 - own_f1
+        metrics.update(_speed(submission, index, modes[0]))
+        results[dataset_file.dataset] = DatasetResult(metrics=metrics, per_example=main.per_example)
+    return results
+
+
+def _speed(submission: Submission, dataset: int, mode: str) -> dict[str, float | None]:
+    rows = DialogAnswers.objects.filter(submission=submission, attempt=submission.attempts, mode=mode, dataset=dataset)
+    latencies = sorted(ms for row in rows.values_list("latencies_ms", flat=True) for ms in row if ms is not None)
+    if not latencies:
+        return {}
+
+    def at(q: float) -> float:
+        return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+
+    total_s = sum(latencies) / 1000
+    return {"latency_p50_ms": at(0.5), "latency_p95_ms": at(0.95),
+            "questions_per_s": len(latencies) / total_s if total_s > 0 else None}

@@ -109,6 +109,11 @@ def stale_reasons(*, submission: Submission, scores: Sequence[Score], current: M
 def _answers_problem(submission: Submission) -> str:
     """Why the answers to rescore from are not stored ("" when they are)."""
     if submission.kind in SYSTEM_KINDS:
+        if submission.phase.protocol_modes:
+            # Its answers were given turn by turn with the old gold shown as history: scored against
+            # another gold they would measure a conversation that never happened.
+            return ("it answered in the interactive protocol, with the old gold as its history; "
+                    "run the system again to score it on the current gold")
         if not default_storage.exists(run_answers_name(submission.pk)):
             return ("the answers of its run were not kept (it was scored before runs' answers were stored); "
                     "run the system again to score it on the current gold")

@@ -42,6 +42,7 @@ from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
+from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
@@ -323,17 +324,27 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         answers: dict[DatasetFile, dict[str, Any]] = {}
         files = _dataset_files(plan)
         suite = suite_for(submission.phase.challenge)
-        for ds in plan.datasets:
+        if submission.phase.protocol_modes:
+            # Interactive: the answers are the trusted side's record, by gold qid (dialog_runs).
+            by_mode = dialog_runs.dialog_run_predictions(submission=submission,
+                                                         files=[files[ds.slug] for ds in plan.datasets])
+            answers = {f: modes[submission.phase.protocol_modes[0]] for f, modes in by_mode.items()}
+        for ds in plan.datasets if not submission.phase.protocol_modes else ():
             dataset_file = files[ds.slug]
             # A sealed dataset's system answered under re-keyed ids: map them back to score.
             own_id = ds.qids_for_system(dataset_file.qids)
             predictions = _output_predictions(suite, ds, outcome, list(own_id))
             answers[dataset_file] = {own_id[qid]: answer for qid, answer in predictions.items()}
-        # Kept before scoring: when the gold changes, the run is rescored from these, not run again.
+        # Kept before scoring: when the gold changes, the run is rescored from these, not run again
+        # (but an interactive run, whose history held the old gold: rescore._answers_problem).
         run_answers_store(submission_id=submission_id, answers={f.dataset.slug: a for f, a in answers.items()})
-        results = {
-            f.dataset: score_dataset(submission=submission, dataset_file=f, predictions=a) for f, a in answers.items()
-        }
+        if submission.phase.protocol_modes:
+            results = dialog_runs.dialog_run_results(submission=submission, predictions=by_mode)
+        else:
+            results = {
+                f.dataset: score_dataset(submission=submission, dataset_file=f, predictions=a)
+                for f, a in answers.items()
+            }
         scores_write(submission=submission, results=results, gold={f.dataset: f.sha256 for f in answers})
     except _OutputRejected as exc:
         submission_fail(submission_id, reason=f"invalid output: {exc.reason}", cause=FailureCause.PARTICIPANT,

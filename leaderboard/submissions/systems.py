@@ -74,6 +74,8 @@ class Limits:
     output_mb: int = 64
     time_limit_s: float = 600.0
     log_bytes: int = 256 * 1024
+    # The interactive protocol's time per request (issue 11): an answer later than this ends the dialogs.
+    turn_limit_s: float = 10.0
 
     def as_env(self) -> dict[str, str]:
         return {
@@ -277,6 +279,9 @@ class RunTicket:
     heartbeat_s: float
     max_bundle_uncompressed: int
     max_image_uncompressed: int
+    # The interactive protocol (issue 11), None for a batch run: {"modes": [...], "format": "quac"
+    # or "coqa"}.  The system answers turn by turn; the gold comes from the trusted side, turn by turn.
+    protocol: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

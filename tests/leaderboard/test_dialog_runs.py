@@ -126,3 +126,10 @@ def test_only_the_runs_worker_may_play_its_dialogs(run: tuple[Client, str, Submi
     assert post(other, url, mode="gold", dataset=0, dialog=0, turn=0, answer=answer("x")).status_code == 404
     assert post(Client(), url, mode="gold", dataset=0, dialog=0, turn=0, answer=answer("x")).status_code == 401
     assert not DialogAnswers.objects.exists()
+
+
+def test_an_interactive_run_is_not_rescored_from_its_answers(run: tuple[Client, str, Submission]) -> None:
+    from leaderboard.submissions.rescore import _answers_problem
+
+    _, _, submission = run
+    assert "with the old gold as its history; run the system again" in _answers_problem(submission)

@@ -1,0 +1,162 @@
+"""Interactive runs through the platform (issue 11): a system answers turn by turn on a compute
+worker, the gold comes from the trusted side turn by turn, and the run is scored per mode.
+
+The whole path is real: the system is submitted through the API, a compute worker (no database, no
+gold, its own mount namespace) claims it, runs one container per mode under runc, and posts every
+answer to the internal API; the control worker scores the record with the suite's own scorer.
+
+The system below is a "copycat": it answers each question with the last answer in its history.
+That makes what reached it measurable from its scores alone: with the adversarial history (where
+the current gold answer is planted as an earlier turn's) it scores 100; with the gold history it
+scores the previous turn's gold; with its own history it only ever says CANNOTANSWER.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from leaderboard.accounts.services import team_create
+from leaderboard.challenges.suites import SUITES
+from leaderboard.submissions.models import DialogAnswers, Score, Status
+from scoring.dialogs import DialogGold, Mode, Session, quac_protocol_dialogs
+from tests.leaderboard.test_dialog_runs import conversational_phase
+from tests.leaderboard.test_suites_more import quac_gold
+from tests.workers.systems_fixtures import Platform
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+
+COPYCAT = r"""
+import json, os, sys
+mode = os.environ.get("READERBOARD_MODE", "")
+manifest = json.load(open("/input/manifest.json"))
+sys.stderr.write("MODE %s of %s\n" % (mode, ",".join(manifest["protocol"]["modes"])))
+for line in sys.stdin:
+    request = json.loads(line)
+    sys.stderr.write("GOT " + line)
+    sys.stderr.flush()
+    history = request.get("history") or []
+    answer = history[-1]["answer"] if history else "CANNOTANSWER"
+    print(json.dumps({"id": request["id"], "answer": answer, "yesno": "x", "followup": "y"}), flush=True)
+"""
+
+
+def copycat(request: dict[str, Any]) -> dict[str, str]:
+    history = request.get("history") or []
+    return {"id": request["id"], "answer": history[-1]["answer"] if history else "CANNOTANSWER",
+            "yesno": "x", "followup": "y"}
+
+
+def expected_f1(mode: Mode, gold: dict[str, Any]) -> float:
+    """The copycat's F1 in ``mode``, played in memory against the same gold and scored by the suite."""
+    dialogs = quac_protocol_dialogs(gold)
+    source = DialogGold(dialogs, mode)
+    predictions: dict[str, Any] = {}
+    for index, dialog in enumerate(dialogs):
+        session = Session(dialog, mode, source, index)
+        while (request := session.request()) is not None:
+            predictions[request["id"]] = session.respond(copycat(request))
+    path = Path(__file__).parent / ".expected-gold.json"
+    try:
+        path.write_text(json.dumps(gold))
+        metrics = SUITES["quac"].score(str(path), predictions, {}).metrics
+    finally:
+        path.unlink(missing_ok=True)
+    assert metrics["f1"] is not None
+    return float(metrics["f1"])
+
+
+def system_zip(script: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("run.py", script)
+    return buffer.getvalue()
+
+
+def test_a_system_answers_each_mode_turn_by_turn_and_is_scored_per_mode_from_the_record(
+    platform: Platform, tmp_path: Path
+) -> None:
+    modes = ["gold", "own", "adversarial", "single"]
+    phase = conversational_phase(tmp_path, modes)
+    team_create(challenge=phase.challenge, owner=platform.cast.alice, name="Talkers")
+    response = platform.cast.client("alice").post(
+        f"/api/v1/challenges/{phase.challenge.slug}/systems/",
+        {"phase": phase.slug, "kind": "code_bundle", "file": SimpleUploadedFile("system.zip", system_zip(COPYCAT))},
+    )
+    assert response.status_code == 201, response.content
+    submission = platform.wait_final(int(response.json()["id"]), timeout=180)
+    assert submission.status == Status.FINISHED, (submission.failure_reason, platform.logs())
+
+    scores = {s.metric: s.value for s in Score.objects.filter(submission=submission, dataset__isnull=True)}
+    gold = quac_gold()
+    for mode in Mode:
+        assert scores[f"{mode}_f1"] == pytest.approx(expected_f1(mode, gold)), mode
+    assert scores["adversarial_f1"] == pytest.approx(100.0)
+    assert scores["f1"] == scores["gold_f1"] and submission.primary_score == pytest.approx(scores["f1"])
+    assert scores["gold_own_drop"] == pytest.approx(scores["gold_f1"] - scores["own_f1"])
+    assert {"turn_1_f1", "turn_2_f1", "turn_3_f1", "latency_p50_ms", "latency_p95_ms", "questions_per_s"} <= set(scores)
+    # The first turn of every dialog has no history: the copycat says CANNOTANSWER, wrong for both.
+    assert scores["turn_1_f1"] == 0.0
+
+    # Every turn of every mode on record, in order, with the latency the worker measured.
+    rows = DialogAnswers.objects.filter(submission=submission, attempt=submission.attempts)
+    assert sorted((r.mode, r.dialog, len(r.answers)) for r in rows) == sorted(
+        (m, d, n) for m in modes for d, n in enumerate((4, 3)))
+    assert all(ms is not None and ms > 0 for r in rows for ms in r.latencies_ms)
+
+    # What reached the system, from its own log: in the gold mode, request k's history holds the
+    # gold answers of turns 1..k-1, each only after the system answered it.
+    submission.refresh_from_db()
+    gold_log = submission.log.split("== own history ==")[0]
+    assert "MODE gold of gold,own,adversarial,single" in gold_log
+    assert "MODE single of" in submission.log.split("== single question ==")[1]
+    received = [json.loads(line[4:]) for line in gold_log.splitlines() if line.startswith("GOT ")]
+    dialogs = quac_protocol_dialogs(gold)
+    assert [r["id"] for r in received] == [t.qid for d in dialogs for t in d.turns]
+    for request in received:
+        dialog = next(d for d in dialogs if d.dialog_id == request["dialog"])
+        k = request["turn"] - 1
+        assert [h["answer"] for h in request["history"]] == [t.answers[0] for t in dialog.turns[:k]]
+    notes = [note["text"] for note in submission.log_notes]
+    assert notes[0].startswith("gold history: 7 of 7 turns answered; latency p50") and len(notes) == 4, notes
+    assert notes[3].startswith("single question: 7 of 7 turns answered"), notes
+    assert submission.peak_memory_mb is not None and submission.peak_memory_mb > 0
+
+
+# Answers two turns, then stops reading; or answers the first with something that is not JSON.
+QUITTER = r"""
+import json, sys
+for n, line in enumerate(sys.stdin):
+    request = json.loads(line)
+    print(json.dumps({"id": request["id"], "answer": "CANNOTANSWER"}), flush=True)
+    if n == 1:
+        sys.exit(0)
+"""
+
+
+def test_a_system_that_stops_early_keeps_what_it_answered_and_gets_the_verdict_as_a_note(
+    platform: Platform, tmp_path: Path
+) -> None:
+    phase = conversational_phase(tmp_path, ["gold", "own"])
+    team_create(challenge=phase.challenge, owner=platform.cast.alice, name="Talkers")
+    response = platform.cast.client("alice").post(
+        f"/api/v1/challenges/{phase.challenge.slug}/systems/",
+        {"phase": phase.slug, "kind": "code_bundle", "file": SimpleUploadedFile("system.zip", system_zip(QUITTER))},
+    )
+    submission = platform.wait_final(int(response.json()["id"]), timeout=180)
+    assert submission.status == Status.FINISHED, (submission.failure_reason, platform.logs())
+    rows = DialogAnswers.objects.filter(submission=submission)
+    assert sorted((r.mode, r.dialog, len(r.answers)) for r in rows) == [("gold", 0, 2), ("own", 0, 2)]
+    notes = [note["text"] for note in submission.log_notes]
+    assert notes == [f"{mode} history: 2 of 7 turns answered; latency p50 {notes[i].split('p50 ')[1]}"
+                     for i, mode in enumerate(("gold", "own"))], notes
+    assert all("ended: closed: it closed its stdout (or exited) after 2 answers" in n for n in notes)
+    # Two CANNOTANSWER answers to dialog 0's answerable turns 1-2; the rest unanswered: every F1 is 0.
+    scores = {s.metric: s.value for s in Score.objects.filter(submission=submission, dataset__isnull=True)}
+    assert scores["gold_f1"] == scores["own_f1"] == 0.0
