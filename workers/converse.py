@@ -11,7 +11,8 @@ How a run ends, in a fixed vocabulary (``Conversation.verdict``): ``finished``; 
 (no answer within the time per turn); ``not_json``; ``wrong_id`` / ``wrong_shape`` (a response that
 is not an answer to the current request); ``closed`` (stdout closed, or the system exited, before
 the last answer); ``output_after_end`` (it wrote more after the last answer); ``time_limit`` (the
-run's own limit); ``not_started`` (the engine could not start it: its command is missing, say).  Whatever it answered before stays answered and is scored.  stderr is the run's
+run's own limit); ``memory_limit`` (killed for memory before its last answer); ``not_started`` (the
+engine could not start it: its command is missing, say).  Whatever it answered before stays answered and is scored.  stderr is the run's
 log, capped like any log: flooding it costs the system its log, never the platform its memory.
 """
 
@@ -154,6 +155,14 @@ def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequen
             container.kill()
         with contextlib.suppress(Exception):
             result.exit_code = int(container.wait(timeout=10).get("StatusCode", -1))
+        if result.verdict == "closed":
+            # Gone before its last answer: the kernel's OOM killer, if the engine says so.
+            with contextlib.suppress(Exception):
+                container.reload()
+                if container.attrs["State"].get("OOMKilled"):
+                    result.verdict = "memory_limit"
+                    result.reason = (f"it ran out of memory (more than {spec.limits.memory_mb} MiB) after "
+                                     f"{result.turns_answered} answers")
         frames.drain(0.5)  # what stderr still holds, for the log
         with contextlib.suppress(OSError):
             sock.close()

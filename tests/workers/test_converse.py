@@ -62,9 +62,13 @@ BAD = {
     "output_after_end": ('import json, sys\nfor line in sys.stdin:\n    r = json.loads(line)\n'
                          '    print(json.dumps({"id": r["id"], "answer": "a"}), flush=True)\n'
                          'print(json.dumps({"id": "extra", "answer": "one more"}), flush=True)'),
+    # Answers one turn, then takes more memory than the limit (256 MiB) and is killed for it.
+    "memory_limit": ('import json, sys\nr = json.loads(sys.stdin.readline())\n'
+                     'print(json.dumps({"id": r["id"], "answer": "a"}), flush=True)\nsys.stdin.readline()\n'
+                     'hog = [bytearray(32 * 1024 * 1024) for _ in range(24)]\nsys.stdin.read()'),
 }
 ANSWERED_BEFORE = {"not_json": 0, "wrong_id": 0, "wrong_shape": 0, "closed": 2, "turn_time_limit": 1,
-                   "output_after_end": 3}
+                   "output_after_end": 3, "memory_limit": 1}
 
 FLOOD = r"""
 import json, sys
