@@ -57,6 +57,26 @@ if [ "${READERBOARD_SKIP_ENGINE:-0}" != "1" ]; then
   [ -f "$archive" ] || { rm -f var/baseline-*.tar; docker save readerboard/baseline:latest -o "$archive"; }
   $PY manage.py system_submit mrqa-demo test "$archive" --once \
     --team "Baseline: sentence overlap" --description "deploy/images/baseline: word-overlap sentence, short span"
+  # The conversational baselines (deploy/images/baseline/converse_baseline.py) as code bundles, on
+  # every board of the QuAC and CoQA demos: one ignores the history, one filters out what it names.
+  $PY - <<'PY'
+import zipfile
+source = open("deploy/images/baseline/converse_baseline.py").read()
+flag = 'import runpy, sys\nsys.argv = ["converse_baseline.py"{}]\nrunpy.run_path("converse_baseline.py", run_name="__main__")\n'
+for name, extra in (("converse-baseline", ""), ("converse-filter", ', "--filter"')):
+    with zipfile.ZipFile(f"var/{name}.zip", "w") as archive:
+        archive.writestr("converse_baseline.py", source)
+        archive.writestr("run.py", flag.format(extra))
+        archive.writestr("readerboard.json", '{"protocol": "interactive"}')
+PY
+  for challenge in quac-demo coqa-demo; do
+    for phase in gold-history own-history; do
+      $PY manage.py system_submit "$challenge" "$phase" var/converse-baseline.zip --once \
+        --team "Baseline: no history" --description "converse_baseline.py: best-overlap sentence, history ignored"
+      $PY manage.py system_submit "$challenge" "$phase" var/converse-filter.zip --once \
+        --team "Baseline: history filter" --description "converse_baseline.py --filter: excludes sentences overlapping earlier answers"
+    done
+  done
 fi
 
 cat <<MSG
@@ -68,6 +88,7 @@ cat <<MSG
     alice     / alice-demo-pw       (participant)
     bob       / bob-demo-pw         (participant)
   Boards: /c/mrqa-demo/board/dev/   /c/mrc2018-demo/board/dev/   /c/mrqa2019/board/test/
+          /c/quac-demo/board/gold-history/   /c/quac-demo/board/own-history/   (and coqa-demo)
   API schema: /api/schema/    Logs: var/worker.log, var/worker-compute.log, var/redis.log
   The baseline system is running on the hidden test data; its row appears on
   /c/mrqa-demo/board/test/ when it finishes (about a minute).

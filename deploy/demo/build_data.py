@@ -68,6 +68,10 @@ def build(shared: Path) -> None:
         )
     (OUT / "mrqa2019").mkdir(parents=True, exist_ok=True)
     shutil.copy(shared / "data" / "mrqa-results" / "ood-test-results.json", OUT / "mrqa2019" / "ood-test-results.json")
+    # The conversational demos (issue 11): the QuAC and CoQA excerpts as they are, whole.
+    for folder, name in (("quac", "val_v0.2.json"), ("coqa", "coqa-dev-v1.0.json")):
+        (OUT / folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shared / "data" / f"{folder}-excerpt" / name, OUT / folder / name)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ too (``ranking_scope_get``).  These rules are written once, here.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -19,6 +19,7 @@ from leaderboard.challenges.disclosure import Average, averages_to_publish
 from leaderboard.challenges.models import Challenge, Dataset, IncompleteRows, Phase, SealedAggregates
 from leaderboard.challenges.suites import Suite
 from leaderboard.core.errors import NotFound
+from scoring.dialogs import Mode
 
 SPLITS = ("I", "II", "III")
 # Shown where an aggregate is withheld from everyone but the organizers.
@@ -201,3 +202,14 @@ def duration_text(delta: dt.timedelta | None) -> str:
     if hours:
         return f"{hours} h {minutes} min" if minutes else f"{hours} h"
     return f"{minutes} min" if minutes else "less than a minute"
+
+
+@dataclass(frozen=True)
+class InteractivePhase:
+    name: str
+    modes: list[Mode]
+
+
+def interactive_phases(phases: Iterable[Phase]) -> list[InteractivePhase]:
+    """The phases whose systems answer turn by turn (issue 11), with their modes, for the contract."""
+    return [InteractivePhase(p.name, [Mode(m) for m in p.protocol_modes]) for p in phases if p.protocol_modes]

@@ -340,6 +340,9 @@ def _protocol_modes(value: Any, allowed: Sequence[str], *, suite: str, where: st
     if suite not in DIALOG_FORMATS:
         raise SpecError(f"{where}: the interactive protocol runs dialogs, and this challenge's metric suite "
                         f"{suite!r} has none (it runs with {', '.join(sorted(DIALOG_FORMATS))})")
+    if value[0] == Mode.ADVERSARIAL:
+        raise SpecError(f"{where}: the first mode ranks, and the adversarial history holds the current turn's gold "
+                        "answer (a system that copies it scores 100): list it after a mode that can rank")
     if any(kind not in SYSTEM_KINDS for kind in allowed):
         raise SpecError(f"{where}: a phase in the interactive protocol takes systems only (allowed_kinds: "
                         "[docker_image, code_bundle]): a prediction file has seen every question at once")

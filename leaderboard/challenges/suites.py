@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from scoring.dialogs import Mode
 from scoring.errors import InputFormatError, ScoringError
 from scoring.inputs import build_inputs, coqa_qid, document_inputs
 
 if TYPE_CHECKING:
-    from leaderboard.challenges.models import Challenge, Dataset
+    from leaderboard.challenges.models import Challenge, Dataset, Phase
     from scoring.coqa import CoqaGold, TurnKey
     from scoring.quac import QuacDialog, QuacPrediction
 
@@ -907,6 +908,39 @@ class CoqaSuite(_MeanOfEachMetric):
         return DatasetResult(metrics=metrics, per_example=per_example)
 
 
+def phase_aggregate_columns(suite: Suite, phase: Phase) -> list[Column]:
+    """A board's overall columns: the suite's, and for a phase in the interactive protocol (issue 11)
+    each mode's F1 (the first mode's is the ranking F1, labelled with its mode), the drop from gold to
+    own history, and the system's speed in the first mode (``dialog_runs`` stores them all)."""
+    modes = [Mode(m) for m in phase.protocol_modes]
+    if not modes:
+        return list(suite.aggregate_columns)
+    columns = [Column(c.metric, f"{c.label} ({modes[0].label})", c.decimals) if c.metric == suite.primary_metric
+               else c for c in suite.aggregate_columns]
+    at = next(i for i, c in enumerate(columns) if c.metric == suite.primary_metric) + 1
+    extra = [Column(f"{m.value}_f1", f"F1 ({m.label})") for m in modes[1:]]
+    if Mode.GOLD in modes and Mode.OWN in modes:
+        extra.append(Column("gold_own_drop", "Drop gold \u2192 own history"))
+    speed = [Column("latency_p50_ms", "ms/question p50", 0), Column("latency_p95_ms", "ms/question p95", 0),
+             Column("questions_per_s", "Questions/s", 0)]
+    return [*columns[:at], *extra, *columns[at:], *speed]
+
+
+# F1 by turn position (errors compound along a dialog, Siblini et al.): turns 1..6, then 7 and later.
+TURN_BUCKETS = 6
+
+
+def turn_metric(position: int) -> str:
+    """The metric of F1 at a turn position (1 for a dialog's first turn)."""
+    return f"turn_{TURN_BUCKETS + 1}plus_f1" if position > TURN_BUCKETS else f"turn_{position}_f1"
+
+
+def turn_columns() -> list[Column]:
+    """F1 by turn position, for a phase in the interactive protocol."""
+    return [Column(turn_metric(k), f"Turn {k}" if k <= TURN_BUCKETS else f"Turn {k}+")
+            for k in range(1, TURN_BUCKETS + 2)]
+
+
 SUITES: dict[str, Suite] = {
     "mrqa": MrqaSuite(),
     "mrc2018": Mrc2018Suite(),
@@ -922,11 +956,12 @@ _LABEL_WORDS = {"f1": "F1", "em": "EM", "exact": "EM", "acc": "accuracy", "hasan
 _LABEL_PREFIXES = (("rouge_l", "ROUGE-L"), ("bleu_4", "BLEU-4"))
 
 
-def metric_label(suite: Suite, metric: str, *, per_dataset: bool = False) -> str:
-    """What a metric is called where people read it: the board's label (the suite's ``Column``),
-    else one made from its name ("split_II_macro_em" -> "Split II EM"), never the raw key."""
+def metric_label(suite: Suite, metric: str, *, per_dataset: bool = False, extra: Sequence[Column] = ()) -> str:
+    """What a metric is called where people read it: the board's label (the suite's ``Column``, or
+    one of ``extra``: a phase's own columns), else one made from its name ("split_II_macro_em" ->
+    "Split II EM"), never the raw key."""
     own = suite.dataset_columns if per_dataset else suite.aggregate_columns
-    for column in (*own, *suite.aggregate_columns, *suite.dataset_columns):
+    for column in (*own, *extra, *suite.aggregate_columns, *suite.dataset_columns):
         if column.metric == metric:
             return column.label
     match = _MRQA_AGGREGATE.fullmatch(metric)

@@ -16,7 +16,7 @@ from leaderboard.challenges.downloads import (
 )
 from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
-from leaderboard.challenges.selectors import PhaseState, dataset_label, phase_status
+from leaderboard.challenges.selectors import PhaseState, dataset_label, interactive_phases, phase_status
 from leaderboard.console.selectors import announcements_shown, team_extension_open
 from leaderboard.submissions.storage import size_text, storage_budget_bytes
 from leaderboard.submissions.systems import SystemSettings
@@ -59,6 +59,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             # The organizers' words, for everyone: the only text of theirs this page shows as written.
             "announcements": announcements_shown(challenge=challenge),
             "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
+        "interactive": interactive_phases(phases),
             "storage_budget": size_text(storage_budget_bytes(challenge=challenge)),
         },
     )

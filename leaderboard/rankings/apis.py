@@ -55,6 +55,8 @@ class ChallengeDetailApi(APIView):
                         "quota": {"per_day": p.quota_per_day, "total": p.quota_total,
                                   "concurrent": p.quota_concurrent},
                         "allowed_kinds": p.allowed_kinds,
+                        # The interactive protocol's modes ([]: systems run in batch); the first ranks.
+                        "protocol": p.protocol_modes,
                         "board_public": p.board_public,
                     }
                     for p in challenge.phases.all()

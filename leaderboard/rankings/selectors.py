@@ -23,8 +23,10 @@ team comes from ``BoardEntry``, and all their scores from one query.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -33,7 +35,14 @@ from django.shortcuts import get_object_or_404
 
 from leaderboard.accounts.models import TeamKind
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.models import Dataset, IncompleteRows, Phase, SealedAggregates, SubmissionKind
+from leaderboard.challenges.models import (
+    Dataset,
+    DatasetFile,
+    IncompleteRows,
+    Phase,
+    SealedAggregates,
+    SubmissionKind,
+)
 from leaderboard.challenges.selectors import (
     AGGREGATE_SEALED_NOTE,
     aggregates_published,
@@ -41,9 +50,11 @@ from leaderboard.challenges.selectors import (
     metric_split,
     ranking_scope_get,
 )
-from leaderboard.challenges.suites import Suite, suite_for
+from leaderboard.challenges.suites import Suite, phase_aggregate_columns, suite_for, turn_columns
 from leaderboard.submissions.models import BoardEntry, Score, Status
 from leaderboard.submissions.selectors import verdict_sentence
+from scoring.dialogs import Mode, best_reachable
+from scoring.io import load_json
 from scoring.ranking import rank_rows
 
 Viewer = AbstractBaseUser | AnonymousUser
@@ -203,7 +214,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
         and any(ds.is_sealed for ds in scope.datasets)
     )
 
-    aggregate_columns = [c for c in suite.aggregate_columns if _aggregate_applies(c.metric, datasets)]
+    aggregate_columns = [c for c in phase_aggregate_columns(suite, phase) if _aggregate_applies(c.metric, datasets)]
     primary_label = next((c.label for c in aggregate_columns if c.metric == suite.primary_metric), suite.primary_metric)
     columns = []
     if shown_only:
@@ -214,6 +225,12 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
                     is_primary=c.metric == suite.primary_metric and not shown_only)
         for c in aggregate_columns
     ]
+    if phase.protocol_modes:
+        # Errors compound along a dialog: the ranking mode's F1 at each turn position, over all datasets.
+        turns = turn_columns()
+        aggregate_columns += turns
+        group = f"F1 by turn ({Mode(phase.protocol_modes[0]).label})"
+        columns += [BoardColumn(key=f"agg:{c.metric}", label=c.label, group=group, decimals=c.decimals) for c in turns]
     for ds in datasets:
         sealed = ds.is_sealed and not reveal
         for c in suite.dataset_columns:
@@ -236,7 +253,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
             "team__hidden", "team__disqualified_reason", "submission__hidden_reason", named=True,
         )
     )
-    metrics = {c.metric for c in (*suite.aggregate_columns, *suite.dataset_columns)}
+    metrics = {c.metric for c in (*aggregate_columns, *suite.dataset_columns)}
     aggregates: dict[int, dict[str, float | None]] = defaultdict(dict)
     per_dataset: dict[int, dict[Dataset, dict[str, float | None]]] = defaultdict(dict)
     for submission_id, dataset_id, metric, value in Score.objects.filter(
@@ -408,3 +425,32 @@ def board_as_records(board: Board) -> list[dict[str, Any]]:
             record[name] = None if hidden else row.values.get(column.key)
         records.append(record)
     return records
+
+
+@dataclass(frozen=True)
+class BestReachable:
+    """Siblini et al.'s BEST analysis of one dataset (Table 2), from its gold alone."""
+
+    dataset: str
+    best_f1: float
+    best_filtered_f1: float
+
+
+@lru_cache(maxsize=16)
+def _best_reachable(path: str, mtime: float) -> tuple[float, float]:
+    # Keyed by the file's mtime: a replaced gold is read again.
+    figures = best_reachable(load_json(path))
+    return figures["best_f1"], figures["best_filtered_f1"]
+
+
+def phase_best_reachable(*, phase: Phase) -> list[BestReachable]:
+    """For organizers, on a QuAC phase: the best F1 any system could reach (a gold answer as its
+    prediction, BEST) and that with the tokens of the previous six answers filtered out (what a
+    model that filters out what was already answered is held to), dataset by dataset.  Other
+    suites: nothing (the analysis is QuAC's)."""
+    if phase.challenge.metric_suite != "quac":
+        return []
+    files = (DatasetFile.objects.filter(dataset__challenge_id=phase.challenge_id, portion=phase.portion)
+             .select_related("dataset").order_by("dataset__order", "dataset__slug"))
+    return [BestReachable(dataset_label(f.dataset, reveal_sealed=True),
+                          *_best_reachable(f.gold.path, os.path.getmtime(f.gold.path))) for f in files]

@@ -29,6 +29,7 @@ from leaderboard.rankings.selectors import (
     board_get,
     board_payload,
     board_phases,
+    phase_best_reachable,
 )
 from leaderboard.rankings.table import board_body_html, board_page_get
 
@@ -75,6 +76,8 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
             "phases": board_phases(phase=board.phase, view=view),
             "chart": mark_safe(board_chart_svg(board)),  # built from escaped parts only
             "organizer_view": view == ORGANIZER,
+            # From the gold: for the organizers only (it reads every reference).
+            "best_reachable": phase_best_reachable(phase=board.phase) if view == ORGANIZER else [],
             "sealed_note": AGGREGATE_SEALED_NOTE,
             "exports": {
                 kind: reverse(f"{name}-{kind}", kwargs={"slug": slug, "phase_slug": phase_slug})

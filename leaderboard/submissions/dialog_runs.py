@@ -21,7 +21,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from leaderboard.challenges.models import Dataset, DatasetFile
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites import TURN_BUCKETS, DatasetResult, turn_metric
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.selectors import system_run_plan
@@ -146,10 +146,6 @@ def dialog_turn_answer(*, submission: Submission, mode: str, dataset: int, dialo
 
 # --------------------------------------------------------------------------- scoring the record
 
-# F1 by turn position (errors compound along a dialog, Siblini et al.): turns 1..6, then 7 and later.
-TURN_BUCKETS = 6
-
-
 def dialog_predictions(*, submission: Submission, dataset: int, mode: str) -> dict[str, Any]:
     """The run's recorded answers in ``mode`` on its ``dataset``-th dataset, as the suite's predictions
     ({gold qid: answer}); a turn never answered is absent (it scores 0, as the official scorers count it)."""
@@ -181,10 +177,6 @@ def f1_by_turn(fmt: str, per_example: list[dict[str, Any]], positions: dict[str,
             qid, f1 = record["qid"], 100.0 * float(record["f1"])
         buckets.setdefault(min(positions[qid], TURN_BUCKETS + 1), []).append(f1)
     return {turn_metric(k): sum(v) / len(v) for k, v in sorted(buckets.items())}
-
-
-def turn_metric(position: int) -> str:
-    return f"turn_{TURN_BUCKETS + 1}plus_f1" if position > TURN_BUCKETS else f"turn_{position}_f1"
 
 
 def mode_metric(mode: str, metric: str) -> str:
@@ -238,6 +230,8 @@ def _speed(submission: Submission, dataset: int, mode: str) -> dict[str, float |
     def at(q: float) -> float:
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
 
+    # Whole numbers: they are published, and on hidden data a timing is a channel a system could
+    # modulate; rounded, each carries at most about 14 bits (README's threat model).
     total_s = sum(latencies) / 1000
-    return {"latency_p50_ms": at(0.5), "latency_p95_ms": at(0.95),
-            "questions_per_s": len(latencies) / total_s if total_s > 0 else None}
+    return {"latency_p50_ms": float(round(at(0.5))), "latency_p95_ms": float(round(at(0.95))),
+            "questions_per_s": float(round(len(latencies) / total_s)) if total_s > 0 else None}

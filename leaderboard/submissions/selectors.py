@@ -25,7 +25,7 @@ from leaderboard.challenges.models import (
     TeamPhaseOverride,
 )
 from leaderboard.challenges.selectors import aggregates_published, dataset_label, phase_ranking_scope
-from leaderboard.challenges.suites import metric_label, suite_for
+from leaderboard.challenges.suites import metric_label, phase_aggregate_columns, suite_for, turn_columns
 from leaderboard.core.errors import NotFound
 from leaderboard.submissions.models import (
     ACTIVE_STATUSES,
@@ -212,19 +212,24 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
     challenge = submission.phase.challenge
     suite = suite_for(challenge)
     # The board's order: aggregates as its columns (others after, by label), then each dataset's.
-    column_order = {c.metric: i for i, c in enumerate((*suite.aggregate_columns, *suite.dataset_columns))}
+    phase_columns = [*phase_aggregate_columns(suite, submission.phase),
+                     *(turn_columns() if submission.phase.protocol_modes else [])]
+    column_order = {c.metric: i for i, c in enumerate((*phase_columns, *suite.dataset_columns))}
+
+    def label_of(metric: str, *, per_dataset: bool = False) -> str:
+        return metric_label(suite, metric, per_dataset=per_dataset, extra=phase_columns)
+
     scores = sorted(
         submission.scores.select_related("dataset"),
         key=lambda s: (s.dataset is not None, s.dataset.order if s.dataset else 0, s.dataset_id or 0,
-                       column_order.get(s.metric, len(column_order)),
-                       metric_label(suite, s.metric, per_dataset=s.dataset is not None)),
+                       column_order.get(s.metric, len(column_order)), label_of(s.metric, per_dataset=s.dataset is not None)),
     )
     datasets = {score.dataset for score in scores if score.dataset is not None}
     published: set[str] = set()
     if not is_organizer:
         present = {score.metric for score in scores if score.dataset is None}
         # The board's columns first, in its order, so both pages withhold the same ones.
-        metrics = [c.metric for c in suite.aggregate_columns if c.metric in present]
+        metrics = [c.metric for c in phase_columns if c.metric in present]
         metrics += sorted(present - set(metrics))
         published = aggregates_published(
             challenge=challenge, suite=suite, datasets=datasets, metrics=metrics,
@@ -239,12 +244,12 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
         if ds is None:
             hidden = not is_organizer and score.metric not in published
             out.append(VisibleScore("Overall", score.metric, None if hidden else score.value, hidden,
-                                    metric_label(suite, score.metric)))
+                                    label_of(score.metric)))
             continue
         sealed = ds.is_sealed and not is_organizer
         label = dataset_label(ds, reveal_sealed=is_organizer)
         out.append(VisibleScore(label, score.metric, None if sealed else score.value, sealed,
-                                metric_label(suite, score.metric, per_dataset=True),
+                                label_of(score.metric, per_dataset=True),
                                 gold_sha256=score.gold_sha256 if is_organizer else "",
                                 gold_replaced=is_organizer and score.gold_sha256 != current_gold.get(ds.pk, "")))
     return out

@@ -60,12 +60,16 @@ from leaderboard.submissions.services import (
 )
 from leaderboard.submissions.storage import run_answers_store, storage_budget_enforce
 from leaderboard.submissions.systems import (
+    BUNDLE_DECLARATION,
+    INTERACTIVE,
+    PROTOCOL_LABEL,
     ArchiveError,
     RunDataset,
     RunOutcome,
     RunPlan,
     bundle_inspect,
     image_archive_inspect,
+    image_protocol,
     log_clean,
 )
 from leaderboard.submissions.uploads import UploadError, check_qids
@@ -107,15 +111,28 @@ def _spool(upload: File, limit: int) -> tuple[str, str, int]:  # type: ignore[ty
     return path, digest.hexdigest(), size
 
 
-def _check_archive(path: str, *, kind: str, name: str) -> str:
-    """Inspect an uploaded image archive or bundle; return the image id (pin) for images."""
+def _check_archive(path: str, *, kind: str, name: str, phase: Phase) -> str:
+    """Inspect an uploaded image archive or bundle; return the image id (pin) for images.
+
+    A phase in the interactive protocol takes only systems that declare they speak it: one that
+    does not would wait for files that never come, and fail every turn on the turn limit.
+    """
     try:
         if kind == SubmissionKind.DOCKER_IMAGE:
-            return image_archive_inspect(path, max_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES).image_id
-        bundle_inspect(path, max_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES)
-        return ""
+            image = image_archive_inspect(path, max_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES)
+            digest, protocol = image.image_id, image_protocol(image)
+        else:
+            digest = ""
+            protocol = bundle_inspect(path, max_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES).protocol
     except ArchiveError as exc:
         raise UploadError(f"{name}: {exc}") from None
+    if phase.protocol_modes and protocol != INTERACTIVE:
+        how = (f"LABEL {PROTOCOL_LABEL}={INTERACTIVE} in its Dockerfile" if kind == SubmissionKind.DOCKER_IMAGE
+               else f'a {BUNDLE_DECLARATION} with {{"protocol": "{INTERACTIVE}"}} at the top of the bundle')
+        raise UploadError(f"{name}: the {phase.name} phase runs systems turn by turn over stdin and stdout "
+                          f"(the interactive protocol), and this system does not declare that it speaks it: "
+                          f"add {how}")
+    return digest
 
 
 def _store_and_queue(
@@ -157,7 +174,7 @@ def submission_create_system(
     path, sha256, size = _spool(upload, settings.MAX_SYSTEM_UPLOAD_BYTES)
     stored = ""
     try:
-        digest = _check_archive(path, kind=kind, name=name)
+        digest = _check_archive(path, kind=kind, name=name, phase=phase)
         with transaction.atomic():
             quota_enforce_locked(team=team, phase=phase)
             storage_budget_enforce(team=team, incoming_bytes=size)
@@ -180,7 +197,7 @@ def baseline_system_submit(*, phase: Phase, team_name: str, path: str, kind: str
     if kind not in SYSTEM_KINDS:
         raise ServiceError(f"unknown kind of system {kind!r}: use docker_image or code_bundle")
     name = os.path.basename(path)
-    digest = _check_archive(path, kind=kind, name=name)
+    digest = _check_archive(path, kind=kind, name=name, phase=phase)
     with open(path, "rb") as fh:
         spooled, sha256, size = _spool(File(fh, name=name), settings.MAX_SYSTEM_UPLOAD_BYTES)
     try:

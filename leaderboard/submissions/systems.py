@@ -40,6 +40,12 @@ DEFAULT_BASE_IMAGE = "readerboard/python:bookworm"
 # The trusted side's queues (prediction files, the reaper and finishing runs): never a run queue.
 RESERVED_QUEUES = frozenset({"celery", "control"})
 BUNDLE_ENTRY_POINTS = (("run.sh", ["sh", "/system/run.sh"]), ("run.py", ["python3", "/system/run.py"]))
+# How a system declares that it answers turn by turn (issue 11): an image by its label, a bundle by
+# {"protocol": "interactive"} in a readerboard.json at its top.
+PROTOCOL_LABEL = "org.readerboard.protocol"
+BUNDLE_DECLARATION = "readerboard.json"
+INTERACTIVE = "interactive"
+_PROTOCOLS = ("batch", INTERACTIVE)
 MAX_BUNDLE_MEMBERS = 2000
 # What a team may keep stored per challenge (its uploads: prediction files, image archives,
 # bundles) unless the challenge's ``systems: {storage_mb_per_team: N}`` says otherwise.
@@ -657,6 +663,32 @@ class BundleInfo:
     command: list[str]
     files: int
     uncompressed_bytes: int
+    protocol: str = "batch"  # what its readerboard.json declares
+
+
+def image_protocol(image: ImageArchive) -> str:
+    """What an image declares with its ``org.readerboard.protocol`` label ("batch" without one)."""
+    labels = (image.config.get("config") or {}).get("Labels") or {}
+    declared = labels.get(PROTOCOL_LABEL, "batch") if isinstance(labels, dict) else "batch"
+    if declared not in _PROTOCOLS:
+        raise ArchiveError(f"the image's label {PROTOCOL_LABEL}={declared!r} is not one of {', '.join(_PROTOCOLS)}")
+    return str(declared)
+
+
+def _bundle_protocol(archive: zipfile.ZipFile) -> str:
+    member = next((m for m in archive.infolist() if m.filename.replace("\\", "/") == BUNDLE_DECLARATION), None)
+    if member is None:
+        return "batch"
+    if member.file_size > 64 * 1024:
+        raise ArchiveError(f"{BUNDLE_DECLARATION} is larger than 64 KiB")
+    try:
+        declared = json.loads(archive.read(member))
+    except (ValueError, zipfile.BadZipFile, OSError):
+        raise ArchiveError(f'{BUNDLE_DECLARATION} is not JSON; write {{"protocol": "{INTERACTIVE}"}}') from None
+    protocol = declared.get("protocol", "batch") if isinstance(declared, dict) else None
+    if protocol not in _PROTOCOLS:
+        raise ArchiveError(f'{BUNDLE_DECLARATION}: "protocol" must be one of {", ".join(_PROTOCOLS)}')
+    return str(protocol)
 
 
 def bundle_inspect(path: str | os.PathLike[str], *, max_uncompressed: int) -> BundleInfo:
@@ -690,9 +722,10 @@ def bundle_inspect(path: str | os.PathLike[str], *, max_uncompressed: int) -> Bu
         if both:
             raise ArchiveError(f"{both[0] or '/'!r} is both a file and a folder in the bundle; "
                                "a path can be only one of them")
+        protocol = _bundle_protocol(archive)
     for entry, command in BUNDLE_ENTRY_POINTS:
         if entry in files:
-            return BundleInfo(entry, command, len(members), total)
+            return BundleInfo(entry, command, len(members), total, protocol)
     raise ArchiveError("no run.sh or run.py at the top of the bundle (not inside a folder)")
 
 

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_members_at, team_of_user
 from leaderboard.challenges.models import Challenge, Phase
+from leaderboard.challenges.selectors import interactive_phases
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
 from leaderboard.submissions.models import Submission
@@ -95,6 +96,7 @@ def _upload_page(
         "quotas": [(p, quota_usage(team=team, phase=p)) for p in phases],
         "storage": team_storage_usage(team=team),
         "system": SystemSettings.from_json(challenge.system_settings),
+        "interactive": interactive_phases(phases),
     }
     return render(request, template, context, status=status)
 

@@ -6,41 +6,60 @@ reveals of the gold; every answer is on record before its turn's gold leaves the
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from leaderboard.accounts.services import team_create
-from leaderboard.challenges.models import Phase
+from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.compute import worker_token_create
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.system_services import submission_create_system
 from scoring.dialogs import quac_protocol_dialogs
-from tests.leaderboard.test_run_lifecycle import bundle
 from tests.leaderboard.test_suites_more import quac_gold
 
 pytestmark = pytest.mark.django_db
 
 
-def conversational_phase(tmp_path: Path, modes: list[str], gold: dict[str, Any] | None = None) -> Phase:
-    """A QuAC challenge whose test phase runs systems in ``modes``."""
+def conversational_challenge(tmp_path: Path, phases: dict[str, list[str] | None],
+                             gold: dict[str, Any] | None = None) -> Challenge:
+    """A QuAC challenge with a test phase per entry of ``phases``: its slug and modes (None: batch)."""
     path = tmp_path / "val_v0.2.json"
     path.write_text(json.dumps(gold or quac_gold()))
     spec = {
         "slug": "talk", "title": "Talk", "metric_suite": "quac",
-        "phases": [{"slug": "test", "name": "Test", "kind": "test", "opens_at": "2020-01-01T00:00:00Z",
+        "phases": [{"slug": slug, "name": slug.capitalize(), "kind": "test", "opens_at": "2020-01-01T00:00:00Z",
                     "closes_at": "2099-01-01T00:00:00Z", "allowed_kinds": ["docker_image", "code_bundle"],
-                    "protocol": modes}],
+                    **({"protocol": modes} if modes else {})} for slug, modes in phases.items()],
         "datasets": [{"slug": "quac", "name": "QuAC", "split": "II", "files": {"test": str(path)}}],
     }
     (tmp_path / "talk.yaml").write_text(yaml.safe_dump(spec))
-    return challenge_load(spec_path=tmp_path / "talk.yaml").phases.get()
+    return challenge_load(spec_path=tmp_path / "talk.yaml")
+
+
+def conversational_phase(tmp_path: Path, modes: list[str], gold: dict[str, Any] | None = None) -> Phase:
+    """A QuAC challenge whose test phase runs systems in ``modes``."""
+    return conversational_challenge(tmp_path, {"test": modes}, gold).phases.get()
+
+
+def interactive_bundle(script: str = "print('hi')\n", declaration: str | None = '{"protocol": "interactive"}'
+                       ) -> SimpleUploadedFile:
+    """A code bundle that declares (with readerboard.json) that it answers turn by turn."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("run.py", script)
+        if declaration is not None:
+            archive.writestr("readerboard.json", declaration)
+    return SimpleUploadedFile("system.zip", buffer.getvalue())
 
 
 @pytest.fixture
@@ -49,7 +68,8 @@ def run(tmp_path: Path) -> tuple[Client, str, Submission]:
     phase = conversational_phase(tmp_path, ["gold", "own", "adversarial"])
     user = User.objects.create_user("alice")
     team = team_create(challenge=phase.challenge, owner=user, name="Alpha")
-    submission = submission_create_system(team=team, phase=phase, user=user, upload=bundle(), kind="code_bundle")
+    submission = submission_create_system(team=team, phase=phase, user=user, upload=interactive_bundle(),
+                                          kind="code_bundle")
     client = Client(HTTP_AUTHORIZATION=f"Bearer {worker_token_create(name='host-a')}")
     ticket = client.post("/internal/v1/runs/claim/", {"queue": "cpu", "hint": 0, "instance": "h:1"},
                          content_type="application/json").json()["ticket"]
@@ -133,3 +153,51 @@ def test_an_interactive_run_is_not_rescored_from_its_answers(run: tuple[Client, 
 
     _, _, submission = run
     assert "with the old gold as its history; run the system again" in _answers_problem(submission)
+
+
+@pytest.mark.parametrize(("declaration", "message"), [
+    (None, 'this system does not declare that it speaks it: add a readerboard.json with {"protocol": "interactive"}'),
+    ('{"protocol": "batch"}', "does not declare that it speaks it"),
+    ('{"protocol": "chat"}', 'readerboard.json: "protocol" must be one of batch, interactive'),
+    ("protocol = interactive", 'readerboard.json is not JSON; write {"protocol": "interactive"}'),
+])
+def test_a_phase_in_the_protocol_refuses_a_system_that_does_not_declare_it(
+    tmp_path: Path, declaration: str | None, message: str
+) -> None:
+    from leaderboard.submissions.uploads import UploadError
+
+    phase = conversational_phase(tmp_path, ["own"])
+    user = User.objects.create_user("alice")
+    team = team_create(challenge=phase.challenge, owner=user, name="Alpha")
+    with pytest.raises(UploadError) as caught:
+        submission_create_system(team=team, phase=phase, user=user, upload=interactive_bundle(declaration=declaration),
+                                 kind="code_bundle")
+    assert message in str(caught.value) and str(caught.value).startswith("system.zip: ")
+    assert not Submission.objects.exists()
+
+
+def test_an_image_declares_the_protocol_with_its_label() -> None:
+    from leaderboard.submissions.systems import ArchiveError, ImageArchive, image_protocol
+
+    def image(labels: object) -> ImageArchive:
+        return ImageArchive(image_id="sha256:x", config={"config": {"Labels": labels}}, uncompressed_bytes=0)
+
+    assert image_protocol(image({"org.readerboard.protocol": "interactive"})) == "interactive"
+    assert image_protocol(image(None)) == image_protocol(image({"other": "x"})) == "batch"
+    with pytest.raises(ArchiveError, match="org.readerboard.protocol='chat' is not one of batch, interactive"):
+        image_protocol(image({"org.readerboard.protocol": "chat"}))
+
+
+def test_organizers_see_the_best_reachable_f1_of_a_quac_phase_and_the_public_does_not(tmp_path: Path) -> None:
+    from scoring.dialogs import best_reachable
+
+    demo = json.loads((Path(__file__).resolve().parents[2] / "deploy/demo/data/quac/val_v0.2.json").read_text())
+    challenge = conversational_challenge(tmp_path, {"gold": ["gold", "own"]}, gold=demo)
+    figures = best_reachable(demo)
+    assert round(figures["best_f1"], 1) == 95.3 and round(figures["best_filtered_f1"], 1) == 88.3
+    organizer = Client()
+    organizer.force_login(User.objects.create_superuser("root"))
+    page = organizer.get(f"/c/{challenge.slug}/board/gold/organizer/").content.decode()
+    assert ("QuAC: F1 95.3 with a gold answer as the prediction, 88.3 once the tokens of the previous six answers "
+            "are filtered out") in page
+    assert 'id="best-reachable"' not in Client().get(f"/c/{challenge.slug}/board/gold/").content.decode()

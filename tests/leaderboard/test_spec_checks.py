@@ -621,6 +621,7 @@ def test_a_phase_runs_its_systems_in_the_protocol_modes_its_spec_names(tmp_path:
     (["gold", "teacher"], "quac", None, "checked.phases[1].protocol: 'teacher' is not one of gold, own, adversarial"),
     (["gold", "gold"], "quac", None, "expected a list of distinct modes (gold, own, adversarial, single)"),
     ("gold", "quac", None, "expected a list of distinct modes"),
+    (["adversarial", "gold"], "quac", None, "the first mode ranks, and the adversarial history holds the current"),
     (["own"], "quac", ["predictions", "docker_image"], "a phase in the interactive protocol takes systems only"),
 ])
 def test_a_protocol_a_phase_cannot_run_is_refused(tmp_path: Path, protocol: Any, suite: str, kinds: Any,

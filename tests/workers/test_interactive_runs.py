@@ -13,9 +13,7 @@ scores the previous turn's gold; with its own history it only ever says CANNOTAN
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,11 @@ from leaderboard.accounts.services import team_create
 from leaderboard.challenges.suites import SUITES
 from leaderboard.submissions.models import DialogAnswers, Score, Status
 from scoring.dialogs import DialogGold, Mode, Session, quac_protocol_dialogs
-from tests.leaderboard.test_dialog_runs import conversational_phase
+from tests.leaderboard.test_dialog_runs import (
+    conversational_challenge,
+    conversational_phase,
+    interactive_bundle,
+)
 from tests.leaderboard.test_suites_more import quac_gold
 from tests.workers.systems_fixtures import Platform
 
@@ -73,10 +75,7 @@ def expected_f1(mode: Mode, gold: dict[str, Any]) -> float:
 
 
 def system_zip(script: str) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("run.py", script)
-    return buffer.getvalue()
+    return interactive_bundle(script).read()
 
 
 def test_a_system_answers_each_mode_turn_by_turn_and_is_scored_per_mode_from_the_record(
@@ -128,6 +127,21 @@ def test_a_system_answers_each_mode_turn_by_turn_and_is_scored_per_mode_from_the
     assert notes[3].startswith("single question: 7 of 7 turns answered"), notes
     assert submission.peak_memory_mb is not None and submission.peak_memory_mb > 0
 
+    # The public board: every mode's F1, the drop, the speed, and F1 by turn position, as stored.
+    from django.test import Client
+
+    board = Client().get(f"/c/{phase.challenge.slug}/board/{phase.slug}/export.json").json()
+    assert board["ranked_by"] == "f1" and board["ranking"].startswith("F1 (gold history)")
+    [row] = board["rows"]
+    assert row["F1 (gold history)"] == pytest.approx(scores["gold_f1"])
+    assert row["F1 (own history)"] == pytest.approx(scores["own_f1"])
+    assert row["F1 (adversarial history)"] == pytest.approx(100.0)
+    assert row["F1 (single question)"] == pytest.approx(scores["single_f1"])
+    assert row["Drop gold \u2192 own history"] == pytest.approx(scores["gold_own_drop"])
+    assert row["ms/question p95"] == pytest.approx(scores["latency_p95_ms"])
+    assert row["F1 by turn (gold history) Turn 1"] == 0.0
+    assert row["F1 by turn (gold history) Turn 2"] == pytest.approx(scores["turn_2_f1"])
+
 
 # Answers two turns, then stops reading; or answers the first with something that is not JSON.
 QUITTER = r"""
@@ -160,3 +174,56 @@ def test_a_system_that_stops_early_keeps_what_it_answered_and_gets_the_verdict_a
     # Two CANNOTANSWER answers to dialog 0's answerable turns 1-2; the rest unanswered: every F1 is 0.
     scores = {s.metric: s.value for s in Score.objects.filter(submission=submission, dataset__isnull=True)}
     assert scores["gold_f1"] == scores["own_f1"] == 0.0
+
+
+# Answers from the passage and the question alone, in batch (files) or turn by turn (stdin), as the
+# platform asks: the sentence sharing the most words of four letters or more with the question.
+DUAL = r"""
+import json, os, re, sys
+WORD = re.compile(r"\w+")
+
+def answer(passage, question):
+    asked = {w for w in WORD.findall(question.lower()) if len(w) > 3}
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", passage) if s.strip()]
+    best = max(sentences, key=lambda s: len(asked & set(WORD.findall(s.lower()))), default="")
+    shared = asked & set(WORD.findall(best.lower()))
+    return {"answer": best if shared else "CANNOTANSWER", "yesno": "x", "followup": "y"}
+
+if os.environ.get("READERBOARD_PROTOCOL") == "interactive":
+    for line in sys.stdin:
+        request = json.loads(line)
+        print(json.dumps({"id": request["id"], **answer(request["passage"], request["question"])}), flush=True)
+else:
+    manifest = json.load(open("/input/manifest.json"))
+    for dataset in manifest["datasets"]:
+        document = json.load(open("/input/" + dataset["input"]))
+        out = {qa["id"]: answer(par["context"], qa["question"])
+               for article in document["data"] for par in article["paragraphs"] for qa in par["qas"]}
+        json.dump(out, open("/output/" + dataset["output"], "w"))
+"""
+
+
+def test_the_same_system_scores_the_same_in_a_batch_run_and_one_question_at_a_time(
+    platform: Platform, tmp_path: Path
+) -> None:
+    challenge = conversational_challenge(tmp_path, {"batch": None, "single": ["single"]})
+    team_create(challenge=challenge, owner=platform.cast.alice, name="Talkers")
+    client = platform.cast.client("alice")
+    finished = {}
+    for phase in ("batch", "single"):
+        response = client.post(f"/api/v1/challenges/{challenge.slug}/systems/", {
+            "phase": phase, "kind": "code_bundle", "file": SimpleUploadedFile("system.zip", system_zip(DUAL))})
+        assert response.status_code == 201, response.content
+        finished[phase] = platform.wait_final(int(response.json()["id"]), timeout=180)
+        assert finished[phase].status == Status.FINISHED, (finished[phase].failure_reason, platform.logs())
+
+    def scores(phase: str) -> dict[tuple[str | None, str], float | None]:
+        return {(s.dataset.slug if s.dataset else None, s.metric): s.value
+                for s in Score.objects.filter(submission=finished[phase]).select_related("dataset")}
+
+    batch, single = scores("batch"), scores("single")
+    # Every metric the batch run has, the single-question run has with the same value (it has more:
+    # its mode's F1, its speed, F1 by turn position).
+    assert batch and {key: single[key] for key in batch} == batch
+    assert single[(None, "single_f1")] == batch[(None, "f1")] > 0
+    assert DialogAnswers.objects.filter(submission=finished["batch"]).count() == 0

@@ -40,7 +40,8 @@ class Command(BaseCommand):
             if (user.is_staff, user.is_superuser) != (staff, staff):
                 # A database from an earlier demo made the organizer Django staff (an empty admin).
                 User.objects.filter(pk=user.pk).update(is_staff=staff, is_superuser=staff)
-        for spec in ("mrqa-demo.yaml", "mrc2018-demo.yaml", "mrqa2019-archive.yaml"):
+        for spec in ("mrqa-demo.yaml", "mrc2018-demo.yaml", "mrqa2019-archive.yaml", "quac-demo.yaml",
+                     "coqa-demo.yaml"):
             challenge = challenge_load(spec_path=DEMO_DIR / spec)
             self.stdout.write(f"loaded challenge {challenge.slug}")
         phase = Phase.objects.get(challenge__slug="mrqa2019", slug="test")
