@@ -16,7 +16,14 @@ from enum import StrEnum
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from leaderboard.challenges.disclosure import Average, averages_to_publish
-from leaderboard.challenges.models import Challenge, Dataset, IncompleteRows, Phase, SealedAggregates
+from leaderboard.challenges.models import (
+    SYSTEM_KINDS,
+    Challenge,
+    Dataset,
+    IncompleteRows,
+    Phase,
+    SealedAggregates,
+)
 from leaderboard.challenges.suites import Suite
 from leaderboard.core.errors import NotFound
 from scoring.dialogs import Mode
@@ -213,3 +220,8 @@ class InteractivePhase:
 def interactive_phases(phases: Iterable[Phase]) -> list[InteractivePhase]:
     """The phases whose systems answer turn by turn (issue 11), with their modes, for the contract."""
     return [InteractivePhase(p.name, [Mode(m) for m in p.protocol_modes]) for p in phases if p.protocol_modes]
+
+
+def batch_system_phases(phases: Iterable[Phase]) -> bool:
+    """Whether any phase runs systems in batch (reading /input, writing /output), for the contract."""
+    return any(not p.protocol_modes and any(k in SYSTEM_KINDS for k in p.allowed_kinds) for p in phases)

@@ -935,10 +935,23 @@ def turn_metric(position: int) -> str:
     return f"turn_{TURN_BUCKETS + 1}plus_f1" if position > TURN_BUCKETS else f"turn_{position}_f1"
 
 
-def turn_columns() -> list[Column]:
-    """F1 by turn position, for a phase in the interactive protocol."""
-    return [Column(turn_metric(k), f"Turn {k}" if k <= TURN_BUCKETS else f"Turn {k}+")
+def turn_columns(prefix: str = "Turn") -> list[Column]:
+    """F1 by turn position, for a phase in the interactive protocol (``prefix``: the label's start;
+    the board groups them under "F1 by turn", elsewhere they say "F1 at turn")."""
+    return [Column(turn_metric(k), f"{prefix} {k}" if k <= TURN_BUCKETS else f"{prefix} {k}+")
             for k in range(1, TURN_BUCKETS + 2)]
+
+
+def phase_metric_columns(suite: Suite, phase: Phase) -> list[Column]:
+    """Every overall metric a phase's submissions have, in the board's order, labelled for a list
+    outside the board (a submission's page): the suite's, then the interactive protocol's."""
+    columns = list(suite.aggregate_columns)
+    if phase.protocol_modes:
+        modes = [Mode(m) for m in phase.protocol_modes]
+        columns += [Column(f"{m.value}_f1", f"F1 ({m.label})") for m in modes]
+        columns += [c for c in phase_aggregate_columns(suite, phase) if c.metric not in {c.metric for c in columns}]
+        columns += turn_columns("F1 at turn")
+    return columns
 
 
 SUITES: dict[str, Suite] = {

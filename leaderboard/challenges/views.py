@@ -16,7 +16,13 @@ from leaderboard.challenges.downloads import (
 )
 from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
-from leaderboard.challenges.selectors import PhaseState, dataset_label, interactive_phases, phase_status
+from leaderboard.challenges.selectors import (
+    PhaseState,
+    batch_system_phases,
+    dataset_label,
+    interactive_phases,
+    phase_status,
+)
 from leaderboard.console.selectors import announcements_shown, team_extension_open
 from leaderboard.submissions.storage import size_text, storage_budget_bytes
 from leaderboard.submissions.systems import SystemSettings
@@ -60,6 +66,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "announcements": announcements_shown(challenge=challenge),
             "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
         "interactive": interactive_phases(phases),
+        "batch": batch_system_phases(phases),
             "storage_budget": size_text(storage_budget_bytes(challenge=challenge)),
         },
     )

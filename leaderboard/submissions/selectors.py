@@ -25,7 +25,7 @@ from leaderboard.challenges.models import (
     TeamPhaseOverride,
 )
 from leaderboard.challenges.selectors import aggregates_published, dataset_label, phase_ranking_scope
-from leaderboard.challenges.suites import metric_label, phase_aggregate_columns, suite_for, turn_columns
+from leaderboard.challenges.suites import metric_label, phase_metric_columns, suite_for
 from leaderboard.core.errors import NotFound
 from leaderboard.submissions.models import (
     ACTIVE_STATUSES,
@@ -212,9 +212,10 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
     challenge = submission.phase.challenge
     suite = suite_for(challenge)
     # The board's order: aggregates as its columns (others after, by label), then each dataset's.
-    phase_columns = [*phase_aggregate_columns(suite, submission.phase),
-                     *(turn_columns() if submission.phase.protocol_modes else [])]
-    column_order = {c.metric: i for i, c in enumerate((*phase_columns, *suite.dataset_columns))}
+    phase_columns = phase_metric_columns(suite, submission.phase)
+    column_order: dict[str, int] = {}
+    for c in (*phase_columns, *suite.dataset_columns):
+        column_order.setdefault(c.metric, len(column_order))  # a metric's first place is its place
 
     def label_of(metric: str, *, per_dataset: bool = False) -> str:
         return metric_label(suite, metric, per_dataset=per_dataset, extra=phase_columns)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_members_at, team_of_user
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.selectors import interactive_phases
+from leaderboard.challenges.selectors import batch_system_phases, interactive_phases
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
 from leaderboard.submissions.models import Submission
@@ -97,6 +97,7 @@ def _upload_page(
         "storage": team_storage_usage(team=team),
         "system": SystemSettings.from_json(challenge.system_settings),
         "interactive": interactive_phases(phases),
+        "batch": batch_system_phases(phases),
     }
     return render(request, template, context, status=status)
 
