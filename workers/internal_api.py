@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +92,10 @@ class HttpTransport:
         self._report(ticket, "failure", lambda url: self.session.post(url, json=body, timeout=TIMEOUT))
 
     def dialog_turn(self, ticket: RunTicket, *, mode: str, dataset: int, dialog: int, turn: int | None,
-                    answer: Mapping[str, str] | None = None, latency_s: float | None = None) -> Revealed:
+                    answers: Sequence[Mapping[str, str]] = (), latencies_s: Sequence[float | None] = ()) -> Revealed:
         body: dict[str, Any] = {"mode": mode, "dataset": dataset, "dialog": dialog, "turn": turn,
-                "answer": dict(answer) if answer is not None else None,
-                "latency_ms": None if latency_s is None else latency_s * 1000}
+                                "answers": [dict(a) for a in answers],
+                                "latencies_ms": [None if s is None else s * 1000 for s in latencies_s]}
         url = self._url(f"runs/{ticket.submission_id}/{ticket.attempt}/dialogs/")
         for attempt in range(TURN_TRIES):
             try:

@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -84,24 +84,52 @@ class RunTransport(Protocol):
         """The run produced no outcome: the team's fault (final) or the platform's (retried)."""
 
     def dialog_turn(self, ticket: RunTicket, *, mode: str, dataset: int, dialog: int, turn: int | None,
-                    answer: Mapping[str, str] | None = None, latency_s: float | None = None) -> Revealed:
-        """The interactive protocol: record ``answer`` to ``turn`` of a dialog on the trusted side (``turn``
-        None: open the dialog) and return what the mode reveals of the gold."""
+                    answers: Sequence[Mapping[str, str]] = (), latencies_s: Sequence[float | None] = ()) -> Revealed:
+        """The interactive protocol: record ``answers`` to turns ``turn``, ``turn + 1``... of a dialog on the
+        trusted side (``turn`` None: open the dialog) and return what the mode reveals of the gold."""
 
 
 class RemoteGold:
-    """A session's gold source on a compute worker: the trusted side, one call per turn.  The answer
-    goes first; the gold the mode allows comes back in the reply (nothing of it is held here)."""
+    """A session's gold source on a compute worker: the trusted side.  The answer goes first; the
+    gold the mode allows comes back in the reply (nothing of it is held here).
 
-    def __init__(self, transport: RunTransport, ticket: RunTicket, mode: str, dataset: int) -> None:
-        self.transport, self.ticket, self.mode, self.dataset = transport, ticket, mode, dataset
+    Every call costs the platform a request (a few milliseconds), so only the modes that reveal
+    something call at each turn (gold, adversarial); in the others (own history, single question)
+    a dialog's answers go in one call when it ends, or at ``flush`` for a dialog left unfinished.
+    """
+
+    def __init__(self, transport: RunTransport, ticket: RunTicket, mode: str, dataset: int, lengths: Sequence[int]
+                 ) -> None:
+        self.transport, self.ticket, self.mode, self.dataset = transport, ticket, Mode(mode), dataset
+        self.lengths = lengths
+        self.reveals = self.mode in (Mode.GOLD, Mode.ADVERSARIAL)
+        self.pending: dict[int, tuple[int, list[Mapping[str, str]], list[float | None]]] = {}
 
     def opening(self, dialog: int) -> Revealed:
+        if self.mode != Mode.ADVERSARIAL:
+            return Revealed()  # nothing to show before an answer
         return self.transport.dialog_turn(self.ticket, mode=self.mode, dataset=self.dataset, dialog=dialog, turn=None)
 
     def answered(self, dialog: int, turn: int, answer: Mapping[str, str], latency_s: float | None = None) -> Revealed:
-        return self.transport.dialog_turn(self.ticket, mode=self.mode, dataset=self.dataset, dialog=dialog,
-                                          turn=turn, answer=answer, latency_s=latency_s)
+        if self.reveals:
+            return self.transport.dialog_turn(self.ticket, mode=self.mode, dataset=self.dataset, dialog=dialog,
+                                              turn=turn, answers=[answer], latencies_s=[latency_s])
+        first, answers, latencies = self.pending.setdefault(dialog, (turn, [], []))
+        answers.append(answer)
+        latencies.append(latency_s)
+        if turn == self.lengths[dialog] - 1:
+            self._send(dialog)
+        return Revealed()
+
+    def flush(self) -> None:
+        """Send the answers of dialogs left unfinished (the system stopped, or ran out of time)."""
+        for dialog in list(self.pending):
+            self._send(dialog)
+
+    def _send(self, dialog: int) -> None:
+        first, answers, latencies = self.pending.pop(dialog)
+        self.transport.dialog_turn(self.ticket, mode=self.mode, dataset=self.dataset, dialog=dialog, turn=first,
+                                   answers=answers, latencies_s=latencies)
 
 
 @dataclass(frozen=True)
@@ -319,12 +347,16 @@ def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeCon
                          logs="", runtime=ticket.runtime or config.runtime or "default")
     logs = []
     for mode in ticket.protocol["modes"]:
-        sessions = [Session(dialog, Mode(mode), RemoteGold(transport, ticket, mode, d), index=k)
+        golds = [RemoteGold(transport, ticket, mode, d, [len(dialog.turns) for dialog in dialogs])
+                 for d, dialogs in enumerate(datasets)]
+        sessions = [Session(dialog, Mode(mode), golds[d], index=k)
                     for d, dialogs in enumerate(datasets) for k, dialog in enumerate(dialogs)]
         # The system learns from its environment that it answers on stdin, and in which mode.
         spec = dataclasses.replace(runner_spec(), environment={"READERBOARD_PROTOCOL": "interactive",
                                                                 "READERBOARD_MODE": mode})
         talk: Conversation = converse(client, spec, sessions, turn_limit_s=ticket.limits.turn_limit_s)
+        for gold in golds:
+            gold.flush()
         if talk.not_started:
             outcome.not_started, outcome.exit_code = talk.not_started, 127
             outcome.notes.append(RunNote(talk.not_started))

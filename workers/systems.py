@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from django import db
@@ -83,14 +83,14 @@ class LocalTransport:
         submission_run_finish(ticket.submission_id, attempt=ticket.attempt, outcome=outcome)
 
     def dialog_turn(self, ticket: RunTicket, *, mode: str, dataset: int, dialog: int, turn: int | None,
-                    answer: Mapping[str, str] | None = None, latency_s: float | None = None) -> Revealed:
+                    answers: Sequence[Mapping[str, str]] = (), latencies_s: Sequence[float | None] = ()) -> Revealed:
         submission = Submission.objects.select_related("phase__challenge").get(pk=ticket.submission_id)
         try:
             if turn is None:
                 return dialog_runs.dialog_open(submission=submission, mode=mode, dataset=dataset, dialog=dialog)
-            return dialog_runs.dialog_turn_answer(submission=submission, mode=mode, dataset=dataset, dialog=dialog,
-                                                  turn=turn, answer=answer,
-                                                  latency_ms=None if latency_s is None else latency_s * 1000)
+            return dialog_runs.dialog_turns_answer(
+                submission=submission, mode=mode, dataset=dataset, dialog=dialog, first=turn, answers=list(answers),
+                latencies_ms=[None if s is None else s * 1000 for s in latencies_s])
         except dialog_runs.TurnRefused as exc:
             raise runner.PlatformError(f"the platform refused a turn: {exc}") from None
 

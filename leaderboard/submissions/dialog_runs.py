@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -51,18 +52,33 @@ class RunDialogs:
     dialogs: list[Dialog]
 
 
+@lru_cache(maxsize=256)
+def _run_gold_paths(submission_id: int, attempt: int) -> tuple[str, ...]:
+    """The gold file of each of a run's datasets, in the run's order.  Asked once per turn, so kept
+    per attempt (a run's datasets are fixed when it is claimed: a new gold gets a new attempt's plan
+    only when the run is queued again; a file replaced meanwhile is caught by run_gold_dialogs)."""
+    submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
+    files = {f.dataset.slug: f.gold.path for f in DatasetFile.objects.filter(
+        dataset__challenge=submission.phase.challenge, portion=submission.phase.portion).select_related("dataset")}
+    return tuple(files[ds.slug] for ds in system_run_plan(submission=submission).datasets)
+
+
 def run_gold_dialogs(*, submission: Submission, dataset: int) -> RunDialogs:
     """The gold dialogs of the run's ``dataset``-th dataset, in the order of its inputs file."""
-    challenge = submission.phase.challenge
-    fmt = challenge.metric_suite
+    fmt = submission.phase.challenge.metric_suite
     if fmt not in DIALOG_FORMATS:
         raise TurnRefused("this challenge's datasets are not dialogs")
-    datasets = system_run_plan(submission=submission).datasets
-    if not 0 <= dataset < len(datasets):
-        raise TurnRefused(f"the run has {len(datasets)} dataset(s); there is no dataset {dataset}")
-    gold = DatasetFile.objects.get(dataset__challenge=challenge, dataset__slug=datasets[dataset].slug,
-                                   portion=submission.phase.portion).gold.path
-    return RunDialogs(fmt, _gold_dialogs(fmt, gold, os.path.getmtime(gold)))
+    paths = _run_gold_paths(submission.pk, submission.attempts)
+    if not 0 <= dataset < len(paths):
+        raise TurnRefused(f"the run has {len(paths)} dataset(s); there is no dataset {dataset}")
+    try:
+        mtime = os.path.getmtime(paths[dataset])
+    except OSError:
+        # The gold was replaced (a new file, a new path) since this attempt began: look again.
+        _run_gold_paths.cache_clear()
+        paths = _run_gold_paths(submission.pk, submission.attempts)
+        mtime = os.path.getmtime(paths[dataset])
+    return RunDialogs(fmt, _gold_dialogs(fmt, paths[dataset], mtime))
 
 
 def _mode_of(submission: Submission, mode: str) -> Mode:
@@ -119,29 +135,42 @@ def dialog_open(*, submission: Submission, mode: str, dataset: int, dialog: int)
 
 def dialog_turn_answer(*, submission: Submission, mode: str, dataset: int, dialog: int, turn: int,
                        answer: Any, latency_ms: float | None = None) -> Revealed:
-    """Record the system's answer to ``turn`` (0-based) of a dialog, then reveal what the mode allows.
+    """Record the system's answer to ``turn`` (0-based) of a dialog, then reveal what the mode allows."""
+    return dialog_turns_answer(submission=submission, mode=mode, dataset=dataset, dialog=dialog, first=turn,
+                               answers=[answer], latencies_ms=[latency_ms])
+
+
+def dialog_turns_answer(*, submission: Submission, mode: str, dataset: int, dialog: int, first: int,
+                        answers: Sequence[Any], latencies_ms: Sequence[Any]) -> Revealed:
+    """Record the answers to turns ``first``, ``first + 1``... of a dialog, then reveal what the mode
+    allows once the last of them is answered.
 
     Turns are taken in order.  The same answer again (a worker retrying a call whose reply it
     lost) gets the same reply; another answer to a turn already answered is refused: the first
-    one was on record before its gold was revealed.
+    one was on record before its gold was revealed.  Several turns in one call are for the modes
+    that reveal nothing (own history, single question): a worker sends a dialog's answers at once.
     """
     played = _mode_of(submission, mode)
     gold = _dialog_of(submission, dataset, dialog)
-    taken = _answer_checked(answer)
-    if not 0 <= turn < len(gold.turns):
-        raise TurnRefused(f"dialog {dialog} has {len(gold.turns)} turns; there is no turn {turn + 1}")
+    if not answers or len(latencies_ms) != len(answers):
+        raise TurnRefused("expected one or more answers, each with its latency")
+    taken = [_answer_checked(answer) for answer in answers]
+    last = first + len(taken) - 1
+    if first < 0 or last >= len(gold.turns):
+        raise TurnRefused(f"dialog {dialog} has {len(gold.turns)} turns; there is no turn {last + 1 if first >= 0 else first + 1}")
     with transaction.atomic():
         row = _row(submission, played, dataset, dialog)
-        if turn < len(row.answers):
-            if row.answers[turn] != taken:
-                raise TurnRefused(f"turn {turn + 1} of dialog {dialog} was answered already, differently")
-        elif turn > len(row.answers):
-            raise TurnRefused(f"turn {turn + 1} of dialog {dialog} before turn {len(row.answers) + 1}")
-        else:
-            row.answers.append(taken)
-            row.latencies_ms.append(round(float(latency_ms), 3) if isinstance(latency_ms, (int, float)) else None)
-            row.save(update_fields=["answers", "latencies_ms"])
-    return reveal(played, gold, turn + 1)
+        if first > len(row.answers):
+            raise TurnRefused(f"turn {first + 1} of dialog {dialog} before turn {len(row.answers) + 1}")
+        for turn, (answer, latency) in enumerate(zip(taken, latencies_ms, strict=True), start=first):
+            if turn < len(row.answers):
+                if row.answers[turn] != answer:
+                    raise TurnRefused(f"turn {turn + 1} of dialog {dialog} was answered already, differently")
+                continue
+            row.answers.append(answer)
+            row.latencies_ms.append(round(float(latency), 3) if isinstance(latency, (int, float)) else None)
+        row.save(update_fields=["answers", "latencies_ms"])
+    return reveal(played, gold, last + 1)
 
 
 # --------------------------------------------------------------------------- scoring the record

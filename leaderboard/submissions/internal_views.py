@@ -160,8 +160,9 @@ def run_failure(request: HttpRequest, worker: WorkerToken, submission: Submissio
 @run_required
 def run_dialog_turn(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
     """A turn of the interactive protocol: {mode, dataset, dialog, turn, answer, latency_ms} records
-    the answer and replies with the gold the mode reveals; ``turn`` null opens a dialog (nothing
-    is recorded).  A turn the run cannot take gets 409 and its reason."""
+    the answer and replies with the gold the mode reveals; {..., turn, answers, latencies_ms} records
+    several turns from ``turn`` on; ``turn`` null opens a dialog (nothing is recorded).  A turn the
+    run cannot take gets 409 and its reason."""
     body = _json_body(request)
     positions = [body.get(key) if body else None for key in ("dataset", "dialog")]
     if body is None or not isinstance(body.get("mode"), str) or not all(
@@ -173,9 +174,14 @@ def run_dialog_turn(request: HttpRequest, worker: WorkerToken, submission: Submi
             revealed = dialog_runs.dialog_open(submission=submission, mode=body["mode"], dataset=body["dataset"],
                                                dialog=body["dialog"])
         elif isinstance(turn, int) and not isinstance(turn, bool):
-            revealed = dialog_runs.dialog_turn_answer(
-                submission=submission, mode=body["mode"], dataset=body["dataset"], dialog=body["dialog"], turn=turn,
-                answer=body.get("answer"), latency_ms=body.get("latency_ms"))
+            if isinstance(body.get("answers"), list):  # turns ``turn``, ``turn + 1``... at once
+                answers, latencies = body["answers"], body.get("latencies_ms")
+                latencies = latencies if isinstance(latencies, list) else []
+            else:
+                answers, latencies = [body.get("answer")], [body.get("latency_ms")]
+            revealed = dialog_runs.dialog_turns_answer(
+                submission=submission, mode=body["mode"], dataset=body["dataset"], dialog=body["dialog"], first=turn,
+                answers=answers, latencies_ms=latencies)
         else:
             return JsonResponse({"detail": "'turn' is a turn's position (from 0), or null to open a dialog"},
                                 status=400)
