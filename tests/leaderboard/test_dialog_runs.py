@@ -201,3 +201,27 @@ def test_organizers_see_the_best_reachable_f1_of_a_quac_phase_and_the_public_doe
     assert ("QuAC: F1 95.3 with a gold answer as the prediction, 88.3 once the tokens of the previous six answers "
             "are filtered out") in page
     assert 'id="best-reachable"' not in Client().get(f"/c/{challenge.slug}/board/gold/").content.decode()
+
+
+def test_a_dialogs_answers_may_come_in_one_call_and_follow_the_same_rules(run: tuple[Client, str, Submission]) -> None:
+    """What a worker sends in the modes that reveal nothing: a dialog's answers at once."""
+    client, url, _ = run
+    four = [answer(f"a{k}") for k in range(4)]
+    first = post(client, url, mode="own", dataset=0, dialog=0, turn=0, answers=four[:2], latencies_ms=[1.0, 2.0])
+    assert first.status_code == 200 and first.json() == {"answered": None, "upcoming": None}
+    # Again (a lost reply), and on from there with one overlapping turn: taken, nothing doubled.
+    assert post(client, url, mode="own", dataset=0, dialog=0, turn=0, answers=four[:2],
+                latencies_ms=[1.0, 2.0]).status_code == 200
+    assert post(client, url, mode="own", dataset=0, dialog=0, turn=1, answers=four[1:],
+                latencies_ms=[2.0, 3.0, 4.0]).status_code == 200
+    row = DialogAnswers.objects.get(mode="own", dialog=0)
+    assert row.answers == four and row.latencies_ms == [1.0, 2.0, 3.0, 4.0]
+    changed = post(client, url, mode="own", dataset=0, dialog=0, turn=2, answers=[answer("other"), four[3]],
+                   latencies_ms=[1.0, 1.0])
+    assert changed.status_code == 409 and "turn 3 of dialog 0 was answered already, differently" in changed.json()["detail"]
+    # Past the dialog's end, or without a latency per answer: refused, nothing stored.
+    assert post(client, url, mode="own", dataset=0, dialog=1, turn=0, answers=[answer("x")] * 4,
+                latencies_ms=[1.0] * 4).json()["detail"] == "dialog 1 has 3 turns; there is no turn 4"
+    assert post(client, url, mode="own", dataset=0, dialog=1, turn=0, answers=[answer("x")],
+                latencies_ms=[]).json()["detail"] == "expected one or more answers, each with its latency"
+    assert not DialogAnswers.objects.filter(dialog=1).exists()
