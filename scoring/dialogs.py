@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from scoring.coqa import coqa_gold, evaluate_coqa
 from scoring.errors import InputFormatError
 from scoring.quac import QuacPrediction, evaluate_quac, quac_dialogs
 from scoring.text import normalize_answer
@@ -309,6 +310,35 @@ def _filtered(span: str, previous: Sequence[str]) -> str:
         return span
     seen = {tok for answer in previous if answer != CANNOT_ANSWER for tok in normalize_answer(answer).split()}
     return " ".join(tok for tok in span.split() if normalize_answer(tok) not in seen or not normalize_answer(tok))
+
+
+def best_reachable_of(fmt: str, dataset: Any, *, seed: int = 0, window: int = FILTER_WINDOW) -> dict[str, float]:
+    """BEST and BEST with post-filtering of a ``quac`` or ``coqa`` gold dataset (see ``best_reachable``).
+
+    For CoQA the prediction is one of a turn's answers chosen at random, scored by the official
+    scorer (which compares it with the others, leaving one out), and the filter removes the tokens
+    of the previous ``window`` turns' main answers (what a gold history shows).
+    """
+    if fmt == "quac":
+        return best_reachable(dataset, seed=seed, window=window)
+    if fmt != "coqa":
+        raise InputFormatError(f"no dialogs in the {fmt!r} format (quac, coqa)")
+    rng = random.Random(seed)
+    gold = coqa_gold(dataset)
+    best: dict[Any, str] = {}
+    filtered: dict[Any, str] = {}
+    shown: dict[Any, list[str]] = {}  # story id -> the main answers of its turns so far
+    for key, golds in gold.turns.items():
+        earlier = shown.setdefault(key[0], [])
+        span = rng.choice(golds) if golds else ""
+        best[key] = span
+        filtered[key] = _filtered(span, earlier[-window:])
+        earlier.append(golds[0] if golds else "")
+
+    def f1(predictions: Mapping[Any, str]) -> float:
+        return float(evaluate_coqa(gold, predictions).metrics["overall"]["f1"])
+
+    return {"best_f1": f1(best), "best_filtered_f1": f1(filtered)}
 
 
 def best_reachable(dataset: Any, *, seed: int = 0, window: int = FILTER_WINDOW) -> dict[str, float]:

@@ -922,7 +922,7 @@ def phase_aggregate_columns(suite: Suite, phase: Phase) -> list[Column]:
     if Mode.GOLD in modes and Mode.OWN in modes:
         extra.append(Column("gold_own_drop", "Drop gold \u2192 own history"))
     speed = [Column("latency_p50_ms", "ms/question p50", 0), Column("latency_p95_ms", "ms/question p95", 0),
-             Column("questions_per_s", "Questions/s", 0)]
+             Column("questions_per_s", "Questions/s", 0), Column("peak_memory_mib", "Peak MiB", 0)]
     return [*columns[:at], *extra, *columns[at:], *speed]
 
 

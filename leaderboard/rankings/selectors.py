@@ -53,7 +53,7 @@ from leaderboard.challenges.selectors import (
 from leaderboard.challenges.suites import Suite, phase_aggregate_columns, suite_for, turn_columns
 from leaderboard.submissions.models import BoardEntry, Score, Status
 from leaderboard.submissions.selectors import verdict_sentence
-from scoring.dialogs import Mode, best_reachable
+from scoring.dialogs import DIALOG_FORMATS, Mode, best_reachable_of
 from scoring.io import load_json
 from scoring.ranking import rank_rows
 
@@ -437,20 +437,21 @@ class BestReachable:
 
 
 @lru_cache(maxsize=16)
-def _best_reachable(path: str, mtime: float) -> tuple[float, float]:
+def _best_reachable(fmt: str, path: str, mtime: float) -> tuple[float, float]:
     # Keyed by the file's mtime: a replaced gold is read again.
-    figures = best_reachable(load_json(path))
+    figures = best_reachable_of(fmt, load_json(path))
     return figures["best_f1"], figures["best_filtered_f1"]
 
 
 def phase_best_reachable(*, phase: Phase) -> list[BestReachable]:
-    """For organizers, on a QuAC phase: the best F1 any system could reach (a gold answer as its
-    prediction, BEST) and that with the tokens of the previous six answers filtered out (what a
-    model that filters out what was already answered is held to), dataset by dataset.  Other
-    suites: nothing (the analysis is QuAC's)."""
-    if phase.challenge.metric_suite != "quac":
+    """For organizers, on a conversational (QuAC, CoQA) phase: the best F1 any system could reach
+    (a gold answer as its prediction, BEST) and that with the tokens of the previous six answers
+    filtered out (what a model that filters out what was already answered is held to), dataset by
+    dataset.  Other suites: nothing."""
+    fmt = phase.challenge.metric_suite
+    if fmt not in DIALOG_FORMATS:
         return []
     files = (DatasetFile.objects.filter(dataset__challenge_id=phase.challenge_id, portion=phase.portion)
              .select_related("dataset").order_by("dataset__order", "dataset__slug"))
     return [BestReachable(dataset_label(f.dataset, reveal_sealed=True),
-                          *_best_reachable(f.gold.path, os.path.getmtime(f.gold.path))) for f in files]
+                          *_best_reachable(fmt, f.gold.path, os.path.getmtime(f.gold.path))) for f in files]

@@ -222,14 +222,16 @@ def dialog_run_predictions(*, submission: Submission, files: list[DatasetFile]) 
                 for mode in submission.phase.protocol_modes} for index, f in enumerate(files)}
 
 
-def dialog_run_results(*, submission: Submission, predictions: dict[DatasetFile, dict[str, dict[str, Any]]]
-                       ) -> dict[Dataset, DatasetResult]:
+def dialog_run_results(*, submission: Submission, predictions: dict[DatasetFile, dict[str, dict[str, Any]]],
+                       peak_memory_mib: int | None = None) -> dict[Dataset, DatasetResult]:
     """Each dataset scored in every mode by the suite's own scorer (the official script's figures).
 
     The first mode's metrics are stored as they are (they rank, and the board's usual columns show
     them) with its F1 by turn position; every mode's F1 as ``<mode>_f1``; the drop from gold to own
     history where both ran; and the system's speed in the first mode, from the latencies measured
-    per request (``latency_p50_ms``, ``latency_p95_ms``, ``questions_per_s``).
+    per request (``latency_p50_ms``, ``latency_p95_ms``, ``questions_per_s``), with the run's peak
+    memory over all its modes (``peak_memory_mib``, whole MiB as the run's page shows it; stored with
+    each dataset, so that the board's average of it is the figure itself).
     """
     modes = submission.phase.protocol_modes
     fmt = submission.phase.challenge.metric_suite
@@ -246,6 +248,8 @@ def dialog_run_results(*, submission: Submission, predictions: dict[DatasetFile,
         if gold_f1 is not None and own_f1 is not None:
             metrics[DROP_METRIC] = gold_f1 - own_f1
         metrics.update(_speed(submission, index, modes[0]))
+        if peak_memory_mib is not None:
+            metrics["peak_memory_mib"] = float(peak_memory_mib)
         results[dataset_file.dataset] = DatasetResult(metrics=metrics, per_example=main.per_example)
     return results
 

@@ -356,7 +356,8 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         # (but an interactive run, whose history held the old gold: rescore._answers_problem).
         run_answers_store(submission_id=submission_id, answers={f.dataset.slug: a for f, a in answers.items()})
         if submission.phase.protocol_modes:
-            results = dialog_runs.dialog_run_results(submission=submission, predictions=by_mode)
+            results = dialog_runs.dialog_run_results(submission=submission, predictions=by_mode,
+                                                     peak_memory_mib=record["peak_memory_mb"])
         else:
             results = {
                 f.dataset: score_dataset(submission=submission, dataset_file=f, predictions=a)

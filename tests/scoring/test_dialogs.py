@@ -211,3 +211,15 @@ def test_a_gold_source_refuses_a_turn_answered_out_of_order(quac: dict) -> None:
     with pytest.raises(ValueError, match="out of order"):
         source.answered(0, 1, {"answer": "x"})  # turn 2 before turn 1
     assert source.answered(0, 0, {"answer": "x"}).answered == quac_protocol_dialogs(quac)[0].turns[0].answers[0]
+
+
+def test_coqa_best_is_a_gold_answer_and_its_filter_drops_what_earlier_turns_said() -> None:
+    from scoring.dialogs import best_reachable_of
+
+    story = {"id": "s1", "source": "mctest", "story": "The red ball rolled. It was a red ball.",
+             "questions": [{"turn_id": 1, "input_text": "What rolled?"}, {"turn_id": 2, "input_text": "What was it?"}],
+             "answers": [{"turn_id": 1, "input_text": "red ball"}, {"turn_id": 2, "input_text": "red ball"}]}
+    # One annotator: the prediction is that answer (F1 100); filtered, turn 2 loses every token.
+    assert best_reachable_of("coqa", {"data": [story]}) == {"best_f1": 100.0, "best_filtered_f1": 50.0}
+    real = best_reachable_of("coqa", json.loads(COQA.read_text()))
+    assert 90 < real["best_f1"] <= 100 and real["best_filtered_f1"] < real["best_f1"]

@@ -94,7 +94,7 @@ def test_a_forged_archive_that_got_past_upload_fails_at_load_once_and_the_baseli
 ) -> None:
     forged, baseline_id = forged_from(baseline_tar)
     # As if the upload check had missed it (an older platform let it in): the worker checks again.
-    monkeypatch.setattr(system_services, "_check_archive", lambda path, *, kind, name: baseline_id)
+    monkeypatch.setattr(system_services, "_check_archive", lambda path, *, kind, name, phase: baseline_id)
     pk = platform.submit(forged, kind="docker_image", name="my-system.tar")
     monkeypatch.undo()
     call_command("system_submit", "demo", "test", str(baseline_tar), "--team", "Baseline: sentence overlap")

@@ -139,6 +139,7 @@ def test_a_system_answers_each_mode_turn_by_turn_and_is_scored_per_mode_from_the
     assert row["F1 (single question)"] == pytest.approx(scores["single_f1"])
     assert row["Drop gold \u2192 own history"] == pytest.approx(scores["gold_own_drop"])
     assert row["ms/question p95"] == pytest.approx(scores["latency_p95_ms"])
+    assert row["Peak MiB"] == submission.peak_memory_mb
     assert row["F1 by turn (gold history) Turn 1"] == 0.0
     assert row["F1 by turn (gold history) Turn 2"] == pytest.approx(scores["turn_2_f1"])
 
