@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from scoring.dialogs import Mode
+from scoring.dialogs import DIALOG_FORMATS, Mode
 from scoring.errors import InputFormatError, ScoringError
 from scoring.inputs import build_inputs, coqa_qid, document_inputs
 
@@ -379,6 +379,8 @@ class MrqaSuite:
     def averaged_over(
         self, metric: str, datasets: Sequence[Dataset], *, ranked: Collection[Dataset] | None = None
     ) -> tuple[str, list[Dataset]] | None:
+        if metric in PROTOCOL_METRICS:
+            return metric, list(datasets)  # the mean over every dataset, as the other suites take it
         # macro_f1/macro_em rank, so they cover the ranked datasets (MRQA 2019: Splits II
         # and III); a split's average covers that split whatever the ranking.
         match = _MRQA_AGGREGATE.fullmatch(metric)
@@ -394,6 +396,8 @@ class MrqaSuite:
     ) -> dict[str, float | None]:
         splits = [split for split in ("I", "II", "III") if any(ds.split == split for ds in per_dataset)]
         names = ["macro_f1", "macro_em", *(f"split_{split}_macro_{m}" for split in splits for m in ("f1", "em"))]
+        # A run in the single-question mode (issue 11) has its mode's F1 and its speed too.
+        names += sorted({k for m in per_dataset.values() for k in m} & PROTOCOL_METRICS)
         return _means(self, names, per_dataset, ranked)
 
 
@@ -926,6 +930,11 @@ def phase_aggregate_columns(suite: Suite, phase: Phase) -> list[Column]:
     return [*columns[:at], *extra, *columns[at:], *speed]
 
 
+# What a run in the interactive protocol stores with each dataset besides the suite's own metrics
+# (leaderboard/submissions/dialog_runs.py), for the suites that aggregate only their own.
+PROTOCOL_METRICS = frozenset({*(f"{m.value}_f1" for m in Mode), "gold_own_drop", "latency_p50_ms",
+                              "latency_p95_ms", "questions_per_s", "peak_memory_mib"})
+
 # F1 by turn position (errors compound along a dialog, Siblini et al.): turns 1..6, then 7 and later.
 TURN_BUCKETS = 6
 
@@ -947,10 +956,10 @@ def phase_metric_columns(suite: Suite, phase: Phase) -> list[Column]:
     outside the board (a submission's page): the suite's, then the interactive protocol's."""
     columns = list(suite.aggregate_columns)
     if phase.protocol_modes:
-        modes = [Mode(m) for m in phase.protocol_modes]
-        columns += [Column(f"{m.value}_f1", f"F1 ({m.label})") for m in modes]
-        columns += [c for c in phase_aggregate_columns(suite, phase) if c.metric not in {c.metric for c in columns}]
-        columns += turn_columns("F1 at turn")
+        known = {c.metric for c in columns}
+        columns += [c for c in phase_aggregate_columns(suite, phase) if c.metric not in known]
+        if phase.challenge.metric_suite in DIALOG_FORMATS:
+            columns += turn_columns("F1 at turn")
     return columns
 
 
