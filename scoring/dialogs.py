@@ -21,6 +21,7 @@ container side lives in ``workers``.
 from __future__ import annotations
 
 import enum
+import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import Any, Protocol
 
 from scoring.coqa import coqa_gold, evaluate_coqa
 from scoring.errors import InputFormatError
+from scoring.io import iter_json_lines, load_json
 from scoring.quac import QuacPrediction, evaluate_quac, quac_dialogs
 from scoring.text import normalize_answer
 
@@ -38,6 +40,9 @@ FILTER_WINDOW = 6
 
 # The formats whose datasets are dialogs (scoring.inputs' names, the platform's metric suites).
 DIALOG_FORMATS = frozenset({"quac", "coqa"})
+# The formats whose questions stand alone: asked one per request, each a dialog of one turn, in the
+# single-question mode only (MRQA 2019's prediction server).
+QUESTION_FORMATS = frozenset({"mrqa"})
 
 
 class Mode(enum.StrEnum):
@@ -127,6 +132,33 @@ def input_dialogs(fmt: str, inputs: Any, *, path: str = "inputs") -> list[Dialog
     except (KeyError, TypeError) as exc:
         raise InputFormatError(f"not an answer-free {fmt} inputs file ({exc})", path=path) from None
     raise InputFormatError(f"no dialogs in the {fmt!r} format (quac, coqa)", path=path)
+
+
+def dialogs_of_file(fmt: str, path: str | os.PathLike[str], *, gold: bool) -> list[Dialog]:
+    """The dialogs of a file on disk: a gold file (``gold``) or its answer-free inputs, in the file's
+    order either way, so that a dialog's position in one is its position in the other."""
+    name = os.fspath(path)
+    if fmt in DIALOG_FORMATS:
+        document = load_json(name)
+        return protocol_dialogs(fmt, document, path=name) if gold else input_dialogs(fmt, document, path=name)
+    if fmt == "mrqa":
+        return _mrqa_dialogs(name, gold=gold)
+    raise InputFormatError(f"no dialogs or questions in the {fmt!r} format", path=name)
+
+
+def _mrqa_dialogs(path: str, *, gold: bool) -> list[Dialog]:
+    """Each question of an MRQA file (gzipped JSON lines, a header first) as a dialog of one turn."""
+    dialogs = []
+    for number, obj in iter_json_lines(path):
+        if isinstance(obj, dict) and "header" in obj:
+            continue
+        try:
+            for qa in obj["qas"]:
+                answers = [str(a) for a in qa["answers"]] if gold else []
+                dialogs.append(Dialog(str(qa["qid"]), obj["context"], [Turn(str(qa["qid"]), qa["question"], answers)]))
+        except (KeyError, TypeError) as exc:
+            raise InputFormatError(f"not an MRQA context line ({exc})", path=path, line=number) from None
+    return dialogs
 
 
 def protocol_dialogs(fmt: str, gold: Any, *, path: str = "dataset") -> list[Dialog]:

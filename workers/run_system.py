@@ -40,7 +40,7 @@ from leaderboard.submissions.systems import (
     output_read,
     run_image_reference,
 )
-from scoring.dialogs import Mode, Revealed, Session, input_dialogs
+from scoring.dialogs import Mode, Revealed, Session, dialogs_of_file
 from workers import runner
 from workers.converse import Conversation, converse
 
@@ -341,8 +341,7 @@ def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeCon
     """
     assert ticket.protocol is not None
     fmt = ticket.protocol["format"]
-    datasets = [input_dialogs(fmt, json.loads((input_dir / item.name).read_text(encoding="utf-8")), path=item.name)
-                for item in ticket.inputs]
+    datasets = [dialogs_of_file(fmt, input_dir / item.name, gold=False) for item in ticket.inputs]
     outcome = RunOutcome(exit_code=0, timed_out=False, oom_killed=False, output_too_large=False, duration_s=0.0,
                          logs="", runtime=ticket.runtime or config.runtime or "default")
     logs = []

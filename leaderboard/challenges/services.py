@@ -42,7 +42,7 @@ from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
 from leaderboard.submissions.services import aggregates_refresh
 from leaderboard.submissions.systems import SystemSettings
 from scoring import inputs
-from scoring.dialogs import DIALOG_FORMATS, Mode
+from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Mode
 from scoring.errors import ScoringError
 
 
@@ -337,9 +337,13 @@ def _protocol_modes(value: Any, allowed: Sequence[str], *, suite: str, where: st
         raise SpecError(f"{where}: expected a list of distinct modes ({names}), found {value!r}")
     for mode in value:
         _choice(mode, Mode, where)
-    if suite not in DIALOG_FORMATS:
-        raise SpecError(f"{where}: the interactive protocol runs dialogs, and this challenge's metric suite "
-                        f"{suite!r} has none (it runs with {', '.join(sorted(DIALOG_FORMATS))})")
+    if suite in QUESTION_FORMATS and value != [Mode.SINGLE]:
+        raise SpecError(f"{where}: {suite} questions stand alone, so they are asked one per request: "
+                        "protocol: [single] (the other modes are about a dialog's history)")
+    if suite not in DIALOG_FORMATS | QUESTION_FORMATS:
+        raise SpecError(f"{where}: the interactive protocol runs dialogs (or single questions), and this "
+                        f"challenge's metric suite {suite!r} has neither (it runs with "
+                        f"{', '.join(sorted(DIALOG_FORMATS | QUESTION_FORMATS))})")
     if value[0] == Mode.ADVERSARIAL:
         raise SpecError(f"{where}: the first mode ranks, and the adversarial history holds the current turn's gold "
                         "answer (a system that copies it scores 100): list it after a mode that can rank")

@@ -225,7 +225,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
                     is_primary=c.metric == suite.primary_metric and not shown_only)
         for c in aggregate_columns
     ]
-    if phase.protocol_modes:
+    if phase.protocol_modes and challenge.metric_suite in DIALOG_FORMATS:
         # Errors compound along a dialog: the ranking mode's F1 at each turn position, over all datasets.
         turns = turn_columns()
         aggregate_columns += turns

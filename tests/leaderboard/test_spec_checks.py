@@ -616,8 +616,10 @@ def test_a_phase_runs_its_systems_in_the_protocol_modes_its_spec_names(tmp_path:
 
 
 @pytest.mark.parametrize(("protocol", "suite", "kinds", "message"), [
-    (["gold", "own"], "mrqa", None, "checked.phases[1].protocol: the interactive protocol runs dialogs, and this "
-                                    "challenge's metric suite 'mrqa' has none"),
+    (["gold", "own"], "mrqa", None, "checked.phases[1].protocol: mrqa questions stand alone, so they are asked one "
+                                    "per request: protocol: [single]"),
+    (["single"], "mrc2018", None, "checked.phases[1].protocol: the interactive protocol runs dialogs (or single "
+                                  "questions), and this challenge's metric suite 'mrc2018' has neither"),
     (["gold", "teacher"], "quac", None, "checked.phases[1].protocol: 'teacher' is not one of gold, own, adversarial"),
     (["gold", "gold"], "quac", None, "expected a list of distinct modes (gold, own, adversarial, single)"),
     ("gold", "quac", None, "expected a list of distinct modes"),
@@ -628,8 +630,14 @@ def test_a_protocol_a_phase_cannot_run_is_refused(tmp_path: Path, protocol: Any,
                                                   message: str) -> None:
     def change(spec: dict[str, Any]) -> None:
         quac_spec(tmp_path, protocol)(spec)
-        if suite == "mrqa":
-            spec.update(metric_suite="mrqa", datasets=BASE["datasets"])
+        if suite != "quac":
+            spec.update(metric_suite=suite, datasets=BASE["datasets"])
         if kinds is not None:
             spec["phases"][1]["allowed_kinds"] = kinds
     refused(tmp_path, change, message)
+
+
+def test_an_mrqa_phase_asks_its_questions_one_per_request(tmp_path: Path) -> None:
+    def change(spec: dict[str, Any]) -> None:
+        spec["phases"][1]["protocol"] = ["single"]
+    assert load(tmp_path, change).phases.get(slug="test").protocol_modes == ["single"]

@@ -223,3 +223,25 @@ def test_coqa_best_is_a_gold_answer_and_its_filter_drops_what_earlier_turns_said
     assert best_reachable_of("coqa", {"data": [story]}) == {"best_f1": 100.0, "best_filtered_f1": 50.0}
     real = best_reachable_of("coqa", json.loads(COQA.read_text()))
     assert 90 < real["best_f1"] <= 100 and real["best_filtered_f1"] < real["best_f1"]
+
+
+def test_mrqa_questions_are_one_turn_dialogs_in_the_same_order_in_the_gold_and_the_rekeyed_inputs(
+    tmp_path: Path,
+) -> None:
+    """A worker addresses a question by its position: the sealed copy a system reads (ids re-keyed)
+    must list the questions in the gold's order."""
+    from scoring.dialogs import dialogs_of_file
+    from scoring.inputs import build_inputs, rekey
+
+    gold_path = Path(__file__).resolve().parents[2] / "deploy/demo/data/mrqa/XQuAD-en.test.jsonl.gz"
+    sealed, mapping = rekey("mrqa", build_inputs("mrqa", gold_path), key=b"k" * 32, label="Hidden-07")
+    (tmp_path / "in.jsonl.gz").write_bytes(sealed)
+    gold = dialogs_of_file("mrqa", gold_path, gold=True)
+    held = dialogs_of_file("mrqa", tmp_path / "in.jsonl.gz", gold=False)
+    assert len(gold) == len(held) > 50
+    assert all(len(d.turns) == 1 and d.turns[0].answers for d in gold)
+    assert [(d.passage, d.turns[0].question) for d in held] == [(d.passage, d.turns[0].question) for d in gold]
+    assert all(h.turns[0].answers == [] and h.turns[0].qid != g.turns[0].qid for h, g in zip(held, gold, strict=True))
+    # Asked alone: the request has the passage and the question, and no history.
+    request = Session(held[0], Mode.SINGLE).request()
+    assert request is not None and set(request) == {"dialog", "turn", "id", "question", "passage"}
