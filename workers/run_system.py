@@ -295,14 +295,6 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
     output_dir = run_dir / "output"
     with run_image(transport, ticket, config, run_dir, client) as image, \
             runner.output_area(output_dir, ticket.limits.output_mb) as capped:
-        if ticket.protocol is not None:
-            return _converse_run(transport, ticket, config, client, input_dir,
-                                 runner_spec=lambda: runner.RunSpec(
-                                     image=image, command=command, input_dir=input_dir, output_dir=output_dir,
-                                     system_dir=system_dir, limits=ticket.limits,
-                                     runtime=ticket.runtime or config.runtime or None, gpus=ticket.gpus,
-                                     labels={runner.LABEL_SUBMISSION: str(submission_id),
-                                             runner.LABEL_ATTEMPT: str(attempt), LABEL_WORKER: worker_name()}))
         spec = runner.RunSpec(
             image=image,
             command=command,
@@ -315,6 +307,8 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
             labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt),
                     LABEL_WORKER: worker_name()},
         )
+        if ticket.protocol is not None:
+            return _converse_run(transport, ticket, config, client, input_dir, spec)
         outcome, aborted = runner.run_container(
             client,
             spec,
@@ -331,7 +325,7 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
 
 
 def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, client: docker.DockerClient,
-                  input_dir: Path, *, runner_spec: Callable[[], runner.RunSpec]) -> RunOutcome:
+                  input_dir: Path, base: runner.RunSpec) -> RunOutcome:
     """An interactive run: each mode in a container of its own (nothing learnt in one carries into
     the next), every dialog of every dataset in order.  The answers are on the trusted side already;
     the outcome holds the figures, the log of each mode, and how each mode ended, as notes.
@@ -351,8 +345,7 @@ def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeCon
         sessions = [Session(dialog, Mode(mode), golds[d], index=k)
                     for d, dialogs in enumerate(datasets) for k, dialog in enumerate(dialogs)]
         # The system learns from its environment that it answers on stdin, and in which mode.
-        spec = dataclasses.replace(runner_spec(), environment={"READERBOARD_PROTOCOL": "interactive",
-                                                                "READERBOARD_MODE": mode})
+        spec = dataclasses.replace(base, environment={"READERBOARD_PROTOCOL": "interactive", "READERBOARD_MODE": mode})
         talk: Conversation = converse(client, spec, sessions, turn_limit_s=ticket.limits.turn_limit_s)
         for gold in golds:
             gold.flush()
