@@ -79,6 +79,19 @@ def mean_statistic(sums: FloatArray, n: int) -> FloatArray:
     return sums[..., 0] / n
 
 
+def weighted_mean_statistic(sums: FloatArray, n: int) -> FloatArray:
+    """The mean of a score over the questions that count (K = 2: score x weight, weight).
+
+    QuAC's F1 leaves out the questions whose human F1 is too low (weight 0), so the score of a
+    resample is a ratio, not a plain mean.  A resample without any counted question is undefined
+    (NaN), which the caller must rule out (see :func:`paired_bootstrap`).
+    """
+    del n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result: FloatArray = sums[..., 0] / sums[..., 1]
+    return result
+
+
 # Layout of the per-question statistic vector the BLEU statistics expect: the DuReader and
 # MRC2018 per-example fields bleu_correct (4), bleu_guess (4), test_len, ref_len, in that order.
 BLEU4_STATS: tuple[str, ...] = (
@@ -163,6 +176,8 @@ class SystemSummary:
     p_value: float | None  # one-sided, against the leader; None for the leader itself
     top_group: bool  # not significantly worse than the leader (p >= alpha), or the leader
     strata: dict[str, float] = field(default_factory=dict)  # observed score per stratum
+    # The interval of each stratum's own score, from the same resamples (per-dataset columns).
+    strata_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -174,6 +189,7 @@ class SystemSummary:
         }
         if self.strata:
             out["strata"] = dict(self.strata)
+            out["strata_ci"] = {label: list(ci) for label, ci in self.strata_ci.items()}
         return out
 
 
@@ -349,6 +365,7 @@ def paired_bootstrap(
     rng = np.random.default_rng(seed)
     boot = np.zeros((samples, n_systems), dtype=np.float64)
     diff = np.zeros((samples, n_systems), dtype=np.float64)
+    stratum_ci: list[FloatArray] = []
     for _, idx in groups:
         n = len(idx)
         block = stats[:, idx, :]
@@ -357,7 +374,10 @@ def paired_bootstrap(
             columns.append((block[:, :, 0] - block[leader, :, 0]).T)
         matrix = np.ascontiguousarray(np.concatenate(columns, axis=1))
         sums = _resampled_sums(matrix, samples, rng, chunk_elements)
-        boot += fn(sums[:, :n_systems * k].reshape(samples, n_systems, k), n)
+        stratum_boot = fn(sums[:, :n_systems * k].reshape(samples, n_systems, k), n)
+        boot += stratum_boot
+        if strata is not None:
+            stratum_ci.append(np.quantile(stratum_boot, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0))
         if is_mean:
             diff += sums[:, n_systems * k:] / n
     boot /= len(groups)
@@ -382,6 +402,8 @@ def paired_bootstrap(
             top_group=p is None or p >= alpha,
             strata={label: float(observed_by_stratum[s, d]) for d, (label, _) in enumerate(groups)}
             if strata is not None else {},
+            strata_ci={label: (float(stratum_ci[d][0, s]), float(stratum_ci[d][1, s]))
+                       for d, (label, _) in enumerate(groups)} if strata is not None else {},
         ))
     return BootstrapResult(
         systems=tuple(summaries),
@@ -395,6 +417,67 @@ def paired_bootstrap(
         strata_sizes={label: len(idx) for label, idx in groups} if strata is not None else {},
         resampled=boot,
     )
+
+
+# --- ranks and rank groups -----------------------------------------------------------------------
+
+# Two resampled scores this close are equal: identical systems give identical columns, but a
+# BLAS kernel may sum two identical columns in a different order (last bits differ).
+_TIE = 1e-9
+
+
+@dataclass(frozen=True)
+class RankedSystem:
+    """One system's place on a ranked board, from the resamples of a :class:`BootstrapResult`."""
+
+    name: str
+    position: int  # 1-based place in the order given (the board's order)
+    p_above: float | None  # one-sided p against the system just above it; None for the first
+    group: int  # position of the first system of its rank group
+    rank_low: int  # 2.5th percentile of its rank over resamples (1 = best)
+    rank_high: int  # 97.5th percentile
+
+
+def rank_groups(result: BootstrapResult, order: Sequence[str] | None = None, *,
+                alpha: float | None = None, level: float | None = None) -> list[RankedSystem]:
+    """Rank groups and rank intervals for the systems of ``result``, in ``order`` (default: best first).
+
+    Walking down the order, a system shares the group of the one just above it when it is not
+    significantly worse than that one: the one-sided paired p-value
+    ``(1 + #resamples where it scores at least as well) / (1 + samples)`` is at least ``alpha``.
+    A group is a chain (its first and last members may differ significantly), as boards that
+    mark "tied with #k" read it.  Its rank interval is the central ``level`` percentile range of
+    its competition rank (1 + the number of systems scoring strictly better) over the resamples.
+    """
+    names = [s.name for s in result.systems]
+    column = {name: i for i, name in enumerate(names)}
+    wanted = list(order) if order is not None else [s.name for s in result.ranked()]
+    if sorted(wanted) != sorted(names):
+        raise ValueError("order must name every system once")
+    alpha = result.alpha if alpha is None else alpha
+    level = result.level if level is None else level
+    sign = 1.0 if result.higher_is_better else -1.0
+    boot = np.round(sign * result.resampled[:, [column[name] for name in wanted]] / _TIE) * _TIE
+    # Competition rank per resample: 1 + how many score strictly better (ties share a rank).
+    ranks = np.empty(boot.shape, dtype=np.int64)
+    for r in range(boot.shape[0]):
+        descending = np.sort(-boot[r])
+        ranks[r] = np.searchsorted(descending, -boot[r], side="left") + 1
+    tail = (1.0 - level) / 2.0
+    low = np.quantile(ranks, tail, axis=0, method="lower")
+    high = np.quantile(ranks, 1.0 - tail, axis=0, method="higher")
+    out: list[RankedSystem] = []
+    group = 1
+    for i, name in enumerate(wanted):
+        p_above: float | None = None
+        if i:
+            as_good = int((boot[:, i] >= boot[:, i - 1]).sum())
+            p_above = (as_good + 1) / (result.samples + 1)
+            if p_above < alpha:
+                group = i + 1
+        out.append(RankedSystem(name=name, position=i + 1, p_above=p_above, group=group,
+                                rank_low=int(low[i]), rank_high=int(high[i])))
+    return out
 
 
 # --- aligning per-example records -------------------------------------------------------------
