@@ -8,7 +8,8 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, FINISH_RUN, RESCORE_SUBMISSION
+from leaderboard.core.tasks import BOARD_SIGNIFICANCE, EVALUATE_SUBMISSION, FINISH_RUN, RESCORE_SUBMISSION
+from leaderboard.rankings.services import board_significance_refresh
 from leaderboard.submissions.compute import submission_run_result_score
 from leaderboard.submissions.rescore import submission_rescore
 from leaderboard.submissions.services import submission_evaluate
@@ -39,6 +40,12 @@ def finish_run(submission_id: int) -> None:
 def rescore_submission(submission_id: int) -> None:
     # Safe twice: a rescore claims the scores it read, and does nothing once they are up to date.
     submission_rescore(submission_id)
+
+
+@app.task(name=BOARD_SIGNIFICANCE, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def board_significance(phase_id: int) -> None:
+    # Safe twice: a result is stored under the digest of the rows it was computed on.
+    board_significance_refresh(phase_id)
 
 
 @app.task(name=REAP)

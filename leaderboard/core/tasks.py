@@ -28,19 +28,22 @@ RUN_SYSTEM = "readerboard.run_system"
 FINISH_RUN = "readerboard.finish_run"
 # Scores a finished submission again from what it stored, when the gold it was scored against changed.
 RESCORE_SUBMISSION = "readerboard.rescore_submission"
+# The paired bootstrap of a phase's boards (rank groups and intervals), after their rows changed.
+BOARD_SIGNIFICANCE = "readerboard.board_significance"
 # Services eager mode may run in-process.  Running a system needs a worker with a
 # container engine, so RUN_SYSTEM has none: in eager mode the submission stays queued.
 TASK_SERVICES: dict[str, str] = {
     EVALUATE_SUBMISSION: "leaderboard.submissions.services:submission_evaluate",
     RESCORE_SUBMISSION: "leaderboard.submissions.rescore:submission_rescore",
     FINISH_RUN: "leaderboard.submissions.compute:submission_run_result_score",
+    BOARD_SIGNIFICANCE: "leaderboard.rankings.services:board_significance_refresh",
 }
 # Systems run for minutes and scoring a file takes seconds: separate queues, so a
 # long run never holds up the scores of prediction files.  Runs go to the queue their challenge
 # names (``system_settings.queue``: "cpu" by default, "gpu", or an organizer's own), which compute
 # workers consume; the trusted side (prediction files, the reaper, finishing runs) never runs a system.
 TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RUN_SYSTEM: "cpu", RESCORE_SUBMISSION: "celery",
-                               FINISH_RUN: "control"}
+                               FINISH_RUN: "control", BOARD_SIGNIFICANCE: "celery"}
 
 
 @cache

@@ -51,6 +51,13 @@ from leaderboard.challenges.selectors import (
     ranking_scope_get,
 )
 from leaderboard.challenges.suites import Suite, phase_aggregate_columns, suite_for, turn_columns
+from leaderboard.rankings.significance import METHOD as SIGNIFICANCE_METHOD
+from leaderboard.rankings.significance import (
+    Significance,
+    SignificanceInputs,
+    board_significance_get,
+    significance_inputs,
+)
 from leaderboard.submissions.models import BoardEntry, Score, Status
 from leaderboard.submissions.selectors import verdict_sentence
 from scoring.dialogs import DIALOG_FORMATS, Mode, best_reachable_of
@@ -116,6 +123,11 @@ class Board:
     withheld: list[str] = field(default_factory=list)
     # How rows that did not answer every ranked dataset rank (IncompleteRows).
     incomplete: str = IncompleteRows.ZERO
+    # What the ranking's bootstrap depends on, and its result (rankings.significance).
+    significance_inputs: SignificanceInputs | None = None
+    significance: Significance = field(default_factory=lambda: Significance(status="none"))
+    # The per-dataset metric the ranking averages: its dataset columns get intervals.
+    ranked_metric: str = ""
 
     @property
     def has_incomplete(self) -> bool:
@@ -189,13 +201,18 @@ def board_payload(board: Board) -> dict[str, Any]:
         "ranking": board.ranked_by,
         # Aggregates the public does not see (in the organizer view: shown there, withheld elsewhere).
         "withheld": {label: AGGREGATE_SEALED_NOTE for label in board.withheld},
+        "significance": {"status": board.significance.status, "method": SIGNIFICANCE_METHOD,
+                         "computed_at": board.significance.computed_at or None},
         "rows": board_as_records(board),
     }
 
 
-def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
+def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bool = False,
+                significance: bool = True) -> Board:
+    """``trusted``: built by the platform itself (the background bootstrap), not for a viewer;
+    ``significance``: attach the stored bootstrap (asking for it when missing)."""
     challenge = phase.challenge
-    is_organizer = user_is_organizer(user=viewer, challenge=challenge)
+    is_organizer = trusted or user_is_organizer(user=viewer, challenge=challenge)
     if view == ORGANIZER and not is_organizer:
         raise BoardNotVisible("the organizer view is for the challenge's organizers")
     if view == PUBLIC and not phase.board_public:
@@ -340,10 +357,24 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC) -> Board:
     ranked_by = f"{primary_label} over the datasets shown" if shown_only else primary_label
     if scope.description:
         ranked_by += f" ({scope.description.removeprefix('over ')})" if shown_only else f" {scope.description}"
-    return Board(
+    board = Board(
         phase=phase, columns=columns, rows=_ranked(rows), primary_key=primary, view=view, ranked_by=ranked_by,
         withheld=[c.label for c in aggregate_columns if c.metric in withheld], incomplete=scope.incomplete,
     )
+    # The average the rows rank on, as a mean of one per-dataset metric over these datasets.
+    averaged = suite.averaged_over(
+        suite.primary_metric, datasets,
+        ranked=[ds for ds in scope.datasets if not ds.is_sealed] if shown_only else scope.datasets,
+    )
+    if averaged is not None:
+        board.ranked_metric = averaged[0]
+        board.significance_inputs = significance_inputs(
+            phase=phase, metric=averaged[0], datasets=averaged[1],
+            rows=[(row.submission_id, row.rank, row.rank_value) for row in board.rows if not row.excluded_reason],
+        )
+    if significance:
+        board.significance = board_significance_get(board.significance_inputs)
+    return board
 
 
 def _ranked(rows: list[BoardRow]) -> list[BoardRow]:
@@ -423,8 +454,30 @@ def board_as_records(board: Board) -> list[dict[str, Any]]:
             name = f"{column.group} {column.label}" if column.group != "Overall" else column.label
             hidden = column.sealed or column.key in row.sealed_keys
             record[name] = None if hidden else row.values.get(column.key)
+        record.update(_significance_record(board, row))
         records.append(record)
     return records
+
+
+def _significance_record(board: Board, row: BoardRow) -> dict[str, Any]:
+    """The row's interval, p-value, rank group and rank range, as its page shows them: none of a
+    withheld average (they would bound it), none before they are computed."""
+    if board.significance.status == "none":
+        return {}
+    sig = board.significance.rows.get(row.submission_id) if board.significance.ready else None
+    withheld = board.primary_key in row.sealed_keys
+    ci = None if sig is None or sig.ci is None or withheld else sig.ci
+    ranks = None if sig is None else sig.rank_range
+    return {
+        "ci95_low": None if ci is None else ci[0],
+        "ci95_high": None if ci is None else ci[1],
+        "p_vs_leader": None if sig is None or withheld else sig.p_value,
+        "rank_group": None if sig is None else sig.group,
+        "rank_low": None if ranks is None else ranks[0],
+        "rank_high": None if ranks is None else ranks[1],
+        "significance_note": sig.note if sig is not None else (
+            "" if board.significance.ready or row.rank is None else "being computed"),
+    }
 
 
 @dataclass(frozen=True)

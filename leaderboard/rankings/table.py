@@ -22,6 +22,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
 from leaderboard.rankings.selectors import DATASET_SEALED_NOTE, Board, BoardColumn, BoardRow
+from leaderboard.rankings.significance import RowSignificance, Significance
 
 
 def _sealed_cell(note: str) -> str:
@@ -71,15 +72,32 @@ def board_page_get(board: Board, number: str | int | None, *, per_page: int = BO
     )
 
 
+LEVEL_LABEL = "95% CI"
+SIGNIFICANCE_GROUP = "Significance"
+SIGNIFICANCE_LABELS = ("95% CI", "p vs leader", "Rank range")
+WITHHELD_INTERVAL = "withheld with the average it bounds"
+
+
+def significance_after(board: Board) -> int:
+    """How many score columns come before the significance columns (0: the board has none):
+    they follow the group of the ranking column."""
+    if board.significance.status == "none":
+        return 0
+    primary = next((c for c in board.columns if c.key == board.primary_key), None)
+    if primary is None:
+        return 0
+    return max(i + 1 for i, c in enumerate(board.columns) if c.group == primary.group)
+
+
 def board_body_html(board: Board, rows: Sequence[BoardRow] | None = None) -> SafeString:
     """Every ``<tr>`` of the board's ``<tbody>`` (or of ``rows``, a page of it), in rank order."""
     if not board.rows:
         return mark_safe('<tr><td colspan="99">No entry yet.</td></tr>')
     shown = board.rows if rows is None else rows
-    return mark_safe("\n".join(_row_html(row, board.columns) for row in shown))
+    return mark_safe("\n".join(_row_html(row, board) for row in shown))
 
 
-def _row_html(row: BoardRow, columns: list[BoardColumn]) -> str:
+def _row_html(row: BoardRow, board: Board) -> str:
     css = " ".join(
         name for name, on in (("baseline", row.is_baseline), ("own", row.is_own), ("unranked", row.rank is None),
                               ("excluded", bool(row.excluded_reason))) if on
@@ -112,18 +130,58 @@ def _row_html(row: BoardRow, columns: list[BoardColumn]) -> str:
     else:
         when = '<td class="when" data-v=""></td>'
     # "rank" and "system" cells stay in view when a wide board scrolls sideways (site.css).
+    sig = board.significance.rows.get(row.submission_id) if board.significance.ready else None
+    tied = ""
+    if sig is not None and row.rank is not None and sig.group is not None and sig.group != row.rank:
+        tied = (f'<div class="rank-group" title="not significantly different from the row above">'
+                f"tied with #{sig.group}</div>")
     rank = (f'<td class="rank" data-v="{UNRANKED_SORT_KEY}">—</td>' if row.rank is None
-            else f'<td class="rank" data-v="{row.rank}">{row.rank}</td>')
+            else f'<td class="rank" data-v="{row.rank}">{row.rank}{tied}</td>')
     return (
         f'<tr class="{css}">{rank}<td class="system" data-v="{name}">{"".join(system)}</td>'
-        f"{_score_cells(row, columns)}{when}</tr>"
+        f"{_score_cells(row, board)}{when}</tr>"
     )
 
 
-def _score_cells(row: BoardRow, columns: list[BoardColumn]) -> str:
+def _significance_cells(row: BoardRow, board: Board) -> str:
+    significance: Significance = board.significance
+    if not significance.ready:
+        return '<td class="num muted" data-v="-1" title="being computed">…</td>' * 3
+    sig = significance.rows.get(row.submission_id)
+    if sig is None:  # unranked rows are not compared
+        return '<td class="num" data-v="-1">—</td>' * 3
+    if sig.note:
+        return f'<td class="num muted" data-v="-1" title="{escape(sig.note)}">n/a</td>' + \
+            '<td class="num" data-v="-1">—</td>' * 2
+    assert sig.ci is not None and sig.rank_range is not None
+    low, high = sig.rank_range
+    ranks = f"{low}" if low == high else f"{low}–{high}"
+    range_cell = f'<td class="num" data-v="{low}">{ranks}</td>'
+    if board.primary_key in row.sealed_keys:
+        # The interval and the p-value would bound the withheld average; its order is public.
+        return (f'<td class="num sealed" data-v="-1"><span class="muted" title="{WITHHELD_INTERVAL}">sealed</span></td>'
+                f'<td class="num sealed" data-v="-1"><span class="muted" title="{WITHHELD_INTERVAL}">sealed</span></td>'
+                + range_cell)
+    decimals = next((c.decimals for c in board.columns if c.key == board.primary_key), 2)
+    ci = f'<td class="num ci" data-v="{sig.ci[0]:.6f}">{fixed(sig.ci[0], decimals)}–{fixed(sig.ci[1], decimals)}</td>'
+    p = ('<td class="num" data-v="-1">leader</td>' if sig.p_value is None
+         else f'<td class="num" data-v="{sig.p_value:.6f}">{_p_text(sig.p_value)}</td>')
+    return ci + p + range_cell
+
+
+def _p_text(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _score_cells(row: BoardRow, board: Board) -> str:
     """``data-v`` is the sort key the page's script reads (-1 for no score)."""
+    columns = board.columns
+    after = significance_after(board)
+    sig = board.significance.rows.get(row.submission_id) if board.significance.ready else None
     parts = []
-    for c in columns:
+    for i, c in enumerate(columns):
+        if after and i == after:
+            parts.append(_significance_cells(row, board))
         if c.sealed:
             parts.append(SEALED_CELL)
             continue
@@ -135,8 +193,24 @@ def _score_cells(row: BoardRow, columns: list[BoardColumn]) -> str:
         if v is None:
             parts.append(f'<td class="{css}" data-v="-1">—</td>')
         else:
-            parts.append(f'<td class="{css}" data-v="{v:.6f}">{fixed(v, c.decimals)}</td>')
+            parts.append(f'<td class="{css}"{_interval_title(c, sig, board)} data-v="{v:.6f}">'
+                         f"{fixed(v, c.decimals)}</td>")
+    if after == len(columns):
+        parts.append(_significance_cells(row, board))
     return "".join(parts)
+
+
+def _interval_title(column: BoardColumn, sig: RowSignificance | None, board: Board) -> str:
+    """A dataset column of the ranking metric carries its interval on hover (not a column of its own)."""
+    kind, _, rest = column.key.partition(":")
+    if kind != "ds" or sig is None or not board.ranked_metric:
+        return ""
+    ds_pk, _, metric = rest.partition(":")
+    interval = sig.datasets.get(int(ds_pk)) if metric == board.ranked_metric else None
+    if interval is None:
+        return ""
+    return (f' title="{LEVEL_LABEL} {fixed(interval[0], column.decimals)}–{fixed(interval[1], column.decimals)}"'
+            )
 
 
 def fixed(value: float, decimals: int) -> str:

@@ -31,7 +31,14 @@ from leaderboard.rankings.selectors import (
     board_phases,
     phase_best_reachable,
 )
-from leaderboard.rankings.table import board_body_html, board_page_get
+from leaderboard.rankings.significance import METHOD
+from leaderboard.rankings.table import (
+    SIGNIFICANCE_GROUP,
+    SIGNIFICANCE_LABELS,
+    board_body_html,
+    board_page_get,
+    significance_after,
+)
 
 BoardView = Callable[[HttpRequest, str, str], HttpResponse]
 
@@ -57,11 +64,14 @@ def _in_view(render_board: Callable[[HttpRequest, str, str, str], HttpResponse],
 def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
     board = _board(request, slug, phase_slug, view)
     groups: list[tuple[str, int]] = []
-    for column in board.columns:
+    after = significance_after(board)
+    for i, column in enumerate(board.columns):
         if groups and groups[-1][0] == column.group:
             groups[-1] = (column.group, groups[-1][1] + 1)
         else:
             groups.append((column.group, 1))
+        if after and i + 1 == after:
+            groups.append((SIGNIFICANCE_GROUP, len(SIGNIFICANCE_LABELS)))
     page = board_page_get(board, request.GET.get("page"))
     return render(
         request,
@@ -71,6 +81,9 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
             "challenge": board.phase.challenge,
             "phase": board.phase,
             "groups": groups,
+            "significance_after": after,
+            "significance_labels": SIGNIFICANCE_LABELS,
+            "significance_method": METHOD,
             "body": board_body_html(board, page.rows),
             "pages": page,
             "phases": board_phases(phase=board.phase, view=view),

@@ -188,6 +188,12 @@ class QuestionScores(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="question_scores")
     dataset = models.ForeignKey("challenges.Dataset", on_delete=models.CASCADE)
     records = models.JSONField()
+    # The ranking metric's per-question values in the board's units, aligned with the dataset
+    # file's qids (float32; NaN where a question does not count, as QuAC's filtered ones), so a
+    # board's bootstrap reads 12 small arrays per row instead of parsing every record.  Filled
+    # on first use by ``rankings.significance``; ``vector_metric`` names what it holds.
+    vector = models.BinaryField(null=True, blank=True)
+    vector_metric = models.CharField(max_length=40, blank=True)
 
     class Meta:
         constraints = [

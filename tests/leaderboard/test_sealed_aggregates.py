@@ -151,7 +151,9 @@ def from_records(rows: list[dict], visible_labels: Iterable[str]) -> dict[str, P
     for row in rows:
         published = Published([], [])
         for column, value in row.items():
-            if column in {"rank", "team", "affiliation", "baseline", "status", "excluded", "submitted_at"}:
+            # Ranks are the order (public by design); the intervals and p-values stay in the search.
+            if column in {"rank", "team", "affiliation", "baseline", "status", "excluded", "submitted_at",
+                          "significance_note", "rank_group", "rank_low", "rank_high"}:
                 continue
             if value in (None, ""):
                 continue
