@@ -116,5 +116,18 @@ def test_random_structures_publish_nothing_that_determines_a_sealed_value_and_st
         for index, average in enumerate(averages):
             if average.name in chosen:
                 continue
-            before = [a for a in averages[:index] if a.name in chosen and a.family == average.family]
+            before = [a for a in averages[:index] if a.name in chosen]  # every family: one unknown per dataset
             assert any(_determined([*before, average], sealed, t) for t in sealed), (averages, sealed, average)
+
+
+def test_averages_of_related_families_over_different_datasets_give_nothing_away() -> None:
+    """The interactive protocol's drop is f1 - own_f1 on every dataset: with the ranking F1 over
+    two of three sealed datasets and own F1 and drop over all of them, 4 x (own + drop) - 3 x F1
+    is the third one's F1 (the audit found it public, exactly).  Every average is an equation on
+    the same unknowns, so the second one over the other datasets is withheld."""
+    averages = [avg("f1", "v", "s1", "s2"), avg("own_f1", "v", "s1", "s2", "s3", family="own_f1"),
+                avg("gold_own_drop", "v", "s1", "s2", "s3", family="gold_own_drop")]
+    assert averages_to_publish(averages, sealed={"s1", "s2", "s3"}) == {"f1"}
+    # Over the same datasets, another family adds no equation: macro F1 and macro EM both stay.
+    same = [avg("macro_f1", "v", "s1", "s2"), avg("macro_em", "v", "s1", "s2", family="em")]
+    assert averages_to_publish(same, sealed={"s1", "s2"}) == {"macro_f1", "macro_em"}
