@@ -353,7 +353,8 @@ def data_listing_get(
             ds = record.dataset
             files.append(DataFile(
                 key="",
-                label=dataset_label(ds, reveal_sealed=organizer),
+                # The Data page is a public address: a sealed dataset by its alias, whoever reads it.
+                label=dataset_label(ds, reveal_sealed=False),
                 split=ds.split,
                 # Same words for a sealed dataset and any other hidden one: nothing to tell them apart.
                 what="runs on systems only, no download",

@@ -37,9 +37,12 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
     is_organizer = user_is_organizer(user=request.user, challenge=challenge)
     phases = list(challenge.phases.all())
+    # A public address shows the public view to everyone, organizers included (what they share
+    # or screenshot must hide what the public may not see): a sealed dataset by its alias only.
+    # Its real name is in the console and on the organizer board.
     datasets = [
-        {"label": dataset_label(ds, reveal_sealed=is_organizer), "split": ds.split, "sealed": ds.is_sealed,
-         "description": "" if ds.is_sealed and not is_organizer else ds.description}
+        {"label": dataset_label(ds, reveal_sealed=False), "split": ds.split, "sealed": ds.is_sealed,
+         "description": "" if ds.is_sealed else ds.description}
         for ds in challenge.datasets.all()
     ]
     takes_systems = any(k in SYSTEM_KINDS for p in phases for k in p.allowed_kinds)

@@ -186,8 +186,8 @@ def test_an_organizer_sees_every_file_with_its_download_count(
     }
     assert counts == {"train/squad": ["0"], "dev/squad": ["0"], "dev/xquad-en": ["2"], "test-inputs/xquad-en": ["0"],
                       "": [], "starting-kit": ["0"]}
-    # The organizer sees the sealed dataset's real name, and still no link to any of its files.
+    # A public address: the organizer reads the sealed dataset's alias, and no link to any of its files.
     hidden = driver.find_element(By.CSS_SELECTOR, 'tr.data-file[data-key=""]')
-    assert hidden.text.startswith("CoQA") and not hidden.find_elements(By.TAG_NAME, "a")
+    assert hidden.text.startswith("Hidden-07") and not hidden.find_elements(By.TAG_NAME, "a")
     screenshot(driver, "data-organizer", 1366)
     screenshot(driver, "data-organizer", 400)

@@ -187,9 +187,10 @@ def test_the_sealed_dataset_appears_under_its_alias_only_and_without_a_fingerpri
     assert all(f["what"] == "runs on systems only, no download" for f in hidden)
 
 
-def test_organizers_see_the_real_name_but_still_get_no_sealed_file(data_cast: Cast) -> None:
+def test_organizers_see_the_public_view_here_and_get_no_sealed_file(data_cast: Cast) -> None:
+    # The Data page is a public address: organizers read the alias there as everyone does.
     page = text(client_for(data_cast, "oscar").get("/c/demo/data/"))
-    assert "CoQA" in page and "runs on systems only, no download" in page
+    assert "Hidden-07" in page and "CoQA" not in page and "runs on systems only, no download" in page
     assert "/data/test-inputs/coqa/" not in page and "/data/dev/coqa/" not in page
 
 
@@ -211,7 +212,7 @@ def test_a_systems_only_test_phase_offers_no_test_inputs(data_cast: Cast) -> Non
         listing = client.get("/api/v1/challenges/demo/data/").json()
         test = next(s for s in listing["sections"] if s["phase"] == "test")
         assert [(f["dataset"], f["key"]) for f in test["files"]] == [
-            ("XQuAD-en", ""), ("CoQA" if role == "oscar" else "Hidden-07", "")]
+            ("XQuAD-en", ""), ("Hidden-07", "")]
 
 
 # --- what is served -------------------------------------------------------------------------------
