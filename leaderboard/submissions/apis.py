@@ -74,6 +74,13 @@ def submission_payload(submission: Submission, *, is_organizer: bool) -> dict[st
         peak_memory_mb=submission.peak_memory_mb,
         log_available=report.log is not None,
     )
+    if not report.full:
+        # Their difference is the run time plus a steady overhead: to the microsecond it would
+        # tell the team what whole seconds of run_seconds hide (a channel a system controls).
+        for field in ("started_at", "finished_at"):
+            moment = getattr(submission, field)
+            data[field] = None if moment is None else serializers.DateTimeField().to_representation(
+                moment.replace(microsecond=0))
     data["queue_position"] = submission_queue_position(submission=submission)
     scores = submission_visible_scores(submission=submission, is_organizer=is_organizer)
     data["scores"] = [

@@ -215,6 +215,12 @@ def test_on_hidden_data_a_team_sees_only_the_fixed_vocabulary(
     detail = cast.client("alice").get(f"/api/v1/submissions/{queued.pk}/").json()
     assert detail["run_seconds"] == 7 and detail["peak_memory_mb"] == 151
     assert detail["exit"] in ("zero", "non-zero", "killed") and "exit_code" not in detail
+    # Nor do the run's start and end tell the run time to the microsecond.
+    assert queued.finished_at is not None and queued.started_at is not None
+    for field in ("started_at", "finished_at"):
+        assert "." not in detail[field], detail[field]
+    listed = cast.client("alice").get("/api/v1/challenges/demo/submissions/").json()
+    assert all("." not in (row["finished_at"] or "") for row in listed)
     # The organizer reads the full reason the platform built, and the log.
     assert queued.failure_reason.split(":")[0].lower()[:6] in organizer_sees.lower()
     assert CANARY in organizer_sees
