@@ -1,4 +1,5 @@
-"""Middleware that must act before anything reads a request's body: size limits, arrival time."""
+"""Middleware: what must act before anything reads a request's body (size limits, arrival time), and
+cache headers for answers that depend on the caller."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 from rest_framework.request import Request
+
+from leaderboard.core.caching import viewer_dependent
 
 # Room for the multipart envelope around the file: boundaries, CSRF token, phase, description.
 ENVELOPE_BYTES = 64 * 1024
@@ -79,3 +82,24 @@ def request_received_at(request: HttpRequest | Request) -> dt.datetime:
     request that did not pass the middleware (a test's)."""
     received: dt.datetime | None = getattr(request, "received_at", None)
     return received or timezone.now()
+
+
+class CallerDependentMiddleware:
+    """Mark every answer that may depend on who asks as such: no shared cache keeps it for another.
+
+    Any answer to a caller who sent credentials (a session cookie or an ``Authorization``
+    header), and any API answer, gets ``Cache-Control: private`` and ``Vary: Authorization,
+    Cookie``; views that add ``no-store`` (the organizer view) keep it.  One place instead of
+    a call in each view: a view that forgets it (a team's submission list, its log, the Data
+    page, a download) can no longer be cached by a proxy and handed to the next caller.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        credentials = bool(request.COOKIES.get(settings.SESSION_COOKIE_NAME) or request.META.get("HTTP_AUTHORIZATION"))
+        if credentials or request.path.startswith("/api/"):
+            viewer_dependent(response)
+        return response

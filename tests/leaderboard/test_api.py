@@ -202,3 +202,20 @@ def test_errors_are_json_detail_with_a_4xx(cast: Cast, case: str) -> None:
     body = response.json()
     assert isinstance(body["detail"], str) and fragment in body["detail"], body
     assert Submission.objects.count() == 0
+
+
+def test_every_answer_to_a_caller_with_credentials_is_private_to_that_caller(cast: Cast) -> None:
+    """A shared cache must never hand one team's answer to another: the team's submission list, the
+    Data listing and the starting kit depend on who asks (the audit found them without headers)."""
+    alice = token_client(cast, "alice")
+    session = cast.client("alice")
+    for client, url in ((alice, "/api/v1/challenges/demo/submissions/"), (alice, "/api/v1/challenges/demo/data/"),
+                        (session, "/c/demo/data/"), (session, "/c/demo/"), (alice, "/api/v1/challenges/")):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert "private" in response["Cache-Control"], url
+        assert {"Authorization", "Cookie"} <= {v.strip() for v in response["Vary"].split(",")}, url
+    # The organizer view keeps its no-store.
+    assert "no-store" in cast.client("oscar").get("/c/demo/board/test/organizer/")["Cache-Control"]
+    # An anonymous page read by no one in particular may be cached.
+    assert "private" not in Client().get("/c/demo/").get("Cache-Control", "")
