@@ -76,6 +76,11 @@ class Significance:
     def ready(self) -> bool:
         return self.status == "ready"
 
+    @property
+    def has_intervals(self) -> bool:
+        """Whether any row has an interval (a board of published results has none)."""
+        return any(row.ci is not None for row in self.rows.values())
+
 
 @dataclass(frozen=True)
 class SignificanceInputs:

@@ -133,8 +133,9 @@ def _row_html(row: BoardRow, board: Board) -> str:
     sig = board.significance.rows.get(row.submission_id) if board.significance.ready else None
     tied = ""
     if sig is not None and row.rank is not None and sig.group is not None and sig.group != row.rank:
-        tied = (f'<div class="rank-group" title="not significantly different from the row above">'
-                f"tied with #{sig.group}</div>")
+        # Short, to fit the narrow sticky rank column; the title says it in full.
+        tied = (f'<div class="rank-group" title="tied with #{sig.group}: not significantly different from the '
+                f'row above">tied #{sig.group}</div>')
     rank = (f'<td class="rank" data-v="{UNRANKED_SORT_KEY}">—</td>' if row.rank is None
             else f'<td class="rank" data-v="{row.rank}">{row.rank}{tied}</td>')
     return (

@@ -389,3 +389,20 @@ def test_a_participant_team_is_never_taken_over_by_an_import(phase: Phase) -> No
     with pytest.raises(ServiceError, match="Delphi: a participant team already has that name"):
         _import(phase)
     assert not Submission.objects.filter(phase=phase).exists()  # the import is all or nothing
+
+
+def test_the_board_says_published_results_cannot_be_tested_instead_of_showing_intervals(phase: Phase) -> None:
+    """MRQA 2019's results came without per-question scores: 72.548 above D-NET's 72.500 cannot be
+    tested, and the board says so rather than drawing an interval."""
+    from django.test import Client, TestCase
+
+    from leaderboard.rankings.significance import NO_QUESTION_SCORES
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        board_build(phase=phase, viewer=organizer())
+    board = board_build(phase=phase, viewer=organizer())
+    assert board.significance.ready and not board.significance.has_intervals
+    ranked = [r for r in board.rows if r.rank is not None]
+    assert all(board.significance.rows[r.submission_id].note == NO_QUESTION_SCORES for r in ranked)
+    html = Client().get(f"/c/{phase.challenge.slug}/board/{phase.slug}/").content.decode()
+    assert "published results without per-question scores" in html and "tied #" not in html
