@@ -106,3 +106,36 @@ def rank(vectors: Sequence[Vector]) -> int:
         if found == len(matrix):
             break
     return found
+
+
+def isolated_coordinates(vectors: Sequence[Vector]) -> list[int]:
+    """The coordinates whose unit vector lies in the span of ``vectors``: the values that follow."""
+    if not vectors:
+        return []
+    base = rank(vectors)
+    size = len(vectors[0])
+    return [i for i in range(size) if any(v[i] != 0 for v in vectors)
+            and rank([*vectors, [Fraction(int(j == i)) for j in range(size)]]) == base]
+
+
+def exposed_by_reveal(published: Sequence[Average], *, sealed_after: Set[Hashable]) -> set[Hashable]:
+    """The datasets still sealed after a reveal whose value follows from averages ``published``
+    before it (computed while the revealed dataset was sealed too), once its values are public.
+
+    Example: Split III F1 over two sealed datasets was public; reveal one, and the other is
+    2 x that average - the revealed one.  Withholding the average from now on does not help:
+    it may have been copied.
+    """
+    keys = sorted(sealed_after, key=str)
+    coordinates = {key: index for index, key in enumerate(keys)}
+    vectors = []
+    for average in published:
+        hidden = average.over & frozenset(keys)
+        if not hidden:
+            continue
+        weight = Fraction(1, len(average.over))
+        vector = [Fraction(0)] * len(keys)
+        for key in hidden:
+            vector[coordinates[key]] = weight
+        vectors.append(vector)
+    return {keys[i] for i in isolated_coordinates(vectors)}

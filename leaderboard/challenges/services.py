@@ -34,7 +34,7 @@ from leaderboard.challenges.models import (
     SubmissionKind,
 )
 from leaderboard.challenges.reconcile import DatasetSpec, ReloadPlan, datasets_remove, reload_plan
-from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope
+from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope, reveal_exposes
 from leaderboard.challenges.spec import SpecError, mrqa_header_check, spec_check
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
@@ -145,6 +145,7 @@ def challenge_load(
             challenge.staff.add(user)
         for order, phase_spec in enumerate(_get(spec, "phases", slug, list)):
             _phase_load(challenge, phase_spec, order)
+        _staged_reveal_check(challenge, _get(spec, "datasets", slug, list))
         for order, ds_spec in enumerate(_get(spec, "datasets", slug, list)):
             _dataset_load(challenge, ds_spec, order, base_dir, warn=warn)
         if plan.datasets_removed:
@@ -482,6 +483,21 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
             rescore_enqueue(challenge=dataset.challenge, dataset=dataset, portion=portion)
             transaction.on_commit(functools.partial(retired_gold_prune, challenge=dataset.challenge))
     return record
+
+
+def _staged_reveal_check(challenge: Challenge, dataset_specs: list[Any]) -> None:
+    """Refuse a reload that reveals some sealed datasets while the averages published until now,
+    with the revealed scores, would give away the score of one it leaves sealed."""
+    marked = {str(d.get("slug")) for d in dataset_specs if isinstance(d, dict) and d.get("revealed")}
+    revealing = [ds for ds in Dataset.objects.filter(challenge=challenge, slug__in=marked) if ds.is_sealed]
+    exposed = [ds for ds in reveal_exposes(datasets=revealing) if ds.slug not in marked] if revealing else []
+    if exposed:
+        raise SpecError(
+            f"{challenge.slug}.datasets: revealing {', '.join(ds.name for ds in revealing)} now would give away the "
+            f"score of {', '.join(ds.name for ds in exposed)}, which stays sealed: averages published while both "
+            "were sealed (anyone may have copied them) minus the revealed scores leave only its own. "
+            f"Mark {', '.join(ds.slug for ds in exposed)} 'revealed: true' too, and reveal them together."
+        )
 
 
 def dataset_reveal(*, dataset: Dataset) -> Dataset:

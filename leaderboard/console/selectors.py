@@ -32,6 +32,7 @@ from leaderboard.challenges.models import (
     SubmissionKind,
     TeamPhaseOverride,
 )
+from leaderboard.challenges.selectors import reveal_closure
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
 from leaderboard.submissions.models import Score, Status, Submission, WorkerToken
@@ -371,6 +372,8 @@ class RevealPreview:
     still_sealed: list[str]
     # Systems running now: their runs read the dataset under the seal (see dataset_seal_change_check).
     runs_in_progress: int
+    # Sealed datasets revealed with it: their scores would follow from averages published before.
+    together: list[str] = field(default_factory=list)
 
 
 def _public_boards(phases: list[Phase]) -> dict[int, Board]:
@@ -407,10 +410,12 @@ def dataset_reveal_preview(*, dataset: Dataset) -> RevealPreview:
     if dataset.split != Split.III:
         raise ServiceError(f"{dataset.name} is a Split {dataset.split} dataset: it was never sealed")
     challenge = dataset.challenge
-    phases = [p for p in challenge.phases.select_related("challenge") if p.portion in dataset.portions]
+    together = reveal_closure(dataset=dataset)
+    phases = [p for p in challenge.phases.select_related("challenge")
+              if any(p.portion in ds.portions for ds in together)]
     before = _public_boards(phases)
     with transaction.atomic():
-        Dataset.objects.filter(pk=dataset.pk).update(revealed_at=timezone.now())
+        Dataset.objects.filter(pk__in=[ds.pk for ds in together]).update(revealed_at=timezone.now())
         after = _public_boards(phases)
         transaction.set_rollback(True)
     boards = []
@@ -424,7 +429,7 @@ def dataset_reveal_preview(*, dataset: Dataset) -> RevealPreview:
             rows.append(RevealedRow(row.team_name, old_rank.get(row.team_id), row.rank, newly))
         boards.append(RevealedBoard(phase, phase.board_public, old.ranked_by, new.ranked_by, rows))
     still_sealed = [d.sealed_alias or d.name for d in challenge.datasets.filter(split=Split.III, revealed_at=None)
-                    .exclude(pk=dataset.pk)]
+                    .exclude(pk__in=[ds.pk for ds in together])]
     return RevealPreview(
         dataset=dataset,
         alias=dataset.sealed_alias or "Hidden",
@@ -432,6 +437,7 @@ def dataset_reveal_preview(*, dataset: Dataset) -> RevealPreview:
         submissions_scored=Score.objects.filter(dataset=dataset).values("submission_id").distinct().count(),
         still_sealed=still_sealed,
         runs_in_progress=runs_in_progress(challenge=challenge),
+        together=[f"{ds.name} ({ds.sealed_alias or 'Hidden'})" for ds in together[1:]],
     )
 
 

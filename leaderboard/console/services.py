@@ -18,7 +18,7 @@ from django.db import transaction
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import Announcement, Challenge, Dataset, Phase, Split, TeamPhaseOverride
-from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, dataset_label, user_is_organizer
+from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, dataset_label, reveal_closure, user_is_organizer
 from leaderboard.challenges.services import dataset_reveal, dataset_unreveal
 from leaderboard.console.selectors import runs_in_progress
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
@@ -197,10 +197,15 @@ def dataset_reveal_audited(*, dataset: Dataset, actor: AbstractBaseUser, reason:
     if dataset.revealed_at is not None:
         raise ServiceError(f"{dataset.name} is revealed already")
     with transaction.atomic():
-        alias = dataset_label(dataset, reveal_sealed=False)
-        dataset_reveal(dataset=dataset)
+        # Datasets whose scores would follow from averages published while they were all sealed
+        # are revealed together (the preview lists them): one left sealed would be sealed in name only.
+        together = reveal_closure(dataset=dataset)
+        labels = ", ".join(f"{ds.name} ({dataset_label(ds, reveal_sealed=False)})" for ds in together)
+        for ds in together:
+            dataset_reveal(dataset=ds)
         audit_record(challenge=dataset.challenge, actor=actor, action="dataset.reveal",
-                     target=f"dataset {dataset.name} ({alias})", reason=reason, details={"dataset": dataset.slug})
+                     target=f"dataset {labels}", reason=reason,
+                     details={"dataset": dataset.slug, "together": [ds.slug for ds in together[1:]]})
     return dataset
 
 

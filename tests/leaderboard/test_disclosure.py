@@ -131,3 +131,14 @@ def test_averages_of_related_families_over_different_datasets_give_nothing_away(
     # Over the same datasets, another family adds no equation: macro F1 and macro EM both stay.
     same = [avg("macro_f1", "v", "s1", "s2"), avg("macro_em", "v", "s1", "s2", family="em")]
     assert averages_to_publish(same, sealed={"s1", "s2"}) == {"macro_f1", "macro_em"}
+
+
+def test_a_reveal_exposes_what_earlier_averages_and_the_revealed_values_pin() -> None:
+    from leaderboard.challenges.disclosure import exposed_by_reveal
+
+    split_iii = [avg("split_III_f1", "coqa", "drop")]
+    assert exposed_by_reveal(split_iii, sealed_after={"drop"}) == {"drop"}  # 2 x mean - CoQA
+    assert exposed_by_reveal(split_iii, sealed_after={"drop", "quoref"}) == set()
+    three = [avg("split_III_f1", "coqa", "drop", "quoref")]
+    assert exposed_by_reveal(three, sealed_after={"drop", "quoref"}) == set()  # two unknowns, one equation
+    assert exposed_by_reveal(three, sealed_after={"quoref"}) == {"quoref"}
