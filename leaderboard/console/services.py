@@ -18,7 +18,12 @@ from django.db import transaction
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import Announcement, Challenge, Dataset, Phase, Split, TeamPhaseOverride
-from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, dataset_label, reveal_closure, user_is_organizer
+from leaderboard.challenges.selectors import (
+    CONSOLE_NOT_FOUND,
+    dataset_label,
+    reveal_closure,
+    user_is_organizer,
+)
 from leaderboard.challenges.services import dataset_reveal, dataset_unreveal
 from leaderboard.console.selectors import runs_in_progress
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
