@@ -24,6 +24,7 @@ import os
 import secrets
 import shutil
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,10 +65,13 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def worker_token_create(*, name: str) -> str:
-    """A new token for the worker ``name`` (replacing its previous one): shown once, stored hashed."""
+def worker_token_create(*, name: str, queues: Sequence[str] = ()) -> str:
+    """A new token for the worker ``name`` (replacing its previous one): shown once, stored hashed.
+
+    ``queues``: the only run queues it may claim from (none: any, for the platform's own workers)."""
     token = f"rbw_{secrets.token_urlsafe(32)}"
-    WorkerToken.objects.update_or_create(name=name, defaults={"token_sha256": _digest(token), "revoked_at": None})
+    WorkerToken.objects.update_or_create(name=name, defaults={"token_sha256": _digest(token), "revoked_at": None,
+                                                              "queues": sorted(set(queues))})
     return token
 
 

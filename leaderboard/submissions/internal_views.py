@@ -76,6 +76,10 @@ def run_claim(request: HttpRequest, worker: WorkerToken) -> HttpResponse:
     if body is None or not isinstance(body.get("queue"), str) or not isinstance(body.get("instance"), str):
         return JsonResponse({"detail": "expected {queue, hint, instance}"}, status=400)
     hint = body.get("hint") if isinstance(body.get("hint"), int) else 0
+    if not worker.may_claim(body["queue"]):
+        # The message stays for a worker of that queue; this one is told why, in its log.
+        return JsonResponse({"detail": f"this worker's token may claim runs of {', '.join(worker.queues)} only, "
+                                       f"not of {body['queue']!r}"}, status=403)
     claim = compute.submission_run_claim_next(queue=body["queue"],
                                               worker=compute.worker_label(worker, body["instance"]))
     if claim.plan is None:

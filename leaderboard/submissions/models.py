@@ -231,9 +231,16 @@ class WorkerToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # The run queues this worker may claim from; empty: any (the platform's own workers).  A host an
+    # organizer attaches for its challenge's own queue gets only that queue, so its token can never
+    # claim another challenge's runs (their systems and hidden inputs).
+    queues = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return self.name
+
+    def may_claim(self, queue: str) -> bool:
+        return not self.queues or queue in self.queues
 
 
 class DialogAnswers(models.Model):

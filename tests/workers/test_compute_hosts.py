@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import time
@@ -122,6 +123,28 @@ def test_the_internal_api_wants_a_worker_token(cast: Cast) -> None:
                                content_type="application/json")
         assert response.status_code == 401
     assert Submission.objects.get().status == Status.QUEUED
+
+
+@pytest.mark.django_db
+def test_a_token_scoped_to_an_organizers_queue_cannot_claim_anothers_runs(cast: Cast) -> None:
+    """A host an organizer attaches for its own queue holds a token for that queue only: a claim on
+    the platform's cpu queue (another challenge's systems and hidden inputs) is refused."""
+    from django.core.management import call_command
+
+    system_phases(cast)
+    queued_system(cast)  # on the cpu queue
+    out = io.StringIO()
+    call_command("worker_token_create", "acme-host", "--queue", "acme", stdout=out)
+    scoped = api(out.getvalue().strip())
+    refused = scoped.post("/internal/v1/runs/claim/", {"queue": "cpu", "instance": "h:1"},
+                          content_type="application/json")
+    assert refused.status_code == 403 and "acme only" in refused.json()["detail"]
+    assert Submission.objects.get().status == Status.QUEUED
+    own = scoped.post("/internal/v1/runs/claim/", {"queue": "acme", "instance": "h:1"},
+                      content_type="application/json")
+    assert own.status_code == 200 and own.json() == {"ticket": None}  # nothing of its queue waits
+    # The platform's own workers (no queue named) still claim from any queue.
+    assert claim(api(worker_token_create(name="host-a")))["submission_id"] == Submission.objects.get().pk
 
 
 @pytest.mark.django_db

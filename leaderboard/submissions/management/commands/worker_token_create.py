@@ -1,4 +1,7 @@
-"""``manage.py worker_token_create NAME``: a compute worker's token for the internal API.
+"""``manage.py worker_token_create NAME [--queue Q ...]``: a compute worker's token for the internal API.
+
+With ``--queue`` the worker may claim runs of those queues only (a host an organizer attaches for
+its own queue); without, runs of any queue (the platform's own workers).
 
 Prints the token alone on stdout, once (only its sha256 is kept); a new token for the same name
 replaces the old one, which stops working at once.  Give it to the worker as READERBOARD_WORKER_TOKEN.
@@ -19,9 +22,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="the worker's name: letters, digits, - and _ (e.g. gpu-host-1)")
+        parser.add_argument("--queue", action="append", default=[], dest="queues",
+                            help="a run queue it may claim from (repeat for several; default: any)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["name"]
         if slugify(name) != name or not name:
             raise CommandError(f"a worker name is letters, digits, - and _ only, not {name!r}")
-        self.stdout.write(worker_token_create(name=name))
+        self.stdout.write(worker_token_create(name=name, queues=options["queues"]))
