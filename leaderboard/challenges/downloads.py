@@ -48,7 +48,7 @@ from leaderboard.challenges.models import (
     Split,
     SubmissionKind,
 )
-from leaderboard.challenges.selectors import dataset_label
+from leaderboard.challenges.selectors import dataset_label, datasets_public_order
 from leaderboard.challenges.suites import suite_for
 from leaderboard.submissions.services import phase_prediction_targets
 
@@ -210,6 +210,10 @@ def _catalogue(challenge: Challenge) -> _Catalogue:
         .select_related("dataset")
         .order_by("dataset__order", "dataset__slug")
     )
+    # Sealed datasets last, by alias (datasets_public_order), whoever reads the page.
+    position = {ds.pk: i for i, ds in enumerate(datasets_public_order({r.dataset.pk: r.dataset for r in records}
+                                                                      .values()))}
+    records.sort(key=lambda r: position[r.dataset.pk])
     offers: dict[str, _Offer] = {}
 
     def offer(kind: DataKind, record: DatasetFile, opens_at: dt.datetime | None) -> str:

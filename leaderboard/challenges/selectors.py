@@ -63,6 +63,15 @@ def dataset_label(dataset: Dataset, *, reveal_sealed: bool) -> str:
     return dataset.name
 
 
+def datasets_public_order(datasets: Iterable[Dataset]) -> list[Dataset]:
+    """The order anyone but the organizers sees datasets in: the others as the organizer ordered
+    them, then the sealed ones by alias.  The spec's order of the sealed ones (often
+    alphabetical by real name) would let anyone who knows the candidates match aliases to names."""
+    ordered = list(datasets)
+    return ([ds for ds in ordered if not ds.is_sealed]
+            + sorted((ds for ds in ordered if ds.is_sealed), key=lambda ds: (ds.sealed_alias or "Hidden", ds.pk)))
+
+
 def metric_split(metric: str) -> str | None:
     """The split a per-split aggregate ("split_III_f1") averages over; None for the others."""
     return next((split for split in SPLITS if metric.startswith(f"split_{split}_")), None)

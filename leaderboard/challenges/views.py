@@ -20,6 +20,7 @@ from leaderboard.challenges.selectors import (
     PhaseState,
     batch_system_phases,
     dataset_label,
+    datasets_public_order,
     interactive_phases,
     phase_status,
 )
@@ -43,7 +44,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     datasets = [
         {"label": dataset_label(ds, reveal_sealed=False), "split": ds.split, "sealed": ds.is_sealed,
          "description": "" if ds.is_sealed else ds.description}
-        for ds in challenge.datasets.all()
+        for ds in datasets_public_order(challenge.datasets.all())
     ]
     takes_systems = any(k in SYSTEM_KINDS for p in phases for k in p.allowed_kinds)
     now = timezone.now()

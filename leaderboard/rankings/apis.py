@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.models import Challenge, Dataset, Split
-from leaderboard.challenges.selectors import dataset_label
+from leaderboard.challenges.selectors import dataset_label, datasets_public_order
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, board_get, board_payload
@@ -67,7 +67,7 @@ class ChallengeDetailApi(APIView):
                 "datasets": [
                     {"name": dataset_label(d, reveal_sealed=False), "split": d.split, "state": dataset_state(d),
                      "visible_to_you": is_organizer or not d.is_sealed}
-                    for d in challenge.datasets.all()
+                    for d in datasets_public_order(challenge.datasets.all())
                 ],
             }
         )

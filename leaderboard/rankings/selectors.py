@@ -47,6 +47,7 @@ from leaderboard.challenges.selectors import (
     AGGREGATE_SEALED_NOTE,
     aggregates_published,
     dataset_label,
+    datasets_public_order,
     metric_split,
     ranking_scope_get,
 )
@@ -223,6 +224,8 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
     every_dataset = _challenge_datasets(phase)
     by_pk = {ds.pk: ds for ds in every_dataset}
     datasets = [ds for ds in every_dataset if phase.portion in ds.portions]
+    if not reveal:
+        datasets = datasets_public_order(datasets)  # sealed columns last, by alias
     scope = ranking_scope_get(challenge=challenge, datasets=datasets, reveal_sealed=reveal)
     # Under "sealed_aggregates: all" the public board cannot rank on an average that covers a
     # sealed dataset, so it ranks on the same average over the datasets it shows.

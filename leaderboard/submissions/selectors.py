@@ -24,7 +24,12 @@ from leaderboard.challenges.models import (
     Split,
     TeamPhaseOverride,
 )
-from leaderboard.challenges.selectors import aggregates_published, dataset_label, phase_ranking_scope
+from leaderboard.challenges.selectors import (
+    aggregates_published,
+    dataset_label,
+    datasets_public_order,
+    phase_ranking_scope,
+)
 from leaderboard.challenges.suites import metric_label, phase_metric_columns, suite_for
 from leaderboard.core.errors import NotFound
 from leaderboard.submissions.models import (
@@ -145,9 +150,11 @@ def system_run_plan(*, submission: Submission) -> RunPlan:
         .select_related("dataset__challenge")
         .order_by("dataset__order", "dataset__slug")
     )
+    by_dataset = {f.dataset.pk: f for f in files}
     datasets = []
-    for f in files:
-        ds = f.dataset
+    # The manifest lists sealed datasets last, by alias: in the spec's order they could be matched to names.
+    for ds in datasets_public_order(f.dataset for f in files):
+        f = by_dataset[ds.pk]
         label = dataset_label(ds, reveal_sealed=False)
         key = slugify(label) or f"dataset-{ds.pk}"
         datasets.append(
