@@ -120,12 +120,15 @@ def run_area(path: Path, size_mb: int) -> Iterator[None]:
     (no link count telling how many runs share an input) with fixed times.
     """
     path.mkdir(parents=True, exist_ok=True)
-    mounted = _tmpfs_mount(path, f"size={size_mb}m,mode=0755,nosuid,nodev", "readerboard-run")
+    if not _tmpfs_mount(path, f"size={size_mb}m,mode=0755,nosuid,nodev", "readerboard-run"):
+        # Bind mounts of a plain folder would show the system this host's path, with the run's id
+        # in it: no run rather than that.  The worker's fault (it must run as root), retried elsewhere.
+        raise PlatformError("the run folder could not be made a tmpfs of its own (the compute worker must run "
+                            "as root, with mount allowed)")
     try:
         yield
     finally:
-        if mounted:
-            area_release(path)
+        area_release(path)
 
 
 @contextlib.contextmanager
@@ -410,7 +413,11 @@ def run_container(
         if exc.is_client_error() and "no command specified" in str(exc.explanation or "").lower():
             # An image with neither ENTRYPOINT nor CMD (refused at upload since; kept for older ones).
             raise ImageError("the image has no ENTRYPOINT or CMD, so there is nothing to run") from None
-        raise PlatformError(f"the engine refused to create the container: {exc.explanation or exc}") from None
+        # The engine's words can hold this host's paths, and a team reads a dev run's reason: they go
+        # to the worker's log, for the operators, and the reason says where to look.
+        logger.error("the engine refused to create the container of %s (%s): %s", spec.image, spec.labels,
+                     exc.explanation or exc)
+        raise PlatformError("the engine refused to create the container (the compute worker's log says why)") from None
     capture = LogCapture(spec.limits.log_bytes)
     try:
         if not heartbeat():  # cancelled (or taken over) while the run was being prepared: start nothing

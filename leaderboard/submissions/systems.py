@@ -26,6 +26,7 @@ import os
 import posixpath
 import re
 import stat
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -47,6 +48,13 @@ BUNDLE_DECLARATION = "readerboard.json"
 INTERACTIVE = "interactive"
 _PROTOCOLS = ("batch", INTERACTIVE)
 MAX_BUNDLE_MEMBERS = 2000
+# Inspecting an upload must cost memory bounded by these, not by what the archive holds (issue 17):
+# tarfile keeps every entry it has read, and json.loads builds every value, at ~25 bytes of heap
+# per byte for a list of empty objects.  docker save writes a few entries per layer (at most 127
+# layers) and a config of some KiB; a zip's central directory is a few hundred bytes per file.
+MAX_IMAGE_MEMBERS = 1000
+MAX_IMAGE_JSON_BYTES = 1024 * 1024
+MAX_BUNDLE_DIRECTORY_BYTES = 4 * 1024 * 1024
 # What a team may keep stored per challenge (its uploads: prediction files, image archives,
 # bundles) unless the challenge's ``systems: {storage_mb_per_team: N}`` says otherwise.
 DEFAULT_STORAGE_MB_PER_TEAM = 4096
@@ -407,7 +415,10 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
         small: dict[str, bytes] = {}
         kept = total = 0
         try:
-            for member in tar:
+            for count, member in enumerate(tar, start=1):
+                if count > MAX_IMAGE_MEMBERS:
+                    raise ArchiveError(f"more than {MAX_IMAGE_MEMBERS} entries in the archive; docker save writes a "
+                                       "few per layer: upload what `docker save IMAGE -o image.tar` writes")
                 name = _member_name(member.name)
                 if name.startswith("/") or ".." in PurePosixPath(name).parts:
                     raise ArchiveError(f"unsafe member name in the archive: {member.name!r}")
@@ -451,10 +462,12 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
         for name in [config_name, *layers]:
             if not isinstance(name, str) or name not in members:
                 raise ArchiveError(f"manifest.json names {name!r}, which is not in the archive")
+        if members[config_name].size > MAX_IMAGE_JSON_BYTES:
+            raise ArchiveError(f"{config_name} (the image's config) is over {MAX_IMAGE_JSON_BYTES // 1024} KiB")
         extracted = tar.extractfile(members[config_name]) if config_name not in small else None
         if extracted is None and config_name not in small:
             raise ArchiveError(f"{config_name} is not a file")
-        raw_config = small[config_name] if extracted is None else extracted.read()
+        raw_config = small[config_name] if extracted is None else extracted.read(MAX_IMAGE_JSON_BYTES + 1)
     try:
         config = json.loads(raw_config)
     except ValueError:
@@ -572,8 +585,8 @@ def _link_target(name: str, member: tarfile.TarInfo) -> str:
 def _tar_json(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, *, data: bytes | None = None) -> Any:
     """A member's JSON; ``data``: its bytes, when they were read already."""
     fh = tar.extractfile(member) if data is None else io.BytesIO(data)
-    if fh is None or member.size > 16 * 1024 * 1024:
-        raise ArchiveError(f"{name} is not a small file")
+    if fh is None or member.size > MAX_IMAGE_JSON_BYTES:
+        raise ArchiveError(f"{name} is not a small file (at most {MAX_IMAGE_JSON_BYTES // 1024} KiB)")
     try:
         return json.loads(fh.read())
     except ValueError:
@@ -691,8 +704,34 @@ def _bundle_protocol(archive: zipfile.ZipFile) -> str:
     return str(protocol)
 
 
+def _zip_directory_check(path: str | os.PathLike[str]) -> None:
+    """Refuse a zip whose central directory is too big, from its end record, before ``ZipFile``
+    builds an entry object for each file (300,000 empty entries cost 158 MiB that way)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            tail_start = max(0, size - (65535 + 22))  # the end record and its comment, at most
+            fh.seek(tail_start)
+            tail = fh.read()
+    except OSError:
+        return  # ZipFile says what is wrong
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < 22:
+        return  # not a zip (or a damaged one): ZipFile's refusal says so
+    entries, directory = struct.unpack("<HI", tail[at + 10:at + 16])
+    if entries == 0xFFFF or directory == 0xFFFFFFFF:
+        raise ArchiveError(f"too many files in the bundle (a ZIP64 directory); at most {MAX_BUNDLE_MEMBERS}")
+    if entries > MAX_BUNDLE_MEMBERS:
+        raise ArchiveError(f"{entries} files in the bundle; at most {MAX_BUNDLE_MEMBERS}")
+    if directory > MAX_BUNDLE_DIRECTORY_BYTES:
+        raise ArchiveError(f"the bundle's list of files is over {MAX_BUNDLE_DIRECTORY_BYTES // 2**20} MiB "
+                           "(names or extra fields too long)")
+
+
 def bundle_inspect(path: str | os.PathLike[str], *, max_uncompressed: int) -> BundleInfo:
     """Check a code bundle: a zip with ``run.sh`` or ``run.py`` at its top, safe names, bounded size."""
+    _zip_directory_check(path)
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError):

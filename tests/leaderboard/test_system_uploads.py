@@ -132,6 +132,18 @@ CASES = {
         image_archive(config={"os": "linux", "architecture": "amd64", "config": {"Cmd": ["true"]},
                               "rootfs": {"type": "layers", "diff_ids": []}})[0], "docker_image", "x.tar",
         ["lists 0 layers (rootfs.diff_ids) and manifest.json 1"]),
+    # Inspecting must cost memory bounded by the limits, not by what the archive holds (issue 17):
+    # a config or manifest of a million empty objects, or an archive of countless tiny entries.
+    "a config too big to parse": (image_archive(config={"os": "linux", "architecture": "amd64",
+                                                       "junk": [{}] * 400_000}, gz=True)[0],
+                                  "docker_image", "x.tar.gz", ["(the image's config) is over 1024 KiB"]),
+    "a manifest too big to parse": (
+        tar_of({"manifest.json": b"[" + b"{}," * 400_000 + b"{}]"}, gz=True), "docker_image", "x.tar.gz",
+        ["manifest.json is not a small file (at most 1024 KiB)"]),
+    "countless entries": (tar_of({f"e{i}": b"" for i in range(1200)}, gz=True), "docker_image", "x.tar.gz",
+                          ["more than 1000 entries in the archive"]),
+    "bundle of countless files": (bundle_of({"run.py": b"", **{f"f{i}": b"" for i in range(2500)}}), "code_bundle",
+                                  "b.zip", ["2501 files in the bundle; at most 2000"]),
     "bundle not a zip": (b"PK not really", "code_bundle", "b.zip", ["not a zip archive"]),
     "bundle without run.py": (bundle_of({"main.py": b"print(1)"}), "code_bundle", "b.zip",
                               ["no run.sh or run.py at the top"]),
@@ -242,3 +254,19 @@ def test_a_bundle_whose_entry_point_is_a_folder_is_refused(
     status, message = post(systems, channel, content, kind="code_bundle", name="b.zip")
     assert status == 400, message[:500]
     assert "no run.sh or run.py at the top" in message, message[:2000]
+
+
+def test_a_zip_directory_too_big_is_refused_from_its_end_record_before_it_is_read(tmp_path: Path) -> None:
+    """The end record says how many files and how long the list is: a zip claiming 300,000 files
+    (here only the record: nothing else needs to exist) is refused without building one entry."""
+    import struct
+
+    from leaderboard.submissions.systems import ArchiveError, bundle_inspect
+
+    fake = tmp_path / "b.zip"
+    fake.write_bytes(b"x" * 100 + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 20_000_000, 100, 0))
+    with pytest.raises(ArchiveError, match="ZIP64"):
+        bundle_inspect(fake, max_uncompressed=2**30)
+    fake.write_bytes(b"x" * 100 + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 9, 9, 20_000_000, 100, 0))
+    with pytest.raises(ArchiveError, match="list of files is over 4 MiB"):
+        bundle_inspect(fake, max_uncompressed=2**30)

@@ -300,3 +300,37 @@ def test_a_short_log_is_kept_whole_with_no_note_and_no_control_characters() -> N
     capture.feed("héllo \x1b[1mbold\x1b[0m\x00\r\n".encode()[:5])  # a character split across chunks
     capture.feed("héllo \x1b[1mbold\x1b[0m\x00\r\n".encode()[5:])
     assert capture.result() == ("héllo [1mbold[0m\n", [])
+
+
+def test_a_worker_that_cannot_mount_the_run_area_refuses_the_run_rather_than_show_a_host_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """Without its own tmpfs, the system's mountinfo would show this host's run folder with the
+    run's id in it (issue 15): the platform's fault, retried on another worker, never run."""
+    from workers import runner
+
+    monkeypatch.setattr(runner.os, "geteuid", lambda: 1000)  # a worker not running as root
+    with pytest.raises(runner.PlatformError, match="could not be made a tmpfs"), \
+            runner.run_area(tmp_path / "run", 64):
+        pytest.fail("the run went ahead in a plain folder")
+
+
+def test_the_engines_refusal_to_create_a_container_is_not_quoted_to_the_team(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The engine's explanation can hold host paths; a team reads a dev run's reason."""
+    from workers import runner
+
+    class Containers:
+        def create(self, **_: Any) -> None:
+            raise docker.errors.APIError("500", explanation="invalid mount /var/lib/readerboard-compute/runs/77-1")
+
+    class Engine:
+        containers = Containers()
+
+    spec = runner.RunSpec(image="x", input_dir=tmp_path, output_dir=tmp_path, limits=runner.Limits())
+    with pytest.raises(runner.PlatformError) as refused:
+        runner.run_container(Engine(), spec, output_capped=True, heartbeat=lambda: True,  # type: ignore[arg-type]
+                             heartbeat_every=1.0)
+    assert "/var/lib" not in str(refused.value) and "worker's log" in str(refused.value)
+    assert "/var/lib/readerboard-compute/runs/77-1" in caplog.text
