@@ -117,6 +117,21 @@ def open_phases(cast: Cast, is_open: bool) -> None:
     cast.challenge.phases.update(opens_at=when)
 
 
+def test_each_phase_opens_its_own_files(data_cast: Cast) -> None:
+    """The dev phase open and the test phase not yet: a team member gets the training and dev
+    files and the kit, and the test inputs only once the test phase opens."""
+    now = timezone.now()
+    data_cast.challenge.phases.filter(slug="dev").update(opens_at=now - dt.timedelta(days=1))
+    data_cast.challenge.phases.filter(slug="test").update(opens_at=now + dt.timedelta(days=30))
+    bob = client_for(data_cast, "bob")
+    for key in ("train/squad", "dev/squad", "dev/xquad-en", "starting-kit"):
+        assert bob.get(FILES[key]).status_code == 200, key
+    assert bob.get(FILES["test-inputs/xquad-en"]).status_code == 404
+    assert bob.get(api(FILES["test-inputs/xquad-en"])).status_code == 404
+    data_cast.challenge.phases.filter(slug="test").update(opens_at=now - dt.timedelta(minutes=1))
+    assert bob.get(FILES["test-inputs/xquad-en"]).status_code == 200
+
+
 # --- the permission matrix ------------------------------------------------------------------------
 
 
