@@ -241,6 +241,8 @@ REDISPATCH_AFTER_S = float(env("REDISPATCH_AFTER_S", "60"))
 # platform could not complete.  The demo prints the messages in the worker's log (console backend);
 # a deployment sets READERBOARD_EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend and the host.
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# For the file backend (django.core.mail.backends.filebased.EmailBackend): one file per message here.
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
 EMAIL_HOST = env("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")

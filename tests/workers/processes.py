@@ -133,6 +133,9 @@ def test_process_env(broker_url: str, log: Path, extra_env: dict[str, str] | Non
         "READERBOARD_VAR_DIR": str(log.parent / "var"),
         "READERBOARD_RUN_IMAGE_REPOSITORY": settings.RUN_IMAGE_REPOSITORY,
         "READERBOARD_DEBUG": "0",
+        # What the platform's processes mail (organizers' alerts) is kept in files a test can read.
+        "READERBOARD_EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+        "READERBOARD_EMAIL_FILE_PATH": str(log.parent / "mail"),
         **(extra_env or {}),
     }
 

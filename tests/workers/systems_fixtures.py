@@ -116,6 +116,11 @@ class Platform:
     def logs(self) -> str:
         return "\n".join(w.log.read_text(errors="replace")[-4000:] for w in self.workers if w.log.exists())
 
+    def mails(self) -> list[str]:
+        """Every message the platform's processes sent (their file e-mail backend), whole."""
+        folder = self.tmp / "mail"
+        return [path.read_text(errors="replace") for path in sorted(folder.glob("*"))] if folder.exists() else []
+
 
 def system_phases(cast: Cast, limits: dict[str, object] | None = None) -> None:
     for phase in (cast.dev, cast.test):

@@ -1,7 +1,9 @@
 """Sealed means sealed: hostile systems try every side channel, and no team surface carries the hidden data.
 
 The demo's hidden test data (a copy, loaded into the test challenge) gets a unique canary
-string planted in a question, a context and an id of every hidden dataset.  Hostile systems
+string planted in a question, a context and an id of every hidden dataset: XQuAD-en's test
+portion, CoQA sealed under a spec's alias, and DROP sealed under the alias derived from the
+challenge's secret (added here: two sealed datasets, as the demo has).  Hostile systems
 (tests/workers/canary/leak.py) run through the real path (upload, queue, worker, engine) and try
 to get it out: unknown ids quoting the inputs, an empty output, an exit code, broken JSON at a
 chosen position, a chosen run time, and printing everything into the log.  Then every surface
@@ -21,9 +23,10 @@ import pytest
 from django.conf import settings
 from django.core import mail
 
-from leaderboard.challenges.models import Dataset
+from leaderboard.challenges.models import Dataset, Split
 from leaderboard.challenges.services import dataset_file_put
 from leaderboard.submissions.models import Status
+from scoring import inputs
 from tests.leaderboard.conftest import DEMO_DATA, Cast
 from tests.workers.systems_fixtures import Platform, bundle
 
@@ -31,7 +34,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 
 CANARY = "RBCANARY9c41e2"
 LEAK = Path(__file__).resolve().parent / "canary" / "leak.py"
-HIDDEN = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz"}
+HIDDEN = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz", "drop": "DROP.test.jsonl.gz"}
+SEALED_NAMES = ("CoQA", "DROP")
 MODES = {"unknown_ids": "unknown_ids", "empty": "answers_missing", "exit_code": "crashed",
          "broken_json": "output_not_json", "timing": "output_missing", "log": "finished",
          "mounts": "answers_missing"}
@@ -55,6 +59,12 @@ def canary_record(slug: str) -> dict[str, object]:
 def plant_canaries(cast: Cast) -> set[str]:
     """Re-load the challenge's hidden test files with a canary context; return every hidden id."""
     ids: set[str] = set()
+    # A second sealed dataset, named as a spec without an alias names it (HMAC of the secret).
+    Dataset.objects.get_or_create(
+        challenge=cast.challenge, slug="drop",
+        defaults={"name": "DROP", "split": Split.III, "portions": ["test"], "order": 9,
+                  "sealed_alias": inputs.alias_for(cast.challenge.secret.encode("ascii"), "drop")},
+    )
     for slug, name in HIDDEN.items():
         lines = gzip.open(DEMO_DATA / "mrqa" / name, "rt", encoding="utf-8").read().splitlines()
         lines.append(json.dumps(canary_record(slug)))
@@ -93,11 +103,19 @@ def team_surfaces(platform: Platform, pks: list[int]) -> dict[str, str]:
                 body = b"\n".join(kit.read(name) for name in kit.namelist()
                                    if "/scoring/" not in f"/{name}" and not name.endswith(".gz"))
         surfaces[url] = body.decode("utf-8", errors="replace")
-    surfaces["e-mails"] = "\n".join(f"{m.subject}\n{m.body}" for m in mail.outbox)
+    # What the platform's processes mailed (organizers' alerts): none may reach a team member with
+    # any of it; the test process's own outbox too.
+    team = {user.email for user in (platform.cast.alice, platform.cast.bob) if user.email}
+    surfaces["e-mails to the team"] = "\n".join(
+        message for message in platform.mails() if any(address in message for address in team))
+    surfaces["e-mails (test process)"] = "\n".join(f"{m.subject}\n{m.body}" for m in mail.outbox)
     return surfaces
 
 
 def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform) -> None:
+    for user in (platform.cast.alice, platform.cast.bob, platform.cast.oscar):
+        user.email = f"{user.username}@example.org"  # the platform's alerts go by e-mail
+        user.save(update_fields=["email"])
     hidden_ids = plant_canaries(platform.cast)
     source = LEAK.read_text()
     pks = {}
@@ -115,7 +133,7 @@ def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform
     # The run folder says nothing either: no host path or id in the mounts, copies (one link
     # each) with the same fixed time, whatever runs are in progress and whenever the gold came.
     mounts = runs["mounts"].log
-    assert mounts.count("MOUNT") >= 2 and mounts.count("FILE") == 3, mounts
+    assert mounts.count("MOUNT") >= 2 and mounts.count("FILE") == len(HIDDEN) + 1, mounts  # and the manifest
     assert str(settings.RUNS_DIR) not in mounts and f"{pks['mounts']}-1" not in mounts, mounts
     assert all(line.split()[5] in ("/input", "/output", "/system") and line.split()[4] in ("/", "/input", "/system")
                for line in mounts.splitlines() if line.startswith("MOUNT")), mounts
@@ -124,7 +142,8 @@ def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform
     surfaces = team_surfaces(platform, list(pks.values()))
     for where, text in surfaces.items():
         assert CANARY not in text, f"the canary reached the team through {where}"
-        assert "CoQA" not in text, f"the sealed dataset's real name reached the team through {where}"
+        for name in SEALED_NAMES:
+            assert name not in text, f"the sealed dataset's real name {name} reached the team through {where}"
         leaked = [qid for qid in hidden_ids if len(qid) >= 8 and qid in text]
         assert not leaked, f"hidden ids reached the team through {where}: {leaked[:3]}"
         assert "LEAK0" not in text and "line 1, column" not in text, where
@@ -136,6 +155,10 @@ def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform
     assert alice.get(f"/api/v1/submissions/{pks['exit_code']}/").json()["exit"] == "non-zero"
     timing = alice.get(f"/api/v1/submissions/{pks['timing']}/").json()
     assert isinstance(timing["run_seconds"], int) and isinstance(timing["peak_memory_mb"], int)
+    # Nor do its start and end give the run time to a fraction of a second.
+    assert "." not in timing["started_at"] and "." not in timing["finished_at"], timing
+    drop = Dataset.objects.get(challenge=platform.cast.challenge, slug="drop")
+    assert drop.sealed_alias.startswith("Hidden-") and drop.sealed_alias in detail_text(alice, pks["log"])
     assert alice.get(f"/api/v1/submissions/{pks['log']}/log/").json()["log"] is None
 
     # The organizer's view shows the full reason and the log.
@@ -143,3 +166,8 @@ def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform
     page = oscar.get(f"/c/{platform.cast.challenge.slug}/submissions/{pks['unknown_ids']}/").content.decode()
     assert "LEAK0" in page
     assert CANARY in oscar.get(f"/api/v1/submissions/{pks['log']}/log/").json()["log"]
+
+
+def detail_text(client: object, pk: int) -> str:
+    """A run's API answer as text: what the team reads of it (the datasets under their aliases)."""
+    return json.dumps(client.get(f"/api/v1/submissions/{pk}/").json())  # type: ignore[attr-defined]

@@ -1,7 +1,8 @@
 """A team submits a system through the form and watches it in Chromium: queue position, running,
-finished and scores, with no manual reload (real worker, Redis and Docker engine).  The run read
-hidden test data, so its log (what the system printed of /input) is the organizers' until one of
-them releases it, which the browser does too."""
+finished and scores, with no manual reload (real worker, Redis and Docker engine).  The system
+prints all of /input (hidden test data with a canary planted in every hidden dataset), so its log
+is the organizers' until one of them releases it, which the browser does too: the team's page
+carries none of it before, the organizer's does, and the team's does once released."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 from leaderboard.submissions.models import Status, Submission
 from tests.leaderboard.test_browser import browser  # noqa: F401  (the Chromium fixture)
-from tests.workers.systems_fixtures import Platform
+from tests.workers.systems_fixtures import Platform, bundle
+from tests.workers.test_canary import CANARY, LEAK, plant_canaries
 from tests.workers.test_faults import slow_bundle, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
@@ -34,13 +36,15 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     ahead = platform.submit(slow_bundle(), who="charlie")
     wait_for(lambda: Submission.objects.get(pk=ahead).status == Status.RUNNING, 60, "the first run", platform)
 
+    plant_canaries(platform.cast)
     log_in(driver, wait, base, "alice")
     driver.get(f"{base}/c/demo/")
     assert "How your system runs" in driver.find_element(By.ID, "contract").text
     assert "256 MiB" in driver.find_element(By.ID, "contract").text  # the challenge's own limits
 
-    archive = tmp_path / "slow.zip"
-    archive.write_bytes(slow_bundle())
+    archive = tmp_path / "prints-input.zip"
+    # Its "log" mode prints every hidden input; it first sleeps, so the page can be seen following it.
+    archive.write_bytes(bundle(("run.py", LEAK.read_text().replace('MODE = "log"\n', 'MODE = "log"\ntime.sleep(4)\n', 1))))
     driver.get(f"{base}/c/demo/submit/system/")
     Select(driver.find_element(By.ID, "id_phase")).select_by_value(str(platform.cast.test.pk))
     Select(driver.find_element(By.ID, "id_kind")).select_by_value("code_bundle")
@@ -54,19 +58,20 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "running"))
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "finished"))
     assert driver.find_elements(By.CSS_SELECTOR, "#scores tr")
-    # What the system printed of /input (dataset names, answer counts) stays with the organizers.
+    # What the system printed of /input (every hidden question and context) stays with the organizers.
     assert not driver.find_elements(By.ID, "log")
     assert "organizers only" in driver.find_element(By.ID, "log-note").text
-    assert "slept; answering now" not in driver.page_source
+    assert CANARY not in driver.page_source
     assert "Hidden-07" in driver.find_element(By.ID, "scores").text
-    assert "CoQA" not in driver.page_source  # the sealed dataset's name is nowhere on the page
+    for name in ("CoQA", "DROP"):
+        assert name not in driver.page_source  # the sealed datasets' names are nowhere on the page
     driver.save_screenshot(str(SCREENSHOT))
     submission_url = driver.current_url
 
     # The organizer reads the log, and releases it after the confirmation.
     log_in(driver, wait, base, "oscar")
     driver.get(submission_url)
-    assert "slept; answering now" in driver.find_element(By.ID, "log").text
+    assert CANARY in driver.find_element(By.ID, "log").text
     assert "its team does not see this log" in driver.find_element(By.ID, "log-note").text
     driver.save_screenshot(str(SCREENSHOT_ORGANIZER))
     driver.find_element(By.CSS_SELECTOR, "#release-log button").click()
@@ -76,7 +81,7 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
 
     log_in(driver, wait, base, "alice")
     driver.get(submission_url)
-    assert "slept; answering now" in driver.find_element(By.ID, "log").text
+    assert CANARY in driver.find_element(By.ID, "log").text
     assert "Released to the team by oscar" in driver.find_element(By.ID, "log-note").text
     released = Submission.objects.get(pk=int(submission_url.rstrip("/").rsplit("/", 1)[1]))
     assert released.log_released_by == platform.cast.oscar
