@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import json
 import logging
 import os
@@ -377,7 +378,12 @@ def run_image(transport: RunTransport, ticket: RunTicket, config: ComputeConfig,
               client: docker.DockerClient) -> Iterator[str]:
     """The image the run runs, by a name of its own: a bundle's base image, or the submission's
     archive (fetched, checked layer by layer, loaded under ``<repository>/<id>:<attempt>``), whose
-    reference is removed once the run is over (the engine drops the image with its last name)."""
+    reference is removed once the run is over (the engine drops the image with its last name).
+
+    A platform fault after the load keeps the image on this host under ``<repository>/<id>:kept``
+    for a while (``KEPT_FOR``): the retry, if it comes here, tags it instead of copying and loading
+    an archive of up to gigabytes again.  It was loaded from this submission's own archive, checked
+    layer by layer, so its id stands for exactly that content.  A team's fault keeps nothing."""
     if ticket.kind != "docker_image":
         if not runner.image_exists(client, ticket.base_image):
             raise runner.PlatformError(f"the base image {ticket.base_image} is not built on this worker")
@@ -385,20 +391,86 @@ def run_image(transport: RunTransport, ticket: RunTicket, config: ComputeConfig,
         return
     assert ticket.system is not None
     reference = run_image_reference(config.run_image_repository, ticket.submission_id, ticket.attempt)
+    kept = _KeptImages(config.work_dir, client, config.run_image_repository)
+    kept.prune()
     archive = run_dir.parent / f"{ticket.submission_id}-{ticket.attempt}.tar"  # outside the run's tmpfs
     images = _ImageRegistry(config.work_dir)
     images.add(reference)
     try:
-        transport.fetch(ticket, ticket.system, archive)
-        # The lease is renewed meanwhile (lease_kept): a large image outlasts a lease.
-        loaded = runner.image_load(client, archive, expected_id=ticket.image_digest, reference=reference,
-                                   max_uncompressed=ticket.max_image_uncompressed)
-        archive.unlink(missing_ok=True)
+        loaded = kept.take(ticket.submission_id, expected_id=ticket.image_digest, reference=reference)
+        if loaded is None:
+            transport.fetch(ticket, ticket.system, archive)
+            # The lease is renewed meanwhile (lease_kept): a large image outlasts a lease.
+            loaded = runner.image_load(client, archive, expected_id=ticket.image_digest, reference=reference,
+                                       max_uncompressed=ticket.max_image_uncompressed)
+            archive.unlink(missing_ok=True)
         yield loaded
+    except Exception as exc:
+        if not run_failure_classify(exc).participant and runner.image_exists(client, reference):
+            kept.keep(ticket.submission_id, reference)
+        raise
+    else:
+        kept.drop(ticket.submission_id)  # the run is over: no retry will want it
     finally:
         archive.unlink(missing_ok=True)
         if runner.image_remove(client, reference):
             images.discard(reference)
+
+
+# How long an image stays on a host after a platform fault, for the run's retry.
+KEPT_FOR = dt.timedelta(hours=1)
+
+
+class _KeptImages:
+    """Images kept after a platform fault, one file each under ``<work>/kept/`` (its mtime: when)."""
+
+    def __init__(self, work_dir: Path, client: docker.DockerClient, repository: str) -> None:
+        self.folder = work_dir / "kept"
+        self.client = client
+        self.repository = repository
+
+    def _reference(self, submission_id: int) -> str:
+        return f"{self.repository}/{submission_id}:kept"
+
+    def keep(self, submission_id: int, reference: str) -> None:
+        kept = self._reference(submission_id)
+        try:
+            self.client.images.get(reference).tag(kept)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            logger.warning("image %s not kept for a retry: %s", reference, exc)
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / str(submission_id)).touch()
+        logger.info("kept %s for the run's retry on this host", kept)
+
+    def take(self, submission_id: int, *, expected_id: str, reference: str) -> str | None:
+        """Tag the kept image as this attempt's ``reference``; None if there is none (or not that id)."""
+        kept = self._reference(submission_id)
+        try:
+            image = self.client.images.get(kept)
+        except docker.errors.ImageNotFound:
+            return None
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            return None
+        if image.id != expected_id:
+            self.drop(submission_id)
+            return None
+        image.tag(reference)
+        logger.info("the retry of %s runs the image kept on this host (no copy, no load)", submission_id)
+        return reference
+
+    def drop(self, submission_id: int) -> None:
+        reference = self._reference(submission_id)
+        if (self.folder / str(submission_id)).exists() or runner.image_exists(self.client, reference):
+            runner.image_remove(self.client, reference)
+        (self.folder / str(submission_id)).unlink(missing_ok=True)
+
+    def prune(self) -> None:
+        """Drop what was kept longer than ``KEPT_FOR`` (its retry went to another host, or never came)."""
+        limit = time.time() - KEPT_FOR.total_seconds()
+        for path in sorted(self.folder.glob("*")) if self.folder.exists() else []:
+            if path.name.isdigit() and path.stat().st_mtime < limit:
+                self.drop(int(path.name))
 
 
 class _ImageRegistry:

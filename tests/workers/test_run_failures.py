@@ -334,3 +334,80 @@ def test_the_engines_refusal_to_create_a_container_is_not_quoted_to_the_team(
                              heartbeat_every=1.0)
     assert "/var/lib" not in str(refused.value) and "worker's log" in str(refused.value)
     assert "/var/lib/readerboard-compute/runs/77-1" in caplog.text
+
+
+class _Image:
+    def __init__(self, engine: _Engine, image_id: str) -> None:
+        self.engine, self.id = engine, image_id
+
+    def tag(self, reference: str) -> None:
+        self.engine.names[reference] = self.id
+
+
+class _Images:
+    def __init__(self, engine: _Engine) -> None:
+        self.engine = engine
+
+    def get(self, reference: str) -> _Image:
+        if reference not in self.engine.names:
+            raise docker.errors.ImageNotFound(reference)
+        return _Image(self.engine, self.engine.names[reference])
+
+    def remove(self, reference: str, noprune: bool = False) -> None:
+        if self.engine.names.pop(reference, None) is None:
+            raise docker.errors.NotFound(reference)
+
+
+class _Engine:
+    """Image names as an engine keeps them, nothing else: enough for run_image's bookkeeping."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.images = _Images(self)
+
+
+def test_a_retry_on_the_same_host_runs_the_kept_image_without_copying_or_loading_it_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """Issue 17: a platform fault after an image of up to 2 GB was fetched and loaded must not make
+    its retry copy and load it again; a team's fault keeps nothing; the run's end drops what was kept."""
+    from leaderboard.submissions.systems import Limits, RunTicket, TicketFile
+    from workers import run_system, runner
+
+    engine, counts = _Engine(), {"fetch": 0, "load": 0}
+
+    class Transport:
+        def fetch(self, ticket: object, item: object, target: Path) -> None:
+            counts["fetch"] += 1
+            target.write_bytes(b"archive")
+
+    def image_load(client: _Engine, path: Path, *, expected_id: str, reference: str, max_uncompressed: int) -> str:
+        counts["load"] += 1
+        client.names[reference] = expected_id
+        return reference
+
+    monkeypatch.setattr(runner, "image_load", image_load)
+    config = run_system.ComputeConfig(work_dir=tmp_path, run_image_repository="readerboard-run")
+
+    def ticket(attempt: int) -> RunTicket:
+        return RunTicket(submission_id=7, attempt=attempt, kind="docker_image", image_digest="sha256:abc",
+                         base_image="", runtime="", gpus=0, limits=Limits(), manifest={}, inputs=[],
+                         output_names=[], system=TicketFile(url="u", name="image.tar", size=7, sha256="x"),
+                         heartbeat_s=1.0, max_bundle_uncompressed=1, max_image_uncompressed=1)
+
+    def attempt(number: int, fault: Exception | None) -> None:
+        run_dir = tmp_path / "runs" / f"7-{number}"
+        run_dir.mkdir(parents=True)
+        with contextlib.suppress(type(fault) if fault else ()):
+            with run_system.run_image(Transport(), ticket(number), config, run_dir, engine) as image:  # type: ignore[arg-type]
+                assert engine.names[image] == "sha256:abc"
+                if fault is not None:
+                    raise fault
+
+    attempt(1, runner.PlatformError("the engine failed mid-run"))
+    assert counts == {"fetch": 1, "load": 1} and engine.names == {"readerboard-run/7:kept": "sha256:abc"}
+    attempt(2, None)  # the retry, on this host
+    assert counts == {"fetch": 1, "load": 1}, "the retry copied or loaded the image again"
+    assert engine.names == {}  # the run is over: nothing kept, no run reference left
+    attempt(3, runner.ImageError("the engine refuses the image"))  # the team's fault: nothing kept
+    assert counts == {"fetch": 2, "load": 2} and engine.names == {}
