@@ -264,6 +264,23 @@ def test_the_compute_worker_sends_and_takes_the_task_the_platform_names() -> Non
     assert compute.RUN_SYSTEM == RUN_SYSTEM
 
 
+@pytest.mark.django_db
+def test_the_challenges_gpus_reach_the_ticket_a_gpu_worker_claims(cast: Cast) -> None:
+    """From the spec to the ticket: what the compute worker passes to the engine (next test)."""
+    from leaderboard.submissions.compute import run_ticket_build
+    from leaderboard.submissions.systems import RunTicket
+
+    system_phases(cast)
+    cast.challenge.system_settings = {**cast.challenge.system_settings, "queue": "gpu", "gpus": 2}
+    cast.challenge.save()
+    queued_system(cast)
+    assert submission_run_claim_next(queue="cpu", worker="w/1").plan is None  # not a cpu worker's
+    plan = submission_run_claim_next(queue="gpu", worker="w/2").plan
+    assert plan is not None
+    ticket = RunTicket.from_json(json.loads(json.dumps(run_ticket_build(plan).as_json())))  # as it travels
+    assert ticket.gpus == 2
+
+
 def test_a_gpu_request_is_built_as_dockers_gpus_flag_builds_it(tmp_path: Path) -> None:
     spec = runner.RunSpec(image="x", input_dir=tmp_path, output_dir=tmp_path, limits=Limits(), gpus=2)
     [request] = runner._create_kwargs(spec)["device_requests"]
