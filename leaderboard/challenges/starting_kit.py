@@ -10,8 +10,9 @@ Inside ``<slug>-starting-kit/`` (its README.md says how to use each part):
   bundle (``run.py`` at its top) that can be submitted as is;
 * ``dev/manifest.json``: a manifest over the downloaded dev files, so the baseline (or any system
   following the contract) runs on them locally;
-* ``scoring/``: the platform's scoring library, for ``python -m scoring``; plus, for mrc2018,
-  ``tools/mrc2018_predictions.py`` (the platform's own conversion of ``{qid: answer}``).
+* ``scoring/``: the platform's scoring library, for ``python -m scoring``; plus, for mrc2018, quac
+  and coqa, ``tools/<suite>_predictions.py`` (the platform's own conversion of ``{qid: answer}`` to
+  the official scorer's format).
 
 Determinism: fixed timestamps and modes, sorted members, no build date.  The zip depends only on
 the challenge's public dev data, settings and the sources it copies, so it is cached on private
@@ -44,11 +45,11 @@ from leaderboard.challenges.suites import suite_for
 from leaderboard.submissions.systems import SystemSettings
 
 # Bump when the kit's layout changes without any of its inputs changing.
-KIT_FORMAT = 1
+KIT_FORMAT = 2
 BASELINE = Path(settings.BASE_DIR) / "deploy" / "images" / "baseline" / "baseline.py"
 SCORING_DIR = Path(scoring.__file__).resolve().parent
 # As the run plan names them (submissions.selectors.system_run_plan): the manifest's "format".
-INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader"}
+INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader", "squad2": "squad2", "quac": "quac", "coqa": "coqa"}
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 # An older kit stays this long after a new one is built: a request that chose it may still open it.
 STALE_KIT_S = 600
@@ -74,6 +75,53 @@ for key, answer in predictions.items():
     record["question_id"] = ids.get(key, key)
     print(json.dumps(record, ensure_ascii=False))
 '''
+QUAC_CONVERTER = '''#!/usr/bin/env python3
+"""{qid: answer} (what a system writes) -> the JSON lines `python -m scoring quac` reads (scorer.py's).
+
+The same filing the platform does before scoring: one line per dialog of the dataset, its questions
+in order; an answer is a string, or {"answer", "yesno", "followup"}; yesno and followup default to
+"x" and "m" (no opinion), as on the platform.  A question without an answer is left out (scored 0).
+Usage: python tools/quac_predictions.py PRED.json DATASET.json > PRED.jsonl
+"""
+import json
+import sys
+
+predictions = json.load(open(sys.argv[1], encoding="utf-8"))
+dataset = json.load(open(sys.argv[2], encoding="utf-8"))
+for article in dataset["data"]:
+    for paragraph in article["paragraphs"]:
+        line = {"qid": [], "best_span_str": [], "yesno": [], "followup": []}
+        for qa in paragraph["qas"]:
+            if qa["id"] not in predictions:
+                continue
+            answer = predictions[qa["id"]]
+            answer = answer if isinstance(answer, dict) else {"answer": answer}
+            line["qid"].append(qa["id"])
+            line["best_span_str"].append(answer["answer"])
+            line["yesno"].append(answer.get("yesno", "x"))
+            line["followup"].append(answer.get("followup", "m"))
+        if line["qid"]:
+            print(json.dumps(line, ensure_ascii=False))
+'''
+COQA_CONVERTER = '''#!/usr/bin/env python3
+"""{"<story id>_<turn>": answer} (what a system writes) -> the list `python -m scoring coqa` reads.
+
+The platform keys a CoQA turn by its story's id and its turn number; the official format is a list of
+{"id", "turn_id", "answer"}.  Usage: python tools/coqa_predictions.py PRED.json > PRED.coqa.json
+"""
+import json
+import sys
+
+predictions = json.load(open(sys.argv[1], encoding="utf-8"))
+out = []
+for key, answer in predictions.items():
+    story, _, turn = key.rpartition("_")
+    out.append({"id": story, "turn_id": int(turn), "answer": answer})
+json.dump(out, sys.stdout, ensure_ascii=False)
+'''
+CONVERTERS = {"mrc2018": ("tools/mrc2018_predictions.py", MRC2018_CONVERTER),
+              "quac": ("tools/quac_predictions.py", QUAC_CONVERTER),
+              "coqa": ("tools/coqa_predictions.py", COQA_CONVERTER)}
 
 
 @dataclass(frozen=True)
@@ -153,6 +201,21 @@ def _score_lines(suite: str, options: dict[str, Any], gold: str, output: str) ->
         return (
             f"python tools/mrc2018_predictions.py {output} {gold} > {lines}",
             f"python -m scoring mrc2018 {lines} {gold} {flags}",
+        )
+    if suite == "squad2":
+        return (f"python -m scoring squad2 {gold} {output}",)
+    if suite == "quac":
+        lines = output.removesuffix(".json") + ".jsonl"
+        min_f1 = float(options.get("min_f1", 0.4))
+        return (
+            f"python tools/quac_predictions.py {output} {gold} > {lines}",
+            f"python -m scoring quac --val_file {gold} --model_output {lines} --min_f1 {min_f1!r}",
+        )
+    if suite == "coqa":
+        official = output.removesuffix(".json") + ".coqa.json"
+        return (
+            f"python tools/coqa_predictions.py {output} > {official}",
+            f"python -m scoring coqa --data-file {gold} --pred-file {official}",
         )
     return ()
 
@@ -241,8 +304,9 @@ def _write_kit(plan: KitPlan, target: Path) -> None:
     if plan.sample_name:
         members.append(("sample/input/manifest.json", _json(plan.manifest(_sample_datasets(plan))), False))
         members.append((f"sample/input/{plan.sample_name}", Path(plan.sample_path), False))
-    if plan.suite == "mrc2018":
-        members.append(("tools/mrc2018_predictions.py", MRC2018_CONVERTER.encode("utf-8"), True))
+    if plan.suite in CONVERTERS:
+        name, converter = CONVERTERS[plan.suite]
+        members.append((name, converter.encode("utf-8"), True))
     members += [(f"scoring/{p.name}", p, False) for p in SCORING_DIR.glob("*.py")]
     with zipfile.ZipFile(target, "w") as kit:
         for name, content, executable in sorted(members, key=lambda m: m[0]):

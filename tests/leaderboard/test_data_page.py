@@ -524,3 +524,63 @@ def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, dja
     assert 0 < scores["rouge_l"] < 100
     assert scores["rouge_l"] == pytest.approx(local["result"]["ROUGE-L"], abs=1e-9)
     assert scores["bleu_4"] == pytest.approx(local["result"]["BLEU-4"], abs=1e-9)
+
+
+ONE_DOCUMENT_KITS = {
+    # suite: (gold file, where the kit's command prints the F1 the board shows)
+    "quac": (DEMO_DATA / "quac" / "val_v0.2.json", ("f1",)),
+    "coqa": (DEMO_DATA / "coqa" / "coqa-dev-v1.0.json", ("overall", "f1")),
+    "squad2": (None, ("f1",)),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("suite", sorted(ONE_DOCUMENT_KITS))
+def test_the_kits_of_the_one_document_suites_reproduce_the_platforms_dev_scores(
+    suite: str, tmp_path: Path, django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+) -> None:
+    """SQuAD 2.0, QuAC and CoQA challenges get a kit too: the baseline reads their inputs, and the
+    README's commands (a conversion to the official format, then `python -m scoring`) give the
+    F1 the platform gives the same predictions."""
+    from tests.leaderboard.test_suites_more import squad2_gold
+
+    gold, path = ONE_DOCUMENT_KITS[suite]
+    if gold is None:
+        gold = tmp_path / "squad2-dev.json"
+        gold.write_text(json.dumps(squad2_gold()), encoding="utf-8")
+    spec = tmp_path / f"{suite}.yaml"
+    spec.write_text(f"""
+slug: kit-{suite}
+title: Kit {suite}
+metric_suite: {suite}
+phases:
+  - {{slug: dev, name: Dev, kind: dev, portion: dev, opens_at: 2020-01-01T00:00:00Z, closes_at: 2099-01-01T00:00:00Z}}
+datasets:
+  - {{slug: data, name: Data, split: II, files: {{dev: {gold}}}}}
+""", encoding="utf-8")
+    challenge = challenge_load(spec_path=spec)
+    alice = User.objects.create_user("alice")
+    team = team_create(challenge=challenge, owner=alice, name="Alpha")
+    client = Client()
+    client.force_login(alice)
+    listing = client.get(f"/api/v1/challenges/{challenge.slug}/data/").json()
+    dev = [f for s in listing["sections"] for f in s["files"] if f["kind"] == "dev"]
+    downloads = {f["filename"]: body(client.get(f["url"].removeprefix("http://testserver"))) for f in dev}
+    kit = body(client.get(listing["starting_kit"]["url"].removeprefix("http://testserver")))
+    base, results = run_kit_locally(kit, downloads, tmp_path / "kit")
+    [local] = results
+    predictions = (base / "out" / "data.json").read_bytes()
+    assert json.loads(predictions), "the baseline answered nothing"
+    with django_capture_on_commit_callbacks(execute=True):
+        submission = submission_create_predictions(
+            team=team, phase=challenge.phases.get(slug="dev"), user=alice, upload=upload(predictions),
+            limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+        )
+    submission.refresh_from_db()
+    assert submission.status == Status.FINISHED, submission.failure_reason
+    platform_f1 = Score.objects.get(submission=submission, dataset__slug="data", metric="f1").value
+    value = local["result"]
+    for key in path:
+        value = value[key]
+    assert 0 < platform_f1 < 100
+    assert platform_f1 == pytest.approx(value, abs=1e-9), (local["line"], local["result"])

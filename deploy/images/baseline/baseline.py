@@ -3,8 +3,11 @@
 
 Container contract: reads $READERBOARD_INPUT/manifest.json (default /input) and writes, for every
 dataset it lists, $READERBOARD_OUTPUT/<output> (default /output) = JSON {qid: answer string}.
-Formats: "mrqa" (gzipped JSON lines: a header line, then contexts with their "qas") and
-"dureader" (JSON lines: question_id, question, documents[].paragraphs). Python 3.11 stdlib only.
+Formats: "mrqa" (gzipped JSON lines: a header line, then contexts with their "qas"), "dureader"
+(JSON lines: question_id, question, documents[].paragraphs), and the one-document formats "squad2"
+and "quac" (data[].paragraphs[]: context and qas with id and question) and "coqa" (data[]: story and
+questions with turn_id and input_text; answered under "<id>_<turn_id>", as the platform keys CoQA
+turns).  Unanswerable questions get a span like any other.  Python 3.11 stdlib only.
 
 English: the sentence with the highest IDF-weighted overlap with the question's (lower-cased,
 punctuation-free, crudely stemmed) words, the earliest on ties; then its window of at most MAX_SPAN
@@ -176,7 +179,28 @@ def parse(line: str, fmt: str) -> Record | None:
     return [(str(qa["qid"]), str(qa.get("question") or "")) for qa in obj.get("qas") or []], [str(obj.get("context") or "")]
 
 
+DOCUMENT_FORMATS = ("squad2", "quac", "coqa")
+
+
+def document_records(path: str, fmt: str) -> list[Record]:
+    """The questions and passages of a one-document input file (SQuAD 2.0, QuAC, CoQA)."""
+    document = json.loads("".join(read_lines(path)))
+    out: list[Record] = []
+    for article in document.get("data") or []:
+        if fmt == "coqa":
+            qas = [(f"{article['id']}_{q['turn_id']}", str(q.get("input_text") or ""))
+                   for q in article.get("questions") or []]
+            out.append((qas, [str(article.get("story") or "")]))
+            continue
+        for paragraph in article.get("paragraphs") or []:
+            qas = [(str(qa["id"]), str(qa.get("question") or "")) for qa in paragraph.get("qas") or []]
+            out.append((qas, [str(paragraph.get("context") or "")]))
+    return out
+
+
 def records(path: str, fmt: str) -> list[Record]:
+    if fmt in DOCUMENT_FORMATS:
+        return document_records(path, fmt)
     out: list[Record] = []
     try:
         for number, line in enumerate(read_lines(path), 1):
