@@ -43,10 +43,14 @@ from leaderboard.challenges.downloads import dev_downloads, file_fingerprint
 from leaderboard.challenges.models import Challenge, PhaseKind
 from leaderboard.challenges.suites import suite_for
 from leaderboard.submissions.systems import SystemSettings
+from scoring.dialogs import Mode
 
 # Bump when the kit's layout changes without any of its inputs changing.
 KIT_FORMAT = 2
 BASELINE = Path(settings.BASE_DIR) / "deploy" / "images" / "baseline" / "baseline.py"
+# The conversational baseline, for challenges whose phases answer turn by turn (issue 11).
+CONVERSE_BASELINE = BASELINE.parent / "converse_baseline.py"
+README_TEMPLATE = Path(settings.BASE_DIR) / "leaderboard" / "core" / "templates" / "challenges" / "starting_kit_README.md"
 SCORING_DIR = Path(scoring.__file__).resolve().parent
 # As the run plan names them (submissions.selectors.system_run_plan): the manifest's "format".
 INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader", "squad2": "squad2", "quac": "quac", "coqa": "coqa"}
@@ -159,6 +163,8 @@ class KitPlan:
     sample_name: str
     sample_path: str
     sample_sha256: str
+    # Phases whose systems answer turn by turn: (name, the labels of its modes).
+    interactive: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def cache_key(self) -> str:
         fields = {k: v for k, v in self.__dict__.items() if k not in {"system", "sample_path"}}
@@ -182,7 +188,7 @@ class KitPlan:
 def _sources_digest() -> str:
     # The files copied into the kit, and this builder: a new version of any builds a new kit.
     digest = hashlib.sha256()
-    for path in [BASELINE, Path(__file__), *sorted(SCORING_DIR.glob("*.py"))]:
+    for path in [BASELINE, CONVERSE_BASELINE, README_TEMPLATE, Path(__file__), *sorted(SCORING_DIR.glob("*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -250,6 +256,7 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
         sample_name=(sample[3] + suite.gold_suffix) if sample else "",
         sample_path=sample[4] if sample else "",
         sample_sha256=sample[5] if sample else "",
+        interactive=tuple((p.name, tuple(Mode(m).label for m in p.protocol_modes)) for p in phases if p.protocol_modes),
     )
 
 
@@ -304,6 +311,8 @@ def _write_kit(plan: KitPlan, target: Path) -> None:
     if plan.sample_name:
         members.append(("sample/input/manifest.json", _json(plan.manifest(_sample_datasets(plan))), False))
         members.append((f"sample/input/{plan.sample_name}", Path(plan.sample_path), False))
+    if plan.interactive:
+        members.append(("system/converse.py", CONVERSE_BASELINE, True))
     if plan.suite in CONVERTERS:
         name, converter = CONVERTERS[plan.suite]
         members.append((name, converter.encode("utf-8"), True))

@@ -584,3 +584,26 @@ datasets:
         value = value[key]
     assert 0 < platform_f1 < 100
     assert platform_f1 == pytest.approx(value, abs=1e-9), (local["line"], local["result"])
+
+
+@pytest.mark.django_db
+def test_an_interactive_challenges_kit_states_the_protocol_and_carries_the_conversational_baseline(
+    tmp_path: Path,
+) -> None:
+    """The QuAC demo answers turn by turn only: its kit says how, and its baseline answers a request."""
+    User.objects.create_user("organizer")
+    challenge = challenge_load(spec_path=REPO / "deploy" / "demo" / "quac-demo.yaml")
+    path = starting_kit_build(challenge=challenge).path
+    with zipfile.ZipFile(path) as kit:
+        root = kit.namelist()[0].split("/", 1)[0]
+        readme = kit.read(f"{root}/README.md").decode()
+        converse = kit.read(f"{root}/system/converse.py")
+    assert "Phases that answer turn by turn" in readme and "org.readerboard.protocol=interactive" in readme
+    assert "gold history" in readme.lower()
+    script = tmp_path / "converse.py"
+    script.write_bytes(converse)
+    request = {"dialog": 0, "turn": 0, "id": "q0", "question": "Where did Ann go?",
+               "passage": "Ann went to the park. Bob stayed home.", "history": []}
+    answer = subprocess.run([sys.executable, str(script)], input=json.dumps(request) + "\n", capture_output=True,
+                            text=True, timeout=60, check=True).stdout
+    assert json.loads(answer) == {"id": "q0", "answer": "Ann went to the park.", "yesno": "x", "followup": "y"}
