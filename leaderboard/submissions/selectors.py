@@ -446,4 +446,12 @@ def submission_score_history(*, submission: Submission, is_organizer: bool) -> l
     """
     if not is_organizer:
         return []
-    return list(ScoreHistory.objects.filter(submission=submission))
+    entries = list(ScoreHistory.objects.filter(submission=submission))
+    suite = suite_for(submission.phase.challenge)
+    extra = phase_metric_columns(suite, submission.phase)
+    for entry in entries:
+        # The board's labels ("Split II F1"), as the current scores show them, not the stored keys.
+        for row in entry.scores:
+            row["label"] = metric_label(suite, str(row.get("metric", "")), per_dataset=bool(row.get("dataset")),
+                                        extra=extra)
+    return entries

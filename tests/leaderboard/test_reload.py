@@ -398,6 +398,9 @@ def test_only_organizers_see_the_gold_hashes_and_the_history(loaded: Loaded) -> 
     page = organizer.get(url).content.decode()
     assert "Gold (sha256)" in page and new_test.sha256[:12] in page
     assert "Earlier scores" in page and "gold of xquad-en (test) changed" in page and "CoQA" in page
+    # In the board's words, as the current scores: "Split II F1", not the stored key.
+    history = page.split('id="score-history"', 1)[1]
+    assert ">Split II F1<" in history and ">split_II_macro_f1<" not in history
     team = Client()
     team.force_login(loaded.alice)
     page = team.get(url).content.decode()
