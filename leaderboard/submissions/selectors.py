@@ -297,14 +297,16 @@ def submission_get_visible(*, user: Viewer, pk: int, challenge_slug: str | None 
     """
     submission = (
         Submission.objects.select_related("phase__challenge", "team", "verdict_dataset", "log_released_by")
-        .filter(pk=pk, phase__challenge__is_public=True)
+        .filter(pk=pk)
         .first()
     )
     if submission is None or (challenge_slug is not None and submission.phase.challenge.slug != challenge_slug):
         raise NotFound(NO_SUCH_SUBMISSION)
     challenge = submission.phase.challenge
     if user_is_organizer(user=user, challenge=challenge):
-        return submission, True
+        return submission, True  # a challenge not public yet is its organizers' to run (the console links here)
+    if not challenge.is_public:
+        raise NotFound(NO_SUCH_SUBMISSION)
     team = team_of_user(user=user, challenge=challenge)
     if team is None or team.pk != submission.team_id:
         raise NotFound(NO_SUCH_SUBMISSION)

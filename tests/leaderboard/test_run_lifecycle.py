@@ -256,3 +256,17 @@ def test_one_not_found_answer_for_missing_foreign_and_other_challenge_submission
     # The owner asking under another challenge's address learns nothing either.
     other = cast.client("alice").get(f"/c/other/submissions/{queued.pk}/")
     assert other.status_code == 404
+
+
+def test_organizers_open_submissions_of_a_challenge_not_public_yet_and_teams_do_not(cast: Cast) -> None:
+    """The console lists a private challenge's submissions and links their pages: they must open for
+    its organizers (they were 404 to everyone), and stay one 404 to everyone else."""
+    from leaderboard.submissions.models import Submission
+
+    submission = Submission.objects.create(team=cast.alpha, phase=cast.dev, kind="predictions", status="failed")
+    cast.challenge.is_public = False
+    cast.challenge.save()
+    url = f"/c/{cast.challenge.slug}/submissions/{submission.pk}/"
+    assert cast.client("oscar").get(url).status_code == 200
+    assert cast.client("alice").get(url).status_code == 404
+    assert cast.client(None).get(url).status_code == 302  # to the login page, as for any submission
