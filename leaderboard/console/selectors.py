@@ -36,6 +36,7 @@ from leaderboard.challenges.selectors import reveal_closure
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
 from leaderboard.submissions.models import Score, Status, Submission, WorkerToken
+from leaderboard.submissions.compute import run_queue_order
 from leaderboard.submissions.services import run_queue_of
 
 SUBMISSIONS_PER_PAGE = 50
@@ -156,6 +157,8 @@ class Waiting:
     submission: Submission
     # A run the platform failed waits for its back-off before a worker takes it again.
     due_at: dt.datetime | None = None
+    # Its team is at its running limit: it starts when one of the team's runs ends.
+    held_back: bool = False
 
 
 @dataclass(frozen=True)
@@ -232,27 +235,30 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
     Workers are known from what they run: an idle worker leaves no trace in the database.
     """
     now = timezone.now()
-    waiting_rows = sorted(
-        Submission.objects.filter(status__in=(Status.SUBMITTED, Status.QUEUED)).values_list(
-            "pk", "kind", "queued_at", "created_at", "phase__challenge_id"),
-        key=lambda r: (r[2] or r[3], r[0]),
+    # Prediction files are scored first come, first served.
+    files = sorted(
+        Submission.objects.filter(status__in=(Status.SUBMITTED, Status.QUEUED)).exclude(kind__in=SYSTEM_KINDS)
+        .values_list("pk", "queued_at", "created_at", "phase__challenge_id"),
+        key=lambda r: (r[1] or r[2], r[0]),
     )
-    positions: dict[int, int] = {}
-    totals = dict.fromkeys(QUEUE_NAMES, 0)
-    for pk, kind, _queued, _created, challenge_id in waiting_rows:
-        queue = _queue_of(kind)
-        totals[queue] += 1
-        if challenge_id == challenge.pk:
-            positions[pk] = totals[queue]
+    positions = {pk: n for n, (pk, _q, _c, challenge_id) in enumerate(files, 1) if challenge_id == challenge.pk}
+    totals = {"files": len(files)}
+    # Runs start in the order the claims take them (fair between teams, team limits), on the run
+    # queue this challenge uses, which other challenges may share: the claim's own order.
+    runs = run_queue_order(queue=run_queue_of(challenge), now=now)
+    totals["systems"] = len(runs)
+    held = {run.submission_id for run in runs if run.held_back}
+    positions.update({run.submission_id: n for n, run in enumerate(runs, 1) if run.challenge_id == challenge.pk})
     ours = {s.pk: s for s in Submission.objects.filter(pk__in=positions).select_related("team", "phase")}
     queues = []
     for key, name in QUEUE_NAMES.items():
         waiting = [
-            Waiting(positions[pk], ours[pk], ours[pk].dispatched_at if (ours[pk].dispatched_at or now) > now else None)
+            Waiting(positions[pk], ours[pk], ours[pk].dispatched_at if (ours[pk].dispatched_at or now) > now else None,
+                    held_back=pk in held)
             for pk in sorted(positions, key=positions.__getitem__) if pk in ours and _queue_of(ours[pk].kind) == key
         ]
         if key == "systems":  # the broker queue the challenge's runs go to, which compute workers consume
-            name = f"{name} (queue {run_queue_of(challenge)})"
+            name = f"{name} (queue {run_queue_of(challenge)}, in the order workers start them)"
         queues.append(QueueView(key, name, waiting, totals[key]))
 
     workers: dict[str, WorkerView] = {}

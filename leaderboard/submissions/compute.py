@@ -124,52 +124,94 @@ class Claim:
     held_back: bool = False
 
 
-def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | None = None) -> Claim:
-    """Take the next queued run of ``queue`` for ``worker``: queued -> running, with a lease.
+@dataclass(frozen=True)
+class QueuedRun:
+    """A queued run of a run queue, in the order workers will start it (``run_queue_order``)."""
 
-    Fair between teams: a team already at its challenge's ``max_running_per_team`` waits; among
-    the others the team with the fewest runs running goes first, then the team whose last run
-    started longest ago (never run: first), then the oldest submission.  So one team's burst of
-    twenty systems interleaves with everyone else's instead of going first, whatever the order
-    of the broker's messages (a message only says "one run of this queue is due").
+    submission_id: int
+    team_id: int
+    challenge_id: int
+    attempts: int
+    # Its team is at its challenge's max_running_per_team now (or will be, by the runs before it):
+    # it starts when one of the team's runs ends, after the runs listed before it.
+    held_back: bool = False
+    # Backing off after a platform fault: no worker takes it before then.
+    due_at: dt.datetime | None = None
+
+
+def run_queue_order(*, queue: str, now: dt.datetime | None = None) -> list[QueuedRun]:
+    """The queued runs of ``queue`` in the order workers will start them, if none ends meanwhile.
+
+    The order ``submission_run_claim_next`` takes them in, claim after claim: a team at its
+    ``max_running_per_team`` waits; among the others the team with the fewest runs running goes
+    first, then the team whose last run started longest ago (never run: first), then the oldest
+    submission.  Each pick counts as one more run of its team, started now; the runs still held back
+    by their team's limit follow, and then those backing off, by when they are due.  The console's
+    queue and a team's queue position read this, so what they say is what the workers do.
     """
     now = now or timezone.now()
     challenges = _challenges_of_queue(queue)
     if not challenges:
-        return Claim(None)
+        return []
     systems = Submission.objects.filter(kind__in=SYSTEM_KINDS, phase__challenge__in=list(challenges))
-    waiting = list(
+    queued = list(
         systems.filter(status=Status.QUEUED)
-        .filter(Q(dispatched_at__lte=now) | Q(dispatched_at__isnull=True))
         .order_by("queued_at", "created_at", "pk")
-        .values_list("pk", "team_id", "phase__challenge_id", "attempts")
+        .values_list("pk", "team_id", "phase__challenge_id", "attempts", "dispatched_at")
     )
-    if not waiting:
-        return Claim(None)
-    teams = {team for _, team, _, _ in waiting}
+    if not queued:
+        return []
+    teams = {team for _, team, _, _, _ in queued}
     running = Counter(systems.filter(status=Status.RUNNING, team_id__in=teams).values_list("team_id", flat=True))
-    last_start = dict(
+    never = dt.datetime.min.replace(tzinfo=dt.UTC)
+    last_start: dict[int, dt.datetime] = dict(
         systems.filter(team_id__in=teams, started_at__isnull=False).values("team_id")
         .annotate(last=Max("started_at")).values_list("team_id", "last")
     )
-    never = dt.datetime.min.replace(tzinfo=dt.UTC)
-    eligible = [
-        (running[team], last_start.get(team) or never, position, pk, attempts)
-        for position, (pk, team, challenge, attempts) in enumerate(waiting)
-        if running[team] < challenges[challenge].max_running_per_team
-    ]
-    for *_, pk, attempts in sorted(eligible):
-        claimed = Submission.objects.filter(pk=pk, status=Status.QUEUED, attempts=attempts).update(
+    due = [(position, row) for position, row in enumerate(queued) if row[4] is None or row[4] <= now]
+    later = sorted((row for row in queued if row[4] is not None and row[4] > now), key=lambda r: (r[4], r[0]))
+    order: list[QueuedRun] = []
+    tick = 0
+    while due:
+        eligible = [(running[row[1]], last_start.get(row[1]) or never, position, row) for position, row in due
+                    if running[row[1]] < challenges[row[2]].max_running_per_team]
+        if not eligible:
+            break
+        *_, position, row = min(eligible, key=lambda e: e[:3])
+        order.append(QueuedRun(row[0], row[1], row[2], row[3]))
+        running[row[1]] += 1
+        tick += 1
+        last_start[row[1]] = now + dt.timedelta(microseconds=tick)  # started "now", after the ones before
+        due = [(p, r) for p, r in due if r[0] != row[0]]
+    order += [QueuedRun(row[0], row[1], row[2], row[3], held_back=True) for _, row in due]
+    order += [QueuedRun(row[0], row[1], row[2], row[3], due_at=row[4]) for row in later]
+    return order
+
+
+def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | None = None) -> Claim:
+    """Take the next queued run of ``queue`` for ``worker``: queued -> running, with a lease.
+
+    Fair between teams, in ``run_queue_order``'s order: so one team's burst of twenty systems
+    interleaves with everyone else's instead of going first, whatever the order of the broker's
+    messages (a message only says "one run of this queue is due").
+    """
+    now = now or timezone.now()
+    order = run_queue_order(queue=queue, now=now)
+    for run in order:
+        if run.held_back or run.due_at is not None:
+            break  # the rest are held back by their team's limit or backing off
+        claimed = Submission.objects.filter(pk=run.submission_id, status=Status.QUEUED,
+                                            attempts=run.attempts).update(
             status=Status.RUNNING,
-            attempts=attempts + 1,
+            attempts=run.attempts + 1,
             worker=worker[:200],
             lease_expires_at=now + dt.timedelta(seconds=settings.RUN_LEASE_S),
             started_at=now,
         )
         if claimed == 1:  # else another worker took it a moment ago: the next one
-            submission = Submission.objects.select_related("phase__challenge").get(pk=pk)
+            submission = Submission.objects.select_related("phase__challenge").get(pk=run.submission_id)
             return Claim(system_run_plan(submission=submission))
-    return Claim(None, held_back=bool(waiting))
+    return Claim(None, held_back=any(run.due_at is None for run in order))
 
 
 def run_dispatch_again(submission_id: int) -> None:

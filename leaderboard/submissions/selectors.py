@@ -114,6 +114,15 @@ def submission_queue_position(*, submission: Submission) -> int | None:
     """
     if submission.status not in (Status.SUBMITTED, Status.QUEUED):
         return None
+    if submission.kind in SYSTEM_KINDS and submission.status == Status.QUEUED:
+        # Runs start in the claims' order (fair between teams), not first come, first served.
+        from leaderboard.submissions.compute import run_queue_order
+        from leaderboard.submissions.services import run_queue_of
+
+        order = run_queue_order(queue=run_queue_of(submission.phase.challenge))
+        found = next((n for n, run in enumerate(order, 1) if run.submission_id == submission.pk), None)
+        if found is not None:
+            return found
     same_queue = (
         Q(kind__in=SYSTEM_KINDS) if submission.kind in SYSTEM_KINDS else ~Q(kind__in=SYSTEM_KINDS)
     )

@@ -260,6 +260,33 @@ def test_claims_interleave_teams_and_keep_each_under_its_running_limit(cast: Cas
     assert submission_run_claim_next(queue="gpu", worker="w/6").plan is None
 
 
+@pytest.mark.django_db
+def test_the_queue_shown_is_the_order_the_claims_take(cast: Cast) -> None:
+    """The console's queue and a team's position come from the claims' own order (issue 9): a
+    burst of one team interleaves with the others, and runs past the team's limit say they are
+    held back; claiming one after another then takes exactly that order."""
+    from leaderboard.console.selectors import queue_report
+    from leaderboard.submissions.compute import run_queue_order
+    from leaderboard.submissions.selectors import submission_queue_position
+
+    system_phases(cast)
+    cast.challenge.system_settings = {**cast.challenge.system_settings, "max_running_per_team": 2}
+    cast.challenge.save()
+    burst = [queued_system(cast, "alpha") for _ in range(4)]
+    late = [queued_system(cast, "charlies") for _ in range(2)]
+    predicted = run_queue_order(queue="cpu")
+    assert [r.submission_id for r in predicted] == [burst[0].pk, late[0].pk, burst[1].pk, late[1].pk,
+                                                      burst[2].pk, burst[3].pk]
+    assert [r.held_back for r in predicted] == [False] * 4 + [True, True]
+    assert submission_queue_position(submission=late[0]) == 2  # not 5, as first come, first served said
+    systems = next(q for q in queue_report(challenge=cast.challenge).queues if q.key == "systems")
+    assert [(w.position, w.submission.pk, w.held_back) for w in systems.waiting] == [
+        (n, r.submission_id, r.held_back) for n, r in enumerate(predicted, 1)]
+    claimed = [submission_run_claim_next(queue="cpu", worker=f"w/{n}").plan for n in range(6)]
+    assert [plan.submission_id for plan in claimed if plan] == [r.submission_id for r in predicted if not r.held_back]
+    assert claimed[4] is None and claimed[5] is None  # the rest wait for one of alpha's runs to end
+
+
 def test_the_compute_worker_sends_and_takes_the_task_the_platform_names() -> None:
     assert compute.RUN_SYSTEM == RUN_SYSTEM
 
