@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -98,7 +99,8 @@ def console_submissions_page(request: HttpRequest, challenge: Challenge) -> Http
 @require_safe
 @organizers_only
 def console_queue_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
-    return _page(request, challenge, "console/queue.html", "queue", report=queue_report(challenge=challenge))
+    return _page(request, challenge, "console/queue.html", "queue", report=queue_report(challenge=challenge),
+                 scoring_lease_s=settings.SCORING_LEASE_S)
 
 
 @require_safe

@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import os
 import secrets
+import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -300,6 +302,8 @@ def submission_evaluate(submission_id: int) -> None:
         status=Status.SCORING,
         started_at=now,
         attempts=F("attempts") + 1,
+        # Named as compute workers are, for the console's queue page: which process scores it.
+        worker=f"scoring@{socket.gethostname()}:{os.getpid()}"[:200],
         # A worker that dies mid-scoring leaves this lease to expire; the reaper re-queues it.
         lease_expires_at=now + dt.timedelta(seconds=settings.SCORING_LEASE_S),
     )

@@ -270,3 +270,18 @@ def test_organizers_open_submissions_of_a_challenge_not_public_yet_and_teams_do_
     assert cast.client("oscar").get(url).status_code == 200
     assert cast.client("alice").get(url).status_code == 404
     assert cast.client(None).get(url).status_code == 302  # to the login page, as for any submission
+
+
+def test_a_prediction_file_is_scored_by_a_named_worker(cast: Cast) -> None:
+    """The console's queue page names what scores a prediction file, as it names compute workers."""
+    from django.conf import settings as django_settings
+
+    from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
+    from tests.leaderboard.conftest import gold_predictions, upload
+
+    submission = submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
+                                               upload=upload(gold_predictions()),
+                                               limit_bytes=django_settings.MAX_PREDICTION_UPLOAD_BYTES)
+    submission_evaluate(submission.pk)
+    submission.refresh_from_db()
+    assert submission.status == Status.FINISHED and re.fullmatch(r"scoring@.+:\d+", submission.worker)
