@@ -168,12 +168,18 @@ class ScoreHistory(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="score_history")
     recorded_at = models.DateTimeField(auto_now_add=True)
     # Why the scores were replaced, e.g. "gold of xquad-en (test) changed", "re-run by oscar".
-    reason = models.CharField(max_length=300)
+    reason = models.TextField()
     scoring_version = models.CharField(max_length=40, blank=True)
     primary_score = models.FloatField(null=True, blank=True)
     image_digest = models.CharField(max_length=80, blank=True)
     # [{"dataset": slug or null, "metric", "value", "gold_sha256"}]
     scores = models.JSONField(default=list)
+    # How the replaced run went, for a system run again: what ran (the image id, or for a code bundle
+    # its archive's sha256 and the base image), where and how (runtime, worker, attempts), and how it
+    # ended (verdict, exit code, run time, peak memory); {} for a prediction file.
+    run = models.JSONField(default=dict, blank=True)
+    # Its whole log, as the organizers read it before the run again replaced it.
+    log = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-recorded_at", "-id"]

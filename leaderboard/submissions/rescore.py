@@ -49,6 +49,7 @@ from leaderboard.submissions.answers_json import JsonRejected, answers_decode
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.services import board_entry_refresh, score_dataset, submission_aggregates
 from leaderboard.submissions.storage import run_answers_name, run_answers_read
+from leaderboard.submissions.systems import SystemSettings
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, parse_upload
 from scoring.errors import ScoringError
 
@@ -176,6 +177,25 @@ def rescore_enqueue(
 # --------------------------------------------------------------------------- the rescore
 
 
+def _run_record(submission: Submission) -> dict[str, Any]:
+    """What ran and how it ended, for a system's history entry ({} for a prediction file)."""
+    if submission.kind not in SYSTEM_KINDS:
+        return {}
+    what: dict[str, Any] = (
+        {"image_id": submission.image_digest} if submission.kind == SubmissionKind.DOCKER_IMAGE
+        else {"bundle_sha256": submission.sha256,
+              "base_image": SystemSettings.from_json(submission.phase.challenge.system_settings).base_image}
+    )
+    return {
+        **what,
+        "runtime": submission.runtime, "worker": submission.worker, "attempts": submission.attempts,
+        "verdict": submission.verdict, "exit_code": submission.exit_code, "run_seconds": submission.run_seconds,
+        "peak_memory_mb": submission.peak_memory_mb,
+        "started_at": submission.started_at.isoformat() if submission.started_at else None,
+        "finished_at": submission.finished_at.isoformat() if submission.finished_at else None,
+    }
+
+
 def score_history_record(*, submission: Submission, scores: Iterable[Score], reason: str) -> ScoreHistory:
     """Keep the submission's scores as they are now (before they are replaced or deleted).
 
@@ -184,10 +204,12 @@ def score_history_record(*, submission: Submission, scores: Iterable[Score], rea
     """
     return ScoreHistory.objects.create(
         submission=submission,
-        reason=reason[:300],
+        reason=reason,
         scoring_version=submission.scoring_version,
         primary_score=submission.primary_score,
         image_digest=submission.image_digest,
+        run=_run_record(submission),
+        log=submission.log if submission.kind in SYSTEM_KINDS else "",
         scores=[
             {
                 "dataset": score.dataset.slug if score.dataset is not None else None,

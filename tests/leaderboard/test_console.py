@@ -88,6 +88,9 @@ def test_a_failed_system_run_again_keeps_the_failure_and_the_board_takes_the_new
     assert run.status == Status.QUEUED and run.attempts == 0 and run.log == "" and run.verdict == ""
     history = ScoreHistory.objects.get(submission=run)
     assert history.scores == [] and "it had failed (crashed): exited with code 3" in history.reason
+    # What ran and how, and its whole log: the history keeps them (the audit keeps a tail).
+    assert history.log == FAILED_LOG and history.run["exit_code"] == 3 and history.run["verdict"] == "crashed"
+    assert ("image_id" in history.run) != ("bundle_sha256" in history.run)
     entry = AuditEntry.objects.get(action="submission.rerun")
     assert entry.details["previous"]["log_tail"] == FAILED_LOG and entry.details["previous"]["exit_code"] == 3
 
@@ -96,6 +99,7 @@ def test_a_failed_system_run_again_keeps_the_failure_and_the_board_takes_the_new
     assert rows_by_team(w)["Charlie's"]["XQuAD-en F1"] == pytest.approx(100)
     shown = page(w, "oscar", f"/c/demo/submissions/{run.pk}/")
     assert "Earlier scores" in shown and "exited with code 3" in shown and "ran fine" in shown
+    assert "exit code 3" in shown and "Its log (" in shown
 
 
 def test_a_submission_being_evaluated_or_imported_cannot_be_run_again(console_world: ConsoleWorld) -> None:  # noqa: F811
