@@ -20,6 +20,7 @@ import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -488,6 +489,19 @@ def run_kit_locally(kit: bytes, dev_files: dict[str, bytes], workdir: Path) -> t
     return base, results
 
 
+def submitted_to_dev(challenge: Challenge, team: object, user: User, predictions: bytes,
+                     capture: Any) -> Any:
+    """The kit's predictions uploaded to the dev phase and scored, as the platform scores them."""
+    with capture(execute=True):
+        submission = submission_create_predictions(
+            team=team, phase=challenge.phases.get(slug="dev"), user=user, upload=upload(predictions),  # type: ignore[arg-type]
+            limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+        )
+    submission.refresh_from_db()
+    assert submission.status == Status.FINISHED, submission.failure_reason
+    return submission
+
+
 def kit_score_lines(readme: str) -> Iterator[str]:
     """The commands of the README's "Score each dataset" block."""
     block = readme.split("3. Score each dataset", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
@@ -513,13 +527,7 @@ def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, dja
     assert "--alpha 1.0 --beta 1.0 --lic2019-guards" in local["line"]
 
     predictions = (base / "out" / "search.json").read_bytes()
-    with django_capture_on_commit_callbacks(execute=True):
-        submission = submission_create_predictions(
-            team=team, phase=challenge.phases.get(slug="dev"), user=alice, upload=upload(predictions),
-            limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
-        )
-    submission.refresh_from_db()
-    assert submission.status == Status.FINISHED, submission.failure_reason
+    submission = submitted_to_dev(challenge, team, alice, predictions, django_capture_on_commit_callbacks)
     scores = {s.metric: s.value for s in Score.objects.filter(submission=submission, dataset__slug="search")}
     assert 0 < scores["rouge_l"] < 100
     assert scores["rouge_l"] == pytest.approx(local["result"]["ROUGE-L"], abs=1e-9)
@@ -571,13 +579,7 @@ datasets:
     [local] = results
     predictions = (base / "out" / "data.json").read_bytes()
     assert json.loads(predictions), "the baseline answered nothing"
-    with django_capture_on_commit_callbacks(execute=True):
-        submission = submission_create_predictions(
-            team=team, phase=challenge.phases.get(slug="dev"), user=alice, upload=upload(predictions),
-            limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
-        )
-    submission.refresh_from_db()
-    assert submission.status == Status.FINISHED, submission.failure_reason
+    submission = submitted_to_dev(challenge, team, alice, predictions, django_capture_on_commit_callbacks)
     platform_f1 = Score.objects.get(submission=submission, dataset__slug="data", metric="f1").value
     value = local["result"]
     for key in path:
