@@ -35,8 +35,8 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import reveal_closure
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
-from leaderboard.submissions.models import Score, Status, Submission, WorkerToken
 from leaderboard.submissions.compute import run_queue_order
+from leaderboard.submissions.models import Score, Status, Submission, WorkerToken
 from leaderboard.submissions.services import run_queue_of
 
 SUBMISSIONS_PER_PAGE = 50

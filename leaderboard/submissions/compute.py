@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db.models import Max, Q
+from django.db.models import Max
 from django.utils import timezone
 
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge

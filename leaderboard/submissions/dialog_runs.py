@@ -14,9 +14,9 @@ dialog): a sealed dataset's dialogs carry re-keyed ids in the inputs, and a work
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction

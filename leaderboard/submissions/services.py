@@ -41,7 +41,13 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, RESCORE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
+from leaderboard.core.tasks import (
+    EVALUATE_SUBMISSION,
+    RESCORE_SUBMISSION,
+    RUN_SYSTEM,
+    TASK_QUEUES,
+    enqueue_on_commit,
+)
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import Answers
 from leaderboard.submissions.models import (

@@ -415,8 +415,8 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
         small: dict[str, bytes] = {}
         kept = total = 0
         try:
-            for count, member in enumerate(tar, start=1):
-                if count > MAX_IMAGE_MEMBERS:
+            for entries, member in enumerate(tar, start=1):
+                if entries > MAX_IMAGE_MEMBERS:
                     raise ArchiveError(f"more than {MAX_IMAGE_MEMBERS} entries in the archive; docker save writes a "
                                        "few per layer: upload what `docker save IMAGE -o image.tar` writes")
                 name = _member_name(member.name)
