@@ -38,6 +38,7 @@ from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope
 from leaderboard.challenges.spec import SpecError, mrqa_header_check, spec_check
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.rerun import gold_failures_requeue
 from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
 from leaderboard.submissions.services import aggregates_refresh
 from leaderboard.submissions.systems import SystemSettings
@@ -481,6 +482,8 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
             # Scores follow the gold: each submission scored against the old file is rescored in
             # the background after the commit, then the old file goes once nothing refers to it.
             rescore_enqueue(challenge=dataset.challenge, dataset=dataset, portion=portion)
+            # Submissions that failed on the old gold (the organizers' fault) are evaluated again.
+            gold_failures_requeue(challenge_id=dataset.challenge_id, portion=portion)
             transaction.on_commit(functools.partial(retired_gold_prune, challenge=dataset.challenge))
     return record
 

@@ -96,27 +96,55 @@ def submission_rerun(*, submission: Submission, by: AbstractBaseUser, reason: st
         problem = submission_rerun_problem(current)
         if problem:
             raise (Conflict if current.status not in RERUNNABLE else ServiceError)(problem)
-        scores = list(Score.objects.filter(submission=current).select_related("dataset"))
-        history = score_history_record(submission=current, scores=scores,
-                                       reason=_history_reason(current, by=by, reason=reason))
-        now = timezone.now()
-        # Conditional on the status read: a worker or another organizer that moved it meanwhile wins.
-        moved = Submission.objects.filter(pk=current.pk, status=current.status, attempts=current.attempts).update(
-            status=Status.QUEUED, attempts=0, queued_at=now, dispatched_at=now, started_at=None, finished_at=None,
-            failure_reason="", failure_cause="", verdict=Verdict.NONE, verdict_dataset=None, primary_score=None,
-            scoring_version="", worker="", lease_expires_at=None, exit_code=None, run_seconds=None,
-            peak_memory_mb=None, runtime="", log="", log_notes=[], log_released_at=None, log_released_by=None,
-        )
-        if moved != 1:
+        history = _requeued(current, reason=_history_reason(current, by=by, reason=reason))
+        if history is None:
             raise Conflict("the submission changed meanwhile; reload and try again")
-        Score.objects.filter(submission=current).delete()
-        QuestionScores.objects.filter(submission=current).delete()
-        board_entry_refresh(team=current.team, phase=current.phase)
         audit_record(
             challenge=challenge, actor=by, action="submission.rerun",
             target=f"submission {current.pk} ({current.team.name}, {current.phase.name})", reason=reason,
             details={"submission_id": current.pk, "team_id": current.team_id, "history_id": history.pk,
                      "previous": _previous(current)},
         )
-        enqueue_on_commit(task_for(current), current.pk, queue=queue_for(current))
     return history
+
+
+def _requeued(current: Submission, *, reason: str) -> ScoreHistory | None:
+    """Inside a transaction: keep ``current``'s result in its history, remove its scores and queue it
+    again from scratch (the task after the commit); None if it moved meanwhile (nothing changed)."""
+    scores = list(Score.objects.filter(submission=current).select_related("dataset"))
+    history = score_history_record(submission=current, scores=scores, reason=reason)
+    now = timezone.now()
+    # Conditional on the status read: a worker or another organizer that moved it meanwhile wins.
+    moved = Submission.objects.filter(pk=current.pk, status=current.status, attempts=current.attempts).update(
+        status=Status.QUEUED, attempts=0, queued_at=now, dispatched_at=now, started_at=None, finished_at=None,
+        failure_reason="", failure_cause="", verdict=Verdict.NONE, verdict_dataset=None, primary_score=None,
+        scoring_version="", worker="", lease_expires_at=None, exit_code=None, run_seconds=None,
+        peak_memory_mb=None, runtime="", log="", log_notes=[], log_released_at=None, log_released_by=None,
+    )
+    if moved != 1:
+        transaction.set_rollback(True)
+        return None
+    Score.objects.filter(submission=current).delete()
+    QuestionScores.objects.filter(submission=current).delete()
+    board_entry_refresh(team=current.team, phase=current.phase)
+    enqueue_on_commit(task_for(current), current.pk, queue=queue_for(current))
+    return history
+
+
+def gold_failures_requeue(*, challenge_id: int, portion: str) -> list[int]:
+    """Evaluate again the submissions that failed because of the organizers' gold (``Verdict.GOLD``)
+    in phases scoring ``portion``, now that a gold file of that portion was replaced: the failure was
+    never the team's, and it goes to their history.  Returns their ids.  Safe twice: a second call
+    finds them queued, not failed."""
+    requeued = []
+    failed = (Submission.objects.filter(phase__challenge_id=challenge_id, phase__portion=portion,
+                                        status=Status.FAILED, verdict=Verdict.GOLD)
+              .exclude(kind=SubmissionKind.IMPORTED).select_related("phase__challenge", "team"))
+    for submission in failed:
+        if submission_rerun_problem(submission):
+            continue  # its upload is gone: nothing to evaluate again (the console says so)
+        with transaction.atomic():
+            reason = f"evaluated again: the gold it failed on was replaced; it had failed: {submission.failure_reason}"
+            if _requeued(submission, reason=reason) is not None:
+                requeued.append(submission.pk)
+    return requeued

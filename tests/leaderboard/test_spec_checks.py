@@ -529,6 +529,32 @@ def test_a_gold_failure_on_a_prediction_file_is_the_organizers_never_the_teams(c
     assert gold_file in organizer_sees and qid in organizer_sees and "no gold answer" in organizer_sees
 
 
+def test_a_submission_that_failed_on_bad_gold_is_evaluated_again_once_the_gold_is_fixed(
+    cast: Cast, django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 16: the failure was the organizers'; fixing the gold (a reload) evaluates it again, and
+    its history keeps the failure."""
+    from leaderboard.challenges.services import dataset_file_put
+    from leaderboard.submissions.models import ScoreHistory
+
+    xquad = DatasetFile.objects.get(dataset__slug="xquad-en", portion="dev")
+    # The fixed file, as an organizer would upload it (new bytes; break_gold below edits the stored one).
+    good = gzip.compress(gzip.decompress(Path(xquad.gold.path).read_bytes()), mtime=1)
+    submission = submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
+                                               upload=upload(gold_predictions("dev")),
+                                               limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+    break_gold(xquad)
+    submission_evaluate(submission.pk)
+    submission.refresh_from_db()
+    assert (submission.status, submission.verdict) == (Status.FAILED, Verdict.GOLD)
+    with django_capture_on_commit_callbacks(execute=True):
+        dataset_file_put(dataset=xquad.dataset, portion="dev", content=good, filename="XQuAD-en.dev.jsonl.gz")
+    submission.refresh_from_db()
+    assert submission.status == Status.FINISHED and submission.verdict != Verdict.GOLD, submission.failure_reason
+    [history] = ScoreHistory.objects.filter(submission=submission)
+    assert "the gold it failed on was replaced" in history.reason and "no gold answer" in history.reason
+
+
 def test_a_gold_failure_on_a_sealed_dataset_never_names_it_to_the_team(cast: Cast) -> None:
     system_phases(cast)
     queued = submission_create_system(team=cast.alpha, phase=cast.test, user=cast.alice, upload=bundle(),
