@@ -17,6 +17,7 @@ import functools
 import hashlib
 import json
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +27,8 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, RetiredGold
-from leaderboard.submissions.models import Score, Status, Submission
-from leaderboard.submissions.rescore import RESCORABLE_KINDS, score_history_record
+from leaderboard.submissions.models import Score, Status, Submission, Verdict
+from leaderboard.submissions.rescore import RESCORABLE_KINDS, rescore_problem, score_history_record
 from leaderboard.submissions.services import aggregates_refresh, board_entry_refresh
 from scoring.errors import ScoringError
 
@@ -134,6 +135,10 @@ class GoldChange:
     diff: GoldDiff | None  # None: a file could not be read to compare (``error`` says why)
     rescored: int  # finished, platform-scored submissions whose scores will be recomputed
     error: str = ""
+    # Finished ones with scores on it that cannot be rescored, by why (their scores stay, on the old gold).
+    not_rescorable: dict[str, int] = field(default_factory=dict)
+    # Ones that failed because of the organizers' gold of this portion: evaluated again.
+    reevaluated: int = 0
 
 
 @dataclass(frozen=True)
@@ -201,8 +206,13 @@ class ReloadPlan:
                 d = change.diff
                 counts = (f"{d.n_questions} questions: {d.added} added, {d.removed} removed, "
                           f"{d.changed} with changed answers")
-            out.append(f"  gold changed: {change.dataset} ({change.portion}) {change.old_sha256[:12]} -> "
-                       f"{change.new_sha256[:12]}: {counts}; {change.rescored} submission(s) will be rescored")
+            line = (f"  gold changed: {change.dataset} ({change.portion}) {change.old_sha256[:12]} -> "
+                    f"{change.new_sha256[:12]}: {counts}; {change.rescored} submission(s) will be rescored")
+            for why, count in sorted(change.not_rescorable.items()):
+                line += f"; {count} cannot be, and keep their scores on the old gold ({why})"
+            if change.reevaluated:
+                line += f"; {change.reevaluated} that failed on the organizers' gold will be evaluated again"
+            out.append(line)
         out += [f"  gold kept: {slug} ({portion}) is not in the spec; the stored file stays"
                 for slug, portion in self.gold_kept]
         return out
@@ -290,10 +300,20 @@ def _gold_change(suite_key: str, dataset: Dataset, old: DatasetFile, path: Path,
             diff = gold_diff(gold_answers(suite_key, old.gold.path), new_answers)
         except (OSError, ScoringError) as exc:
             error = f"the stored file cannot be read: {exc}"
-    rescored = (Submission.objects.filter(phase__challenge_id=dataset.challenge_id, phase__portion=old.portion,
-                                          status=Status.FINISHED, kind__in=RESCORABLE_KINDS, scores__dataset=dataset)
-                .distinct().count())
-    return GoldChange(dataset.slug, old.portion, old.sha256, sha, diff, rescored, error)
+    scored = (Submission.objects.filter(phase__challenge_id=dataset.challenge_id, phase__portion=old.portion,
+                                        status=Status.FINISHED, kind__in=RESCORABLE_KINDS, scores__dataset=dataset)
+              .distinct().select_related("phase"))
+    rescored, not_rescorable = 0, Counter[str]()
+    for submission in scored:
+        problem = rescore_problem(submission)  # what the rescore itself will find
+        if problem:
+            not_rescorable[problem] += 1
+        else:
+            rescored += 1
+    reevaluated = Submission.objects.filter(phase__challenge_id=dataset.challenge_id, phase__portion=old.portion,
+                                            status=Status.FAILED, verdict=Verdict.GOLD).count()
+    return GoldChange(dataset.slug, old.portion, old.sha256, sha, diff, rescored, error, dict(not_rescorable),
+                      reevaluated)
 
 
 # --------------------------------------------------------------------------- removing datasets

@@ -107,7 +107,7 @@ def stale_reasons(*, submission: Submission, scores: Sequence[Score], current: M
     return reasons
 
 
-def _answers_problem(submission: Submission) -> str:
+def rescore_problem(submission: Submission) -> str:
     """Why the answers to rescore from are not stored ("" when they are)."""
     if submission.kind in SYSTEM_KINDS:
         if submission.phase.protocol_modes:
@@ -158,7 +158,7 @@ def rescore_candidates(
             challenge_id=challenge.pk, portion=submission.phase.portion))
         reasons = stale_reasons(submission=submission, scores=list(submission.scores.all()), current=gold)
         if reasons:
-            out.append(RescoreCandidate(submission, tuple(reasons), _answers_problem(submission)))
+            out.append(RescoreCandidate(submission, tuple(reasons), rescore_problem(submission)))
     return out
 
 
@@ -238,7 +238,7 @@ def _removed_datasets(submission: Submission, *, scored: set[str]) -> list[Datas
 
 def _stored_answers(submission: Submission, files: Sequence[DatasetFile]) -> dict[DatasetFile, Any]:
     """The submission's answers to each dataset's current questions, from what it stored."""
-    problem = _answers_problem(submission)
+    problem = rescore_problem(submission)
     if problem:
         raise RescoreUnavailable(problem)
     if submission.kind in SYSTEM_KINDS:

@@ -353,7 +353,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
             predictions = _output_predictions(suite, ds, outcome, list(own_id))
             answers[dataset_file] = {own_id[qid]: answer for qid, answer in predictions.items()}
         # Kept before scoring: when the gold changes, the run is rescored from these, not run again
-        # (but an interactive run, whose history held the old gold: rescore._answers_problem).
+        # (but an interactive run, whose history held the old gold: rescore.rescore_problem).
         run_answers_store(submission_id=submission_id, answers={f.dataset.slug: a for f, a in answers.items()})
         if submission.phase.protocol_modes:
             results = dialog_runs.dialog_run_results(submission=submission, predictions=by_mode,

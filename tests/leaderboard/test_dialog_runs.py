@@ -149,10 +149,10 @@ def test_only_the_runs_worker_may_play_its_dialogs(run: tuple[Client, str, Submi
 
 
 def test_an_interactive_run_is_not_rescored_from_its_answers(run: tuple[Client, str, Submission]) -> None:
-    from leaderboard.submissions.rescore import _answers_problem
+    from leaderboard.submissions.rescore import rescore_problem
 
     _, _, submission = run
-    assert "with the old gold as its history; run the system again" in _answers_problem(submission)
+    assert "with the old gold as its history; run the system again" in rescore_problem(submission)
 
 
 @pytest.mark.parametrize(("declaration", "message"), [

@@ -406,3 +406,25 @@ def test_only_organizers_see_the_gold_hashes_and_the_history(loaded: Loaded) -> 
     page = team.get(url).content.decode()
     assert "Earlier scores" not in page and "Gold (sha256)" not in page
     assert new_test.sha256[:12] not in page and "CoQA" not in page and "gold of" not in page
+
+
+def test_the_plan_says_what_cannot_be_rescored_and_what_is_evaluated_again(
+    loaded: Loaded, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 16: "N will be rescored" counted runs whose answers were not kept; the plan now says
+    which cannot be and why, and how many that failed on the organizers' gold go again."""
+    from django.core.files.storage import default_storage
+
+    from leaderboard.submissions.models import Verdict
+
+    test_run = system_run(loaded)
+    default_storage.delete(run_answers_name(test_run.pk))  # as a run scored before answers were kept
+    failed = system_run(loaded)
+    Submission.objects.filter(pk=failed.pk).update(status=Status.FAILED, verdict=Verdict.GOLD)
+    reload_changed(loaded)
+    call_command("challenge_load", str(loaded.spec), "--dry-run", "--allow-remove")
+    plan = capsys.readouterr().out
+    line = next(x for x in plan.splitlines() if "gold changed: xquad-en (test)" in x)
+    assert "0 submission(s) will be rescored" in line
+    assert "1 cannot be, and keep their scores on the old gold (the answers of its run were not kept" in line
+    assert "1 that failed on the organizers' gold will be evaluated again" in line
