@@ -162,10 +162,22 @@ class ReloadPlan:
     gold_added: list[tuple[str, str]] = field(default_factory=list)  # (dataset, portion) of a loaded dataset
     gold_changed: list[GoldChange] = field(default_factory=list)
     gold_kept: list[tuple[str, str]] = field(default_factory=list)  # stored, no longer in the spec: kept
+    # The challenge's own scoring and ranking settings: (field, before, after).
+    challenge_changed: list[tuple[str, Any, Any]] = field(default_factory=list)
+    # Submissions with platform scores (a suite change is refused while there are any).
+    scored_submissions: int = 0
+
+    @property
+    def options_changed(self) -> bool:
+        return any(name == "suite_options" for name, _, _ in self.challenge_changed)
+
+    @property
+    def rule_changed(self) -> bool:
+        return any(name == "ranking_rule" for name, _, _ in self.challenge_changed)
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.is_new or self.phases_added or self.phases_changed or self.datasets_added
+        return bool(self.is_new or self.challenge_changed or self.phases_added or self.phases_changed or self.datasets_added
                     or self.datasets_changed or self.datasets_removed or self.gold_added or self.gold_changed)
 
     @property
@@ -173,7 +185,12 @@ class ReloadPlan:
         return any(c.startswith("split:") for d in self.datasets_changed for c in d.changes)
 
     def refusal(self, *, allow_remove: bool) -> str | None:
-        """Why the plan must not be applied without ``allow_remove``, or None."""
+        """Why the plan must not be applied (without ``allow_remove``, for a removal), or None."""
+        suite = next(((old, new) for name, old, new in self.challenge_changed if name == "metric_suite"), None)
+        if suite is not None and self.scored_submissions:
+            return (f"{self.challenge}: metric_suite cannot change from {suite[0]} to {suite[1]} once submissions are "
+                    f"scored ({self.scored_submissions} are): their scores, boards and uploads are the old suite's. "
+                    "Keep the suite, or load the spec as a new challenge (another slug)")
         scored = [r for r in self.datasets_removed if r.scored_submissions]
         if not scored or allow_remove:
             return None
@@ -188,6 +205,11 @@ class ReloadPlan:
                     f"datasets {', '.join(self.datasets_added) or '(none)'}"]
             return head
         out = [f"challenge {self.challenge}:" if self.has_changes else f"challenge {self.challenge}: no changes"]
+        for name, old, new in self.challenge_changed:
+            effect = {"suite_options": "every gold file is checked again with the new options, and every scored "
+                                       "submission is rescored",
+                      "ranking_rule": "each team's board row is chosen again by the new rule"}.get(name, "")
+            out.append(f"  challenge changed: {name}: {old!r} -> {new!r}" + (f" ({effect})" if effect else ""))
         out += [f"  phase added: {slug}" for slug in self.phases_added]
         out += [f"  phase changed: {c.slug}: {'; '.join(c.changes)}" for c in self.phases_changed]
         out += [f"  phase kept: {slug} is not in the spec; phases are never removed by a load (their "
@@ -235,6 +257,7 @@ def _changes(current: Any, fields: Mapping[str, Any]) -> tuple[str, ...]:
 
 def reload_plan(
     *, slug: str, suite_key: str, phases: Sequence[tuple[str, Mapping[str, Any]]], datasets: Sequence[DatasetSpec],
+    challenge_fields: Mapping[str, Any] | None = None,
 ) -> ReloadPlan:
     """Compare a parsed spec with the loaded challenge ``slug`` (if any); reads gold files, writes nothing.
 
@@ -248,6 +271,12 @@ def reload_plan(
         plan.phases_added = [s for s, _ in phases]
         plan.datasets_added = [d.slug for d in datasets]
         return plan
+    for name, new in (challenge_fields or {}).items():
+        old = getattr(challenge, name)
+        if old != new:
+            plan.challenge_changed.append((name, old, new))
+    plan.scored_submissions = (Submission.objects.filter(phase__challenge=challenge, status=Status.FINISHED)
+                               .exclude(kind="imported").count())
     loaded_phases = {p.slug: p for p in Phase.objects.filter(challenge=challenge)}
     for phase_slug, fields in phases:
         phase = loaded_phases.get(phase_slug)

@@ -40,7 +40,7 @@ from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.rerun import gold_failures_requeue
 from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
-from leaderboard.submissions.services import aggregates_refresh
+from leaderboard.submissions.services import aggregates_refresh, board_entries_refresh
 from leaderboard.submissions.systems import SystemSettings
 from scoring import inputs
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Mode
@@ -155,6 +155,13 @@ def challenge_load(
         elif plan.splits_changed:
             # Per-split averages were computed under the old splits.
             aggregates_refresh(challenge=challenge)
+        if plan.options_changed:
+            # Every stored gold must still score against itself under the new options, and every
+            # score was computed under the old ones.
+            _gold_recheck(challenge)
+            rescore_enqueue(challenge=challenge)
+        if plan.rule_changed:
+            board_entries_refresh(challenge=challenge)
         if "incomplete" not in ranking_scope:
             _incomplete_rows_check(challenge)
         ranked_now = _ranked_datasets(challenge)
@@ -163,6 +170,19 @@ def challenge_load(
             # (a dataset added to a phase counts 0 for the submissions made before it).
             aggregates_refresh(challenge=challenge)
     return challenge
+
+
+def _gold_recheck(challenge: Challenge) -> None:
+    """Check every scored gold file of the challenge again with its (new) suite options."""
+    suite = suite_for(challenge)
+    for record in DatasetFile.objects.filter(dataset__challenge=challenge).exclude(portion=FilePortion.TRAIN) \
+            .select_related("dataset"):
+        try:
+            suite.inspect_gold(Path(record.gold.path).read_bytes(), filename=Path(record.gold.name).name,
+                               self_check=challenge.suite_options or {})
+        except ScoringError as exc:
+            raise SpecError(f"{challenge.slug}.suite_options: the gold of {record.dataset.slug} ({record.portion}) "
+                            f"no longer scores against itself with these options: {exc}") from None
 
 
 def _max_team_size(value: object, where: str) -> int | None:
@@ -246,7 +266,12 @@ def _reload_plan(spec: Mapping[str, Any], *, slug: str, suite: str, base_dir: Pa
             fields={"name": ds.get("name", ds_slug), "split": str(ds.get("split"))},
             files={str(portion): (base_dir / str(rel)).resolve() for portion, rel in files.items()},
         ))
-    return reload_plan(slug=slug, suite_key=suite, phases=phases, datasets=datasets)
+    challenge_fields = {
+        "metric_suite": suite,
+        "suite_options": spec.get("suite_options") or {},
+        "ranking_rule": _choice(spec.get("ranking_rule", RankingRule.BEST), RankingRule, f"{slug}.ranking_rule"),
+    }
+    return reload_plan(slug=slug, suite_key=suite, phases=phases, datasets=datasets, challenge_fields=challenge_fields)
 
 
 def _ranking_scope(ranking: Any, datasets: Any, where: str) -> dict[str, Any]:

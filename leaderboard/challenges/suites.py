@@ -13,6 +13,8 @@ except MRC2018's question-type suffixes, which keep DuReader's labels.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import re
@@ -33,6 +35,16 @@ if TYPE_CHECKING:
 
 # Bumped whenever a change to scoring/ can change a number; stored on every score.
 SCORING_VERSION = "scoring-1"
+
+
+def scoring_version_of(options: Mapping[str, Any] | None) -> str:
+    """What a submission's scores are stamped with: ``SCORING_VERSION``, plus a digest of the challenge's
+    suite options when it has any, so scores computed under other options (a reload that switches
+    MRQA to ``tokenization: cjk``) read as out of date and are rescored."""
+    if not options:
+        return SCORING_VERSION
+    digest = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return f"{SCORING_VERSION}+options-{digest}"
 
 
 @dataclass(frozen=True)

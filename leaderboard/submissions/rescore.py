@@ -43,7 +43,7 @@ from leaderboard.challenges.models import (
     RetiredGold,
     SubmissionKind,
 )
-from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, suite_for
+from leaderboard.challenges.suites import DatasetResult, scoring_version_of, suite_for
 from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.submissions.answers_json import JsonRejected, answers_decode
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission
@@ -102,8 +102,9 @@ def stale_reasons(*, submission: Submission, scores: Sequence[Score], current: M
         if recorded != {gold.sha256}:
             what = "changed" if recorded - {""} else "was not recorded with its scores"
             reasons.append(f"gold of {gold.dataset.slug} ({gold.portion}) {what}")
-    if submission.scoring_version != SCORING_VERSION:
-        reasons.append(f"scoring version {submission.scoring_version or '(none)'} replaced by {SCORING_VERSION}")
+    version = scoring_version_of(submission.phase.challenge.suite_options)
+    if submission.scoring_version != version:
+        reasons.append(f"scoring version {submission.scoring_version or '(none)'} replaced by {version}")
     return reasons
 
 
@@ -148,7 +149,7 @@ def rescore_candidates(
         submissions = submissions.filter(phase__portion=portion)
     if dataset is not None:
         submissions = submissions.filter(pk__in=Score.objects.filter(dataset=dataset).values("submission_id"))
-    submissions = submissions.select_related("phase", "team").prefetch_related(
+    submissions = submissions.select_related("phase__challenge", "team").prefetch_related(
         Prefetch("scores", queryset=Score.objects.select_related("dataset"))
     )
     current: dict[str, dict[int, DatasetFile]] = {}
@@ -314,7 +315,8 @@ def _scores_replace(
             transaction.set_rollback(True)
             return Rescored.RACED
         updated = Submission.objects.filter(pk=submission.pk, status=Status.FINISHED).update(
-            primary_score=aggregates.get(suite.primary_metric), scoring_version=SCORING_VERSION
+            primary_score=aggregates.get(suite.primary_metric),
+            scoring_version=scoring_version_of(challenge.suite_options)
         )
         if updated != 1:
             transaction.set_rollback(True)

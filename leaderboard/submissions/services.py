@@ -39,7 +39,7 @@ from leaderboard.challenges.models import (
     SubmissionKind,
 )
 from leaderboard.challenges.selectors import phase_ranking_scope
-from leaderboard.challenges.suites import SCORING_VERSION, DatasetResult, Suite, suite_for
+from leaderboard.challenges.suites import DatasetResult, Suite, scoring_version_of, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.core.tasks import (
     EVALUATE_SUBMISSION,
@@ -412,7 +412,7 @@ def scores_write(
             verdict=Verdict.FINISHED,
             lease_expires_at=None,
             primary_score=aggregates.get(suite.primary_metric),
-            scoring_version=SCORING_VERSION,
+            scoring_version=scoring_version_of(submission.phase.challenge.suite_options),
             finished_at=timezone.now(),
         )
         if not finished:
@@ -457,6 +457,15 @@ def aggregates_refresh(*, challenge: Challenge) -> int:
         for team_id, phase_id in {(s.team_id, s.phase_id) for s in Submission.objects.filter(pk__in=per_submission)}:
             board_entry_refresh(team=Team.objects.get(pk=team_id), phase=Phase.objects.get(pk=phase_id))
     return len(per_submission)
+
+
+def board_entries_refresh(*, challenge: Challenge) -> None:
+    """Choose every team's board row again (the challenge's ranking rule changed)."""
+    pairs = (Submission.objects.filter(phase__challenge=challenge).values_list("team_id", "phase_id").distinct())
+    teams = {t.pk: t for t in Team.objects.filter(pk__in={t for t, _ in pairs})}
+    phases = {p.pk: p for p in Phase.objects.filter(challenge=challenge).select_related("challenge")}
+    for team_id, phase_id in pairs:
+        board_entry_refresh(team=teams[team_id], phase=phases[phase_id])
 
 
 def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:

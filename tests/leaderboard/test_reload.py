@@ -30,7 +30,7 @@ from django.test import Client
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, RetiredGold
-from leaderboard.challenges.services import challenge_load, dataset_file_put
+from leaderboard.challenges.services import SpecError, challenge_load, dataset_file_put
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions import rescore
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
@@ -428,3 +428,29 @@ def test_the_plan_says_what_cannot_be_rescored_and_what_is_evaluated_again(
     assert "0 submission(s) will be rescored" in line
     assert "1 cannot be, and keep their scores on the old gold (the answers of its run were not kept" in line
     assert "1 that failed on the organizers' gold will be evaluated again" in line
+
+
+def test_a_reload_that_changes_the_challenges_own_settings_follows_them_through(
+    loaded: Loaded, capsys: pytest.CaptureFixture[str], django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 16: suite options, the suite and the ranking rule were ignored by a reload (scores
+    stayed those of the old options, with no sign they were stale)."""
+    dev_run = predictions_submit(loaded)
+    before = Submission.objects.get(pk=dev_run.pk).scoring_version
+    text = loaded.spec.read_text()
+    loaded.spec.write_text(text.replace("metric_suite: mrqa\n", "metric_suite: mrqa\nsuite_options: {tokenization: cjk}\n"
+                                        "ranking_rule: latest\n"))
+    call_command("challenge_load", str(loaded.spec), "--dry-run")
+    plan = capsys.readouterr().out
+    assert "challenge changed: suite_options: {} -> {'tokenization': 'cjk'} (every gold file is checked again" in plan
+    assert "challenge changed: ranking_rule: 'best' -> 'latest' (each team's board row is chosen again" in plan
+    with django_capture_on_commit_callbacks(execute=True):
+        challenge_load(spec_path=loaded.spec)
+    after = Submission.objects.get(pk=dev_run.pk)
+    assert after.scoring_version != before and "+options-" in after.scoring_version  # rescored under cjk
+    assert ScoreHistory.objects.filter(submission=after).exists()
+    # The suite itself cannot change under scored submissions.
+    loaded.spec.write_text(loaded.spec.read_text().replace("metric_suite: mrqa\n", "metric_suite: squad2\n")
+                           .replace("suite_options: {tokenization: cjk}\n", ""))
+    with pytest.raises(SpecError, match="metric_suite cannot change from mrqa to squad2 once submissions are scored"):
+        challenge_load(spec_path=loaded.spec)
