@@ -40,6 +40,7 @@ from leaderboard.core.tasks import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_
 from leaderboard.submissions.models import Status, Submission, WorkerToken
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import run_queue_of
+from leaderboard.submissions.system_services import submission_run_gold_stamp
 from leaderboard.submissions.systems import (
     RunDataset,
     RunOutcome,
@@ -210,6 +211,7 @@ def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | Non
         )
         if claimed == 1:  # else another worker took it a moment ago: the next one
             submission = Submission.objects.select_related("phase__challenge").get(pk=run.submission_id)
+            submission_run_gold_stamp(submission=submission)
             return Claim(system_run_plan(submission=submission))
     return Claim(None, held_back=any(run.due_at is None for run in order))
 

@@ -107,6 +107,10 @@ class Submission(models.Model):
     run_seconds = models.FloatField(null=True, blank=True)
     runtime = models.CharField(max_length=20, blank=True)
     peak_memory_mb = models.PositiveIntegerField(null=True, blank=True)
+    # The gold files (dataset id -> sha256) of the data a run was given when it was claimed: an
+    # organizer who replaces one while the system runs makes its answers another data's, so the run
+    # goes again, as the platform's fault (``system_services.submission_run_finish``).
+    run_gold = models.JSONField(default=dict, blank=True)
     # stdout and stderr of the run, capped.  A run over hidden data shows it to the
     # organizers only, until one of them releases it to the team (recorded).
     log = models.TextField(blank=True)

@@ -39,7 +39,8 @@ from django.utils import timezone
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import user_is_organizer
-from leaderboard.challenges.models import SYSTEM_KINDS, DatasetFile, Phase, SubmissionKind
+from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase, SubmissionKind
+from leaderboard.challenges.selectors import dataset_label
 from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
 from leaderboard.submissions import dialog_runs
@@ -230,7 +231,30 @@ def submission_run_claim(submission_id: int, *, worker: str) -> RunPlan | None:
         if claimed != 1:
             return None
     submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
+    submission_run_gold_stamp(submission=submission)
     return system_run_plan(submission=submission)
+
+
+def _current_gold(submission: Submission) -> dict[str, str]:
+    return {str(pk): sha for pk, sha in DatasetFile.objects.filter(
+        dataset__challenge_id=submission.phase.challenge_id, portion=submission.phase.portion,
+    ).values_list("dataset_id", "sha256")}
+
+
+def submission_run_gold_stamp(*, submission: Submission) -> None:
+    """Record, at the claim, which gold the run's data comes from (``Submission.run_gold``)."""
+    Submission.objects.filter(pk=submission.pk, attempts=submission.attempts).update(
+        run_gold=_current_gold(submission))
+
+
+def _gold_replaced_during_run(submission: Submission) -> list[str]:
+    """The datasets (public labels) whose gold an organizer replaced since the run was claimed."""
+    if not submission.run_gold:
+        return []  # claimed before runs recorded it
+    now = _current_gold(submission)
+    changed = [pk for pk in set(now) | set(submission.run_gold) if now.get(pk) != submission.run_gold.get(pk)]
+    datasets = Dataset.objects.filter(pk__in=[int(pk) for pk in changed])
+    return sorted(dataset_label(ds, reveal_sealed=False) for ds in datasets)
 
 
 def submission_run_heartbeat(submission_id: int, *, attempt: int) -> bool:
@@ -314,6 +338,16 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
     submission = base.select_related("phase__challenge", "team").first()
     if submission is None:
         logger.info("submission %s: attempt %s is no longer the running one; result dropped", submission_id, attempt)
+        return
+    replaced = _gold_replaced_during_run(submission)
+    if replaced:
+        # Its answers are to data the platform no longer scores: neither the team's fault nor a
+        # result; it runs again on the new data (an attempt of the platform's, not counted).
+        reason = f"the organizers replaced the data of {', '.join(replaced)} while it ran"
+        if submission_run_platform_failure(submission_id, attempt=attempt, reason=reason):
+            from leaderboard.submissions.compute import run_dispatch_again
+
+            transaction.on_commit(lambda: run_dispatch_again(submission_id))
         return
     plan = system_run_plan(submission=submission)
     record = {

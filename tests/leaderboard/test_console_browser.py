@@ -141,7 +141,7 @@ def test_an_organizer_reruns_reveals_seals_and_disqualifies_and_the_public_board
     organizer.refresh()
     workers = organizer.find_element(By.ID, "workers").text
     assert "systems@host-a:101" in workers and "gpu-host-1 (idle)" in workers
-    assert "Systems (queue cpu)" in organizer.page_source
+    assert "Systems (queue cpu, in the order workers start them)" in organizer.page_source
     shoot(organizer, "queue")
     Submission.objects.filter(pk=held.pk).update(status=Status.CANCELLED, lease_expires_at=None)
 

@@ -285,3 +285,33 @@ def test_a_prediction_file_is_scored_by_a_named_worker(cast: Cast) -> None:
     submission_evaluate(submission.pk)
     submission.refresh_from_db()
     assert submission.status == Status.FINISHED and re.fullmatch(r"scoring@.+:\d+", submission.worker)
+
+
+def test_a_run_whose_data_an_organizer_replaced_meanwhile_runs_again_as_the_platforms_fault(
+    queued: Submission, cast: Cast,
+) -> None:
+    """Issue 16: its answers are to the old questions; checked against the new ones they read as
+    the team's unknown ids or missing answers, counted.  Now it runs again, not counted."""
+    import gzip as gz
+
+    from leaderboard.challenges.models import DatasetFile
+    from leaderboard.challenges.services import dataset_file_put
+
+    plan = submission_run_claim(queued.pk, worker="host:1")
+    assert plan is not None
+    queued.refresh_from_db()
+    assert set(queued.run_gold) == {str(f.dataset_id) for f in DatasetFile.objects.filter(portion="test")}
+    outputs = gold_outputs(plan)
+    xquad = DatasetFile.objects.get(dataset__slug="xquad-en", portion="test")
+    lines = gz.decompress(open(xquad.gold.path, "rb").read()).decode().splitlines()
+    dataset_file_put(dataset=xquad.dataset, portion="test", filename="XQuAD-en.test.jsonl.gz",
+                     content=gz.compress(("\n".join(lines[:-1]) + "\n").encode(), mtime=0))  # a question fewer
+    submission_run_finish(queued.pk, attempt=1, outcome=outcome(outputs=outputs))
+    queued.refresh_from_db()
+    assert queued.status == Status.QUEUED and queued.verdict == "", queued.failure_reason
+    assert queued.failure_cause != FailureCause.PARTICIPANT  # queued again after the platform's back-off
+    # The next attempt reads the new data and is stamped with it.
+    plan = submission_run_claim(queued.pk, worker="host:2")
+    queued.refresh_from_db()
+    current = DatasetFile.objects.get(dataset_id=xquad.dataset_id, portion="test")
+    assert plan is not None and queued.run_gold[str(xquad.dataset_id)] == current.sha256 != xquad.sha256
