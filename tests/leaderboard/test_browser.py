@@ -106,7 +106,11 @@ def test_a_new_participant_signs_up_submits_and_tops_the_board(
     assert after[0][0] == "1" and after[1][0] == "2"
     assert after[0][primary] == f"{macro_f1:.2f}"
     groups = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#board thead th.group")]
-    assert groups == ["Overall", "SQuAD", "XQuAD-en"]
+    # Two rows with per-question scores: the board says whether their difference is real (issue 12).
+    assert groups == ["Overall", "Significance", "SQuAD", "XQuAD-en"]
+    assert after[0][heads.index("p vs leader") + 2] == "leader"
+    low, high = (float(x) for x in after[0][heads.index("95% CI") + 2].split("–"))
+    assert low <= macro_f1 <= high
     assert driver.find_element(By.CSS_SELECTOR, ".chart svg rect").is_displayed()
     # Nothing of the chart (rotated dataset names, the legend) is cut off at its right edge.
     drawn, width = driver.execute_script(

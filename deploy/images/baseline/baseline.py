@@ -6,7 +6,7 @@ dataset it lists, $READERBOARD_OUTPUT/<output> (default /output) = JSON {qid: an
 Formats: "mrqa" (gzipped JSON lines: a header line, then contexts with their "qas"), "dureader"
 (JSON lines: question_id, question, documents[].paragraphs), and the one-document formats "squad2"
 and "quac" (data[].paragraphs[]: context and qas with id and question) and "coqa" (data[]: story and
-questions with turn_id and input_text; answered under "<id>_<turn_id>", as the platform keys CoQA
+questions with turn_id and input_text; answered under "<id>_<turn_id>", as the platform keys
 turns).  Unanswerable questions get a span like any other.  Python 3.11 stdlib only.
 
 English: the sentence with the highest IDF-weighted overlap with the question's (lower-cased,
@@ -183,7 +183,7 @@ DOCUMENT_FORMATS = ("squad2", "quac", "coqa")
 
 
 def document_records(path: str, fmt: str) -> list[Record]:
-    """The questions and passages of a one-document input file (SQuAD 2.0, QuAC, CoQA)."""
+    """The questions and passages of a one-document input file (the squad2, quac and coqa formats)."""
     document = json.loads("".join(read_lines(path)))
     out: list[Record] = []
     for article in document.get("data") or []:
