@@ -8,6 +8,7 @@ too (``ranking_scope_get``).  These rules are written once, here.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -183,9 +184,10 @@ def reveal_exposes(*, datasets: Sequence[Dataset]) -> list[Dataset]:
     revealing = {ds.pk for ds in datasets if ds.is_sealed}
     if not revealing:
         return []
-    challenge = datasets[0].challenge
-    if challenge.sealed_aggregates == SealedAggregates.ALL:
-        return []  # nothing that covers a sealed dataset was ever published
+    # As if the challenge withheld only what isolates a sealed score: the most that may ever have been
+    # published (a challenge strict now may not have been before, and a copy outlives the policy).
+    challenge = copy.copy(datasets[0].challenge)
+    challenge.sealed_aggregates = SealedAggregates.ISOLATING
     suite = suite_for(challenge)
     every = list(Dataset.objects.filter(challenge=challenge).order_by("order", "slug"))
     by_pk = {ds.pk: ds for ds in every}

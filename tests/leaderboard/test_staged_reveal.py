@@ -91,14 +91,16 @@ def test_a_reload_that_reveals_one_of_them_is_refused_with_what_to_do(challenge:
     assert Dataset.objects.filter(challenge=challenge, revealed_at__isnull=False).count() == 2
 
 
-def test_without_scores_or_under_strict_withholding_a_dataset_reveals_alone(db: None, tmp_path: Path) -> None:
+def test_without_scores_a_dataset_reveals_alone_and_strict_withholding_changes_nothing(db: None, tmp_path: Path) -> None:
     User.objects.create_user("oscar")
     challenge = load(tmp_path)
     coqa = Dataset.objects.get(challenge=challenge, slug="coqa")
     assert reveal_closure(dataset=coqa) == [coqa]  # no submission: no average was ever published
+    # Strict from the start: still computed as if the default had published the averages (a policy
+    # may have changed since, and copies outlive it), so DROP goes with CoQA.
     strict = load(tmp_path, strict=True)
     system_row(strict.phases.get(slug="test"), "alpha", {"xquad-en": 80.0, "coqa": 60.0, "drop": 40.0})
-    assert reveal_exposes(datasets=[Dataset.objects.get(challenge=strict, slug="coqa")]) == []
+    assert [d.slug for d in reveal_exposes(datasets=[Dataset.objects.get(challenge=strict, slug="coqa")])] == ["drop"]
 
 
 def test_a_third_sealed_dataset_keeps_the_first_reveal_alone_and_the_second_takes_it(
@@ -122,3 +124,13 @@ def test_a_third_sealed_dataset_keeps_the_first_reveal_alone_and_the_second_take
     drop.refresh_from_db()
     assert set(reveal_closure(dataset=drop)) == {drop, quoref}
     assert DatasetFile.objects.filter(dataset=quoref).exists()
+
+
+def test_a_strict_policy_now_does_not_undo_what_was_published_before(challenge: Challenge, tmp_path: Path) -> None:
+    """The Split III F1 was public under the default policy; a reload that turns strict and reveals
+    CoQA alone would still give DROP away to whoever copied it (found by review)."""
+    with pytest.raises(SpecError, match="would give away the score of DROP"):
+        load(tmp_path, coqa=True, strict=True)
+    load(tmp_path, strict=True)  # strict, nothing revealed: accepted
+    coqa, drop = (Dataset.objects.get(challenge=challenge, slug=s) for s in ("coqa", "drop"))
+    assert reveal_closure(dataset=coqa) == [coqa, drop]
