@@ -70,6 +70,7 @@ Viewer = AbstractBaseUser | AnonymousUser
 PUBLIC = "public"
 ORGANIZER = "organizer"
 DATASET_SEALED_NOTE = "sealed until the organizers reveal this dataset"
+WITHHELD_SIGNIFICANCE = "withheld: the ranking average is sealed on some rows, and these would bound it"
 ORGANIZER_VIEW_NOT_FOUND = "No such board, or not one you may see."
 
 
@@ -152,6 +153,15 @@ class Board:
     @property
     def has_excluded(self) -> bool:
         return any(row.excluded_reason for row in self.rows)
+
+    @property
+    def significance_withheld(self) -> bool:
+        """Outside the organizer view, no interval, p-value, rank group or rank range is shown when
+        some ranked row's ranking average is withheld: every p-value compares with the leader, and
+        groups and ranges set rows against each other, so together they would bound the withheld
+        average (and the sealed score it would give away)."""
+        return self.view != ORGANIZER and any(
+            row.rank is not None and self.primary_key in row.sealed_keys for row in self.rows)
 
 
 class BoardNotVisible(Exception):
@@ -463,18 +473,20 @@ def board_as_records(board: Board) -> list[dict[str, Any]]:
 
 
 def _significance_record(board: Board, row: BoardRow) -> dict[str, Any]:
-    """The row's interval, p-value, rank group and rank range, as its page shows them: none of a
-    withheld average (they would bound it), none before they are computed."""
+    """The row's interval, p-value, rank group and rank range, as its page shows them: none where a
+    ranking average is withheld (``Board.significance_withheld``), none before they are computed."""
     if board.significance.status == "none":
         return {}
+    if board.significance_withheld:
+        return {"ci95_low": None, "ci95_high": None, "p_vs_leader": None, "rank_group": None, "rank_low": None,
+                "rank_high": None, "significance_note": WITHHELD_SIGNIFICANCE}
     sig = board.significance.rows.get(row.submission_id) if board.significance.ready else None
-    withheld = board.primary_key in row.sealed_keys
-    ci = None if sig is None or sig.ci is None or withheld else sig.ci
+    ci = None if sig is None else sig.ci
     ranks = None if sig is None else sig.rank_range
     return {
         "ci95_low": None if ci is None else ci[0],
         "ci95_high": None if ci is None else ci[1],
-        "p_vs_leader": None if sig is None or withheld else sig.p_value,
+        "p_vs_leader": None if sig is None else sig.p_value,
         "rank_group": None if sig is None else sig.group,
         "rank_low": None if ranks is None else ranks[0],
         "rank_high": None if ranks is None else ranks[1],

@@ -20,7 +20,7 @@ def board_significance_refresh(phase_id: int) -> None:
     if phase is None:
         return
     keep: list[str] = []
-    for view in (ORGANIZER, PUBLIC):
+    for view in (ORGANIZER, PUBLIC) if phase.board_public else (ORGANIZER,):
         board = board_build(phase=phase, viewer=AnonymousUser(), view=view, trusted=True, significance=False)
         inputs = board.significance_inputs
         if inputs is None or inputs.key in keep:

@@ -52,6 +52,7 @@ STALE_REQUEST = timedelta(minutes=10)
 REPRODUCE_TOLERANCE = 5e-4
 NO_QUESTION_SCORES = "no per-question scores (a published result): no interval"
 NOT_REPRODUCED = "its per-question scores do not give back its score: no interval"
+UNDEFINED = "its score is undefined on some resamples (too few questions count): no interval"
 _ALIASES = {"em": ("em", "exact_match", "exact"), "f1": ("f1", "model_f1")}
 
 
@@ -185,12 +186,17 @@ def board_significance_compute(inputs: SignificanceInputs) -> dict[str, Any]:
     by_position = [r.name for r in places.values()]
     for summary in result.systems:
         place = places[summary.name]
+        if not (math.isfinite(summary.ci_low) and math.isfinite(summary.ci_high)):
+            # QuAC's filtered F1 on a tiny set: some resample drew only questions that do not count.
+            payload["notes"][summary.name] = UNDEFINED
+            continue
         payload["rows"][summary.name] = {
             "ci": [summary.ci_low, summary.ci_high],
             "p": summary.p_value,
             "group": rank_of[by_position[place.group - 1]],
             "ranks": [place.rank_low, place.rank_high],
-            "datasets": {label: list(ci) for label, ci in summary.strata_ci.items()},
+            "datasets": {label: list(ci) for label, ci in summary.strata_ci.items()
+                         if math.isfinite(ci[0]) and math.isfinite(ci[1])},
         }
     payload["leader"] = rank_of[result.leader]
     return payload
@@ -208,13 +214,17 @@ def _question_vectors(inputs: SignificanceInputs, sids: list[int]) -> tuple[
     vectors: dict[int, dict[int, np.ndarray]] = {pk: {} for pk in inputs.datasets}
     notes: dict[int, str] = {}
     rows = QuestionScores.objects.filter(submission_id__in=sids, dataset_id__in=inputs.datasets)
+    # A vector is kept under the metric and the questions it is aligned with: a replaced gold (other
+    # questions, or as many in another order) makes it stale, and it is built again.
+    keys = {pk: f"{inputs.metric}:{hashlib.sha256(chr(10).join(q).encode()).hexdigest()[:16]}"
+            for pk, q in qids.items()}
     for row_pk, sid, blob, metric, pk in rows.values_list("pk", "submission_id", "vector", "vector_metric",
                                                           "dataset_id"):
-        if blob is None or metric != inputs.metric:
+        if blob is None or metric != keys.get(pk):
             records = QuestionScores.objects.values_list("records", flat=True).get(pk=row_pk)
             vector = question_vector(records, qids.get(pk, []), inputs.metric, stored.get((sid, pk)))
             blob = None if vector is None else vector.tobytes()
-            QuestionScores.objects.filter(pk=row_pk).update(vector=blob, vector_metric=inputs.metric)
+            QuestionScores.objects.filter(pk=row_pk).update(vector=blob, vector_metric=keys.get(pk, inputs.metric))
         if blob is None:
             notes[sid] = NOT_REPRODUCED
             continue

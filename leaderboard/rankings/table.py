@@ -21,7 +21,13 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
-from leaderboard.rankings.selectors import DATASET_SEALED_NOTE, Board, BoardColumn, BoardRow
+from leaderboard.rankings.selectors import (
+    DATASET_SEALED_NOTE,
+    WITHHELD_SIGNIFICANCE,
+    Board,
+    BoardColumn,
+    BoardRow,
+)
 from leaderboard.rankings.significance import RowSignificance, Significance
 
 
@@ -75,7 +81,6 @@ def board_page_get(board: Board, number: str | int | None, *, per_page: int = BO
 LEVEL_LABEL = "95% CI"
 SIGNIFICANCE_GROUP = "Significance"
 SIGNIFICANCE_LABELS = ("95% CI", "p vs leader", "Rank range")
-WITHHELD_INTERVAL = "withheld with the average it bounds"
 
 
 def significance_after(board: Board) -> int:
@@ -130,7 +135,8 @@ def _row_html(row: BoardRow, board: Board) -> str:
     else:
         when = '<td class="when" data-v=""></td>'
     # "rank" and "system" cells stay in view when a wide board scrolls sideways (site.css).
-    sig = board.significance.rows.get(row.submission_id) if board.significance.ready else None
+    sig = (board.significance.rows.get(row.submission_id)
+           if board.significance.ready and not board.significance_withheld else None)
     tied = ""
     if sig is not None and row.rank is not None and sig.group is not None and sig.group != row.rank:
         # Short, to fit the narrow sticky rank column; the title says it in full.
@@ -146,6 +152,9 @@ def _row_html(row: BoardRow, board: Board) -> str:
 
 def _significance_cells(row: BoardRow, board: Board) -> str:
     significance: Significance = board.significance
+    if board.significance_withheld:
+        cell = f'<td class="num sealed" data-v="-1"><span class="muted" title="{WITHHELD_SIGNIFICANCE}">sealed</span></td>'
+        return cell * 3
     if not significance.ready:
         return '<td class="num muted" data-v="-1" title="being computed">…</td>' * 3
     sig = significance.rows.get(row.submission_id)
@@ -158,11 +167,6 @@ def _significance_cells(row: BoardRow, board: Board) -> str:
     low, high = sig.rank_range
     ranks = f"{low}" if low == high else f"{low}–{high}"
     range_cell = f'<td class="num" data-v="{low}">{ranks}</td>'
-    if board.primary_key in row.sealed_keys:
-        # The interval and the p-value would bound the withheld average; its order is public.
-        return (f'<td class="num sealed" data-v="-1"><span class="muted" title="{WITHHELD_INTERVAL}">sealed</span></td>'
-                f'<td class="num sealed" data-v="-1"><span class="muted" title="{WITHHELD_INTERVAL}">sealed</span></td>'
-                + range_cell)
     decimals = next((c.decimals for c in board.columns if c.key == board.primary_key), 2)
     ci = f'<td class="num ci" data-v="{sig.ci[0]:.6f}">{fixed(sig.ci[0], decimals)}–{fixed(sig.ci[1], decimals)}</td>'
     p = ('<td class="num" data-v="-1">leader</td>' if sig.p_value is None
@@ -178,7 +182,8 @@ def _score_cells(row: BoardRow, board: Board) -> str:
     """``data-v`` is the sort key the page's script reads (-1 for no score)."""
     columns = board.columns
     after = significance_after(board)
-    sig = board.significance.rows.get(row.submission_id) if board.significance.ready else None
+    sig = (board.significance.rows.get(row.submission_id)
+           if board.significance.ready and not board.significance_withheld else None)
     parts = []
     for i, c in enumerate(columns):
         if after and i == after:
