@@ -339,8 +339,9 @@ def _gold_change(suite_key: str, dataset: Dataset, old: DatasetFile, path: Path,
             not_rescorable[problem] += 1
         else:
             rescored += 1
-    reevaluated = Submission.objects.filter(phase__challenge_id=dataset.challenge_id, phase__portion=old.portion,
-                                            status=Status.FAILED, verdict=Verdict.GOLD).count()
+    reevaluated = (Submission.objects.filter(phase__challenge_id=dataset.challenge_id, phase__portion=old.portion,
+                                             status=Status.FAILED, verdict=Verdict.GOLD, verdict_dataset=dataset)
+                   .exclude(kind="imported").count())
     return GoldChange(dataset.slug, old.portion, old.sha256, sha, diff, rescored, error, dict(not_rescorable),
                       reevaluated)
 

@@ -508,7 +508,7 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
             # the background after the commit, then the old file goes once nothing refers to it.
             rescore_enqueue(challenge=dataset.challenge, dataset=dataset, portion=portion)
             # Submissions that failed on the old gold (the organizers' fault) are evaluated again.
-            gold_failures_requeue(challenge_id=dataset.challenge_id, portion=portion)
+            gold_failures_requeue(challenge_id=dataset.challenge_id, portion=portion, dataset_id=dataset.pk)
             transaction.on_commit(functools.partial(retired_gold_prune, challenge=dataset.challenge))
     return record
 

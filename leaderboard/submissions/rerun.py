@@ -131,14 +131,14 @@ def _requeued(current: Submission, *, reason: str) -> ScoreHistory | None:
     return history
 
 
-def gold_failures_requeue(*, challenge_id: int, portion: str) -> list[int]:
-    """Evaluate again the submissions that failed because of the organizers' gold (``Verdict.GOLD``)
-    in phases scoring ``portion``, now that a gold file of that portion was replaced: the failure was
+def gold_failures_requeue(*, challenge_id: int, portion: str, dataset_id: int) -> list[int]:
+    """Evaluate again the submissions that failed because of the organizers' gold (``Verdict.GOLD``) of
+    the dataset ``dataset_id`` in phases scoring ``portion``, now that that gold file was replaced: the failure was
     never the team's, and it goes to their history.  Returns their ids.  Safe twice: a second call
     finds them queued, not failed."""
     requeued = []
     failed = (Submission.objects.filter(phase__challenge_id=challenge_id, phase__portion=portion,
-                                        status=Status.FAILED, verdict=Verdict.GOLD)
+                                        status=Status.FAILED, verdict=Verdict.GOLD, verdict_dataset_id=dataset_id)
               .exclude(kind=SubmissionKind.IMPORTED).select_related("phase__challenge", "team"))
     for submission in failed:
         if submission_rerun_problem(submission):

@@ -420,7 +420,8 @@ def test_the_plan_says_what_cannot_be_rescored_and_what_is_evaluated_again(
     test_run = system_run(loaded)
     default_storage.delete(run_answers_name(test_run.pk))  # as a run scored before answers were kept
     failed = system_run(loaded)
-    Submission.objects.filter(pk=failed.pk).update(status=Status.FAILED, verdict=Verdict.GOLD)
+    Submission.objects.filter(pk=failed.pk).update(status=Status.FAILED, verdict=Verdict.GOLD,
+                                                   verdict_dataset=Dataset.objects.get(slug="xquad-en"))
     reload_changed(loaded)
     call_command("challenge_load", str(loaded.spec), "--dry-run", "--allow-remove")
     plan = capsys.readouterr().out
