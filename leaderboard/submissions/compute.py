@@ -23,7 +23,7 @@ import logging
 import os
 import secrets
 import shutil
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,22 +169,30 @@ def run_queue_order(*, queue: str, now: dt.datetime | None = None) -> list[Queue
         systems.filter(team_id__in=teams, started_at__isnull=False).values("team_id")
         .annotate(last=Max("started_at")).values_list("team_id", "last")
     )
-    due = [(position, row) for position, row in enumerate(queued) if row[4] is None or row[4] <= now]
+    # Each team's due runs in queue order: a team's next run is always its oldest, so each step
+    # compares one candidate per team (not every queued run).
+    by_team: dict[int, deque[tuple[int, Any]]] = {}
+    for position, row in enumerate(queued):
+        if row[4] is None or row[4] <= now:
+            by_team.setdefault(row[1], deque()).append((position, row))
     later = sorted((row for row in queued if row[4] is not None and row[4] > now), key=lambda r: (r[4], r[0]))
     order: list[QueuedRun] = []
     tick = 0
-    while due:
-        eligible = [(running[row[1]], last_start.get(row[1]) or never, position, row) for position, row in due
-                    if running[row[1]] < challenges[row[2]].max_running_per_team]
+    while by_team:
+        eligible = [(running[team], last_start.get(team) or never, runs[0][0], team) for team, runs in by_team.items()
+                    if running[team] < challenges[runs[0][1][2]].max_running_per_team]
         if not eligible:
             break
-        *_, position, row = min(eligible, key=lambda e: e[:3])
+        team = min(eligible)[3]
+        _, row = by_team[team].popleft()
+        if not by_team[team]:
+            del by_team[team]
         order.append(QueuedRun(row[0], row[1], row[2], row[3]))
-        running[row[1]] += 1
+        running[team] += 1
         tick += 1
-        last_start[row[1]] = now + dt.timedelta(microseconds=tick)  # started "now", after the ones before
-        due = [(p, r) for p, r in due if r[0] != row[0]]
-    order += [QueuedRun(row[0], row[1], row[2], row[3], held_back=True) for _, row in due]
+        last_start[team] = now + dt.timedelta(microseconds=tick)  # started "now", after the ones before
+    held = sorted((entry for runs in by_team.values() for entry in runs), key=lambda e: e[0])
+    order += [QueuedRun(row[0], row[1], row[2], row[3], held_back=True) for _, row in held]
     order += [QueuedRun(row[0], row[1], row[2], row[3], due_at=row[4]) for row in later]
     return order
 
