@@ -19,8 +19,11 @@ from tests.workers.systems_fixtures import SYSTEMS, Platform, bundle
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 
 
-def slow_bundle() -> bytes:
-    return bundle(("run.py", (SYSTEMS / "slow" / "run.py").read_text()),
+def slow_bundle(sleep_s: float = 8) -> bytes:
+    run = (SYSTEMS / "slow" / "run.py").read_text()
+    run = run.replace('"READERBOARD_TEST_SLEEP_S", "8"', f'"READERBOARD_TEST_SLEEP_S", "{sleep_s}"')
+    assert f'"{sleep_s}"' in run, "slow/run.py no longer reads its default sleep where this expects"
+    return bundle(("run.py", run),
                   ("trivial.py", (SYSTEMS / "trivial" / "run.py").read_text()))
 
 

@@ -32,8 +32,10 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     driver = browser
     wait = WebDriverWait(driver, 120)
     base = live_server.url
-    # Another team's system holds the only runner, so ours waits in the queue first.
-    ahead = platform.submit(slow_bundle(), who="charlie")
+    # Another team's system holds the only runner, so ours waits in the queue first.  It holds it
+    # for 30 s, not the fault tests' 8: logging in and uploading took longer than 8 s once in CI
+    # under load, and ours was already running when its page first loaded.
+    ahead = platform.submit(slow_bundle(sleep_s=30), who="charlie")
     wait_for(lambda: Submission.objects.get(pk=ahead).status == Status.RUNNING, 60, "the first run", platform)
 
     plant_canaries(platform.cast)
