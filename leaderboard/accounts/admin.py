@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from leaderboard.accounts.models import Membership, Team
+from leaderboard.accounts.models import ApiToken, Membership, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -16,3 +16,16 @@ class TeamAdmin(admin.ModelAdmin):
     list_filter = ("challenge", "kind", "hidden")
     exclude = ("join_code",)
     inlines = [MembershipInline]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Site administrators can see and revoke tokens; no one sees a key (only its digest is stored)."""
+
+    list_display = ("user", "name", "prefix", "created_at", "last_used_at")
+    search_fields = ("user__username", "name")
+    readonly_fields = ("user", "name", "prefix", "created_at", "last_used_at")
+    exclude = ("digest",)
+
+    def has_add_permission(self, request: object) -> bool:
+        return False  # a key made here would have to be shown to the administrator

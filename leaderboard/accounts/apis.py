@@ -1,4 +1,4 @@
-"""API tokens for scripts: obtain one with a password, rotate or revoke it with itself."""
+"""API tokens for scripts: a key for a password; list, create, rotate and revoke named tokens."""
 
 from __future__ import annotations
 
@@ -15,44 +15,87 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.accounts.services import api_token_obtain, api_token_revoke, api_token_rotate, login_attempt
-from leaderboard.core.errors import ServiceError
+from leaderboard.accounts.models import ApiToken
+from leaderboard.accounts.selectors import api_token_list
+from leaderboard.accounts.services import (
+    API_TOKEN_DEFAULT_NAME,
+    API_TOKEN_LIMIT,
+    api_token_create,
+    api_token_obtain,
+    api_token_revoke,
+    api_token_rotate,
+    login_attempt,
+)
+from leaderboard.core.errors import NotFound, ServiceError
 
 
 class TokenObtainInput(serializers.Serializer[Any]):
     username = serializers.CharField()
     password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
+    name = serializers.CharField(required=False, default=API_TOKEN_DEFAULT_NAME, max_length=64,
+                                 help_text="which of the user's tokens gets the new key (made if there is none)")
 
 
 class TokenOutput(serializers.Serializer[Any]):
-    token = serializers.CharField(help_text="send it as `Authorization: Token <token>`")
+    token = serializers.CharField(help_text="send it as `Authorization: Token <token>`; shown this once")
+    name = serializers.CharField()
 
 
-def _token_response(key: str) -> Response:
-    response = Response({"token": key})
+class TokenInfo(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    prefix = serializers.CharField(help_text="the key's first characters")
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True, help_text="to the minute")
+
+
+class TokenCreateInput(serializers.Serializer[Any]):
+    name = serializers.CharField(max_length=64)
+
+
+class TokenCreated(TokenInfo):
+    token = serializers.CharField(help_text="the key, shown this once")
+
+
+def _token_response(key: str, token: ApiToken | None = None, *, name: str = "",
+                    code: int = status.HTTP_200_OK) -> Response:
+    body: dict[str, Any] = {"token": key, "name": token.name if token else name}
+    if token is not None:
+        body = {**TokenInfo(token).data, **body}
+    response = Response(body, status=code)
     add_never_cache_headers(response)  # a key must not outlive this answer in any cache
     return response
+
+
+def _calling_token(request: Request) -> ApiToken:
+    """The token the request was made with: revoke and rotate act on it, not on a guess."""
+    if not isinstance(request.auth, ApiToken):
+        raise ServiceError("this acts on the token the request is made with; send 'Authorization: Token <key>' "
+                           "(to act on a token by name, use /api/v1/auth/tokens/)")
+    return request.auth
 
 
 # The password and the key must never reach an error report: not as POST values, and not as
 # locals (a serializer's repr shows the data it was given; Response's shows the key).
 @method_decorator(sensitive_post_parameters("password"), name="dispatch")
 class TokenApi(APIView):
-    """The caller's token: POST username and password to get it; DELETE (with it) to revoke it."""
+    """A key for a password (POST); DELETE, with a key, revokes that key's token."""
 
     throttle_classes = ()
     parser_classes = [FormParser, MultiPartParser, JSONParser]
 
     def get_permissions(self) -> list[BasePermission]:
-        # Obtaining takes the password as its credential; revoking takes the token (or a session).
+        # Obtaining takes the password as its credential; revoking takes the token.
         return [IsAuthenticated()] if self.request.method == "DELETE" else []
 
     @extend_schema(
         request=TokenObtainInput, auth=[],
         responses={200: TokenOutput, 400: OpenApiResponse(description="wrong username or password (one answer for both)"),
                    429: OpenApiResponse(description="too many failed attempts; Retry-After says when to try again")},
-        description="The user's token, made if there is none (the same one again until it is rotated or revoked). "
-                    "Failed attempts are limited per username and per client address, as on the login page.",
+        description="A new key for the user's token called `name` (default `api`), made if there is none; a key "
+                    "of that name made before stops working, the user's other tokens do not. Keys are stored "
+                    "as digests, so a key is returned only once. Failed attempts are limited per username and "
+                    "per client address, as on the login page.",
     )
     @sensitive_variables()
     def post(self, request: Request) -> Response:
@@ -63,26 +106,63 @@ class TokenApi(APIView):
                              password=data.validated_data["password"])
         if user is None or not user.is_active:
             raise ServiceError("Unable to log in with provided credentials.")
-        key = api_token_obtain(user=user)
-        return _token_response(key)
+        key = api_token_obtain(user=user, name=data.validated_data["name"])
+        return _token_response(key, name=" ".join(data.validated_data["name"].split()))
 
     @extend_schema(
         request=None, responses={204: OpenApiResponse(description="the token no longer works")},
-        description="Revoke the caller's token. Rotate instead to get a new one in the same call.",
+        description="Revoke the token this request is made with. Rotate instead to get a new key in the same call.",
     )
     def delete(self, request: Request) -> Response:
-        api_token_revoke(user=request.user)  # type: ignore[arg-type]
+        token = _calling_token(request)
+        api_token_revoke(user=request.user, token_id=token.pk)  # type: ignore[arg-type]
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class TokenRotateApi(APIView):
-    """Replace the caller's token: the answer carries the new key, and the old one stops working."""
+    """Replace the calling token's key: the answer carries the new key, and the old one stops working."""
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: TokenOutput},
-                   description="A new token for the caller; the one used to call this no longer works.")
+    @extend_schema(request=None, responses={200: TokenCreated},
+                   description="A new key for the token this request is made with (same name); the key used "
+                               "to call this no longer works.")
     @sensitive_variables()
     def post(self, request: Request) -> Response:
-        key = api_token_rotate(user=request.user)  # type: ignore[arg-type]
-        return _token_response(key)
+        token, key = api_token_rotate(user=request.user, token_id=_calling_token(request).pk)  # type: ignore[arg-type]
+        return _token_response(key, token)
+
+
+class TokenListApi(APIView):
+    """The caller's tokens (never their keys); POST makes a named one."""
+
+    permission_classes = [IsAuthenticated]
+    parser_classes = [FormParser, MultiPartParser, JSONParser]
+
+    @extend_schema(responses={200: TokenInfo(many=True)}, description="The caller's tokens, oldest first.")
+    def get(self, request: Request) -> Response:
+        response = Response(TokenInfo(api_token_list(user=request.user), many=True).data)
+        add_never_cache_headers(response)
+        return response
+
+    @extend_schema(request=TokenCreateInput, responses={201: TokenCreated,
+                   409: OpenApiResponse(description="a token of that name exists, or the account has the most tokens")},
+                   description=f"A new named token; its key is in this answer only. At most {API_TOKEN_LIMIT} per account.")
+    @sensitive_variables()
+    def post(self, request: Request) -> Response:
+        data = TokenCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        token, key = api_token_create(user=request.user, name=data.validated_data["name"])  # type: ignore[arg-type]
+        return _token_response(key, token, code=status.HTTP_201_CREATED)
+
+
+class TokenDetailApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={204: OpenApiResponse(description="the token no longer works"),
+                                            404: OpenApiResponse(description="no such token of the caller's")},
+                   description="Revoke one of the caller's tokens by its id (the one calling may be it).")
+    def delete(self, request: Request, pk: int) -> Response:
+        if not api_token_revoke(user=request.user, token_id=pk):  # type: ignore[arg-type]
+            raise NotFound("no such token")
+        return Response(status=status.HTTP_204_NO_CONTENT)

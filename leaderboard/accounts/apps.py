@@ -5,3 +5,7 @@ class AccountsConfig(AppConfig):
     name = "leaderboard.accounts"
     label = "accounts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Registers the token scheme with the OpenAPI schema generator.
+        from leaderboard.accounts import auth  # noqa: F401

@@ -115,3 +115,27 @@ class LoginFailure(models.Model):
 
     key = models.CharField(max_length=200, db_index=True)
     at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
+class ApiToken(models.Model):
+    """One of a user's named API keys (a laptop, a CI job, a submit script), each revoked alone.
+
+    Only the key's sha256 is kept: a key is shown once, when it is made, and a copy of the
+    database (a backup, a leaked dump) holds no key that works.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=64)
+    digest = models.CharField(max_length=64, unique=True)
+    # The key's first characters, so that its owner can tell which key a name stands for.
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Written at most once a minute per token (see api_token_use): a hint for revoking what is unused.
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="api_token_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.name} ({self.prefix}…)"

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db.models import Q, QuerySet
-from rest_framework.authtoken.models import Token
 
 from leaderboard.accounts.models import (
+    ApiToken,
     InviteStatus,
     Membership,
     MembershipEvent,
@@ -31,9 +31,9 @@ def team_of_user(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge
     return membership.team if membership else None
 
 
-def api_token_get(*, user: AbstractBaseUser) -> Token | None:
-    """The user's API token row (its key is for the moment it is made; see api_token_create)."""
-    return Token.objects.filter(user_id=user.pk).first()
+def api_token_list(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+    """The user's API tokens, oldest first (their keys are for the moment they are made)."""
+    return ApiToken.objects.filter(user_id=user.pk).order_by("created_at", "id")
 
 
 def user_email_in_use(*, email: str, exclude: AbstractBaseUser | None = None) -> bool:

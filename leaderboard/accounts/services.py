@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 import math
 import secrets
@@ -18,9 +19,9 @@ from django.db import IntegrityError, connection, transaction
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from leaderboard.accounts.models import (
+    ApiToken,
     InviteStatus,
     LoginFailure,
     Membership,
@@ -419,42 +420,107 @@ def login_attempt(*, request: HttpRequest | None, username: str, password: str) 
     return user  # type: ignore[return-value]
 
 
-# API tokens: DRF keeps one per user, keyed by the token itself, so a new key is a new row.
+# API tokens: several per user, each named; only a digest of each key is stored.
+
+API_TOKEN_LIMIT = 20  # per user: enough for every machine and script, and a bound on the page
+API_TOKEN_DEFAULT_NAME = "api"  # what the password exchange names the token it makes
+_KEY_PREFIX = "rb_"  # says what a key is when it turns up in a log or a leaked file
+# Writing the last use on every request would make each API call a write.
+_LAST_USE_RESOLUTION = dt.timedelta(minutes=1)
+
+
+def api_token_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _new_key() -> str:
+    return _KEY_PREFIX + secrets.token_urlsafe(30)
+
+
+def _token_name(name: str) -> str:
+    name = " ".join(name.split())
+    if not name:
+        raise ServiceError("give the token a name: what uses it (for example 'laptop' or 'submit script')",
+                           field="name")
+    if len(name) > ApiToken._meta.get_field("name").max_length:  # type: ignore[operator]
+        raise ServiceError("a token's name has at most 64 characters", field="name")
+    return name
 
 
 def _lock_user(user: User) -> None:
-    # Token changes of one user are serialised: delete-then-create must not interleave.
+    # Token changes of one user are serialised: the count and the names are checked, then written.
     User.objects.select_for_update().filter(pk=user.pk).first()
 
 
-def api_token_obtain(*, user: User) -> str:
-    """The user's token, made if there is none (the API's password exchange)."""
+def _set_key(token: ApiToken) -> str:
+    key = _new_key()
+    token.digest = api_token_digest(key)
+    token.prefix = key[:len(_KEY_PREFIX) + 6]
+    return key
+
+
+def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
+    """A new named token for ``user``, and its key, returned this once: pages never show it again."""
+    name = _token_name(name)
     with transaction.atomic():
         _lock_user(user)
-        token, _ = Token.objects.get_or_create(user=user)
-    return token.key
+        if ApiToken.objects.filter(user=user, name=name).exists():
+            raise Conflict(f"you already have a token called {name!r}; rotate it, or choose another name",
+                           field="name")
+        if ApiToken.objects.filter(user=user).count() >= API_TOKEN_LIMIT:
+            raise Conflict(f"you have {API_TOKEN_LIMIT} tokens, the most an account may have; revoke one first")
+        token = ApiToken(user=user, name=name)
+        key = _set_key(token)
+        token.save()
+    return token, key
 
 
-def api_token_create(*, user: User) -> str:
-    """A first token for ``user``.  Its key is returned this once: pages never show it again."""
+def api_token_obtain(*, user: User, name: str = API_TOKEN_DEFAULT_NAME) -> str:
+    """The password exchange: a new key for the user's token called ``name``, made if there is none.
+
+    Keys are stored as digests, so the same key cannot be handed out twice: a key of that name
+    made before stops working, and the user's other tokens are untouched.
+    """
+    name = _token_name(name)
     with transaction.atomic():
         _lock_user(user)
-        if Token.objects.filter(user=user).exists():
-            raise Conflict("you already have an API token; rotate it to get a new one")
-        return Token.objects.create(user=user).key
+        token = ApiToken.objects.filter(user=user, name=name).first()
+        if token is None:
+            return api_token_create(user=user, name=name)[1]
+        key = _set_key(token)
+        token.last_used_at = None
+        token.save(update_fields=["digest", "prefix", "last_used_at"])
+    return key
 
 
-def api_token_rotate(*, user: User) -> str:
-    """Replace the user's token with a new one (or make a first): the old key stops working at once."""
+def api_token_rotate(*, user: User, token_id: int) -> tuple[ApiToken, str]:
+    """A new key for one of the user's tokens, same name: the old key stops working at once."""
     with transaction.atomic():
         _lock_user(user)
-        Token.objects.filter(user=user).delete()
-        return Token.objects.create(user=user).key
+        token = ApiToken.objects.filter(user=user, pk=token_id).first()
+        if token is None:
+            raise NotFound("no such token")
+        key = _set_key(token)
+        token.last_used_at = None
+        token.save(update_fields=["digest", "prefix", "last_used_at"])
+    return token, key
 
 
-def api_token_revoke(*, user: User) -> bool:
-    """Delete the user's token; False if there was none.  Sessions are not affected."""
-    with transaction.atomic():
-        _lock_user(user)
-        deleted, _ = Token.objects.filter(user=user).delete()
+def api_token_revoke(*, user: User, token_id: int) -> bool:
+    """Delete one of the user's tokens; False if it is not theirs (or gone).  Sessions are not affected."""
+    deleted, _ = ApiToken.objects.filter(user=user, pk=token_id).delete()
     return deleted > 0
+
+
+def api_token_use(*, key: str) -> ApiToken | None:
+    """The token a request presents, with its user; None if no token has this key.  Notes the use."""
+    token = ApiToken.objects.select_related("user").filter(digest=api_token_digest(key)).first()
+    if token is None:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= _LAST_USE_RESOLUTION:
+        # A conditional update: concurrent requests write it once, and no row lock is taken.
+        ApiToken.objects.filter(pk=token.pk).exclude(last_used_at__gt=now - _LAST_USE_RESOLUTION).update(
+            last_used_at=now)
+        token.last_used_at = now
+    return token

@@ -25,9 +25,9 @@ from leaderboard.accounts.forms import (
     SignupForm,
     ThrottledAuthenticationForm,
 )
-from leaderboard.accounts.models import Role, Team
+from leaderboard.accounts.models import ApiToken, Role, Team
 from leaderboard.accounts.selectors import (
-    api_token_get,
+    api_token_list,
     team_invites_for_user,
     team_invites_pending,
     team_members,
@@ -35,6 +35,7 @@ from leaderboard.accounts.selectors import (
     user_memberships,
 )
 from leaderboard.accounts.services import (
+    API_TOKEN_LIMIT,
     api_token_create,
     api_token_revoke,
     api_token_rotate,
@@ -54,7 +55,7 @@ from leaderboard.accounts.services import (
     user_email_change,
 )
 from leaderboard.challenges.models import Challenge
-from leaderboard.core.errors import ServiceError
+from leaderboard.core.errors import NotFound, ServiceError
 
 
 def _next_url(request: HttpRequest) -> str | None:
@@ -127,7 +128,7 @@ def profile(request: HttpRequest) -> HttpResponse:
             "email_form": form,
             "memberships": user_memberships(user=user),
             "invites": team_invites_for_user(user=user),
-            "token": api_token_get(user=user),
+            "tokens": api_token_list(user=user),
         },
         status=status,
     )
@@ -153,7 +154,11 @@ def invite_respond(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponseRedirect(_next_url(request) or reverse("profile"))
 
 
-_TOKEN_ACTIONS: dict[str, Callable[..., str]] = {"create": api_token_create, "rotate": api_token_rotate}
+def _token_id(request: HttpRequest) -> int:
+    try:
+        return int(request.POST.get("token", ""))
+    except ValueError:
+        raise NotFound("no such token") from None
 
 
 # A new key is in this frame's locals and in every frame below (the template's context).
@@ -161,20 +166,24 @@ _TOKEN_ACTIONS: dict[str, Callable[..., str]] = {"create": api_token_create, "ro
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_tokens_page(request: HttpRequest) -> HttpResponse:
-    """The user's API token: whether there is one, and create, rotate or revoke it.
+    """The user's API tokens: listed, and created (named), rotated or revoked one by one.
 
     A new key is shown in the answer to the POST that made it and never again (no
     redirect that would have to carry it), in a page no cache may keep.
     """
+    user: User = request.user  # type: ignore[assignment]
     key: str | None = None
+    made: ApiToken | None = None
     action = request.POST.get("action", "")
     status = 200
     if request.method == "POST":
         try:
-            if action in _TOKEN_ACTIONS:
-                key = _TOKEN_ACTIONS[action](user=request.user)  # type: ignore[arg-type]
+            if action == "create":
+                made, key = api_token_create(user=user, name=request.POST.get("name", ""))
+            elif action == "rotate":
+                made, key = api_token_rotate(user=user, token_id=_token_id(request))
             elif action == "revoke":
-                if api_token_revoke(user=request.user):  # type: ignore[arg-type]
+                if api_token_revoke(user=user, token_id=_token_id(request)):
                     messages.success(request, "Token revoked: it no longer works.")
                 return redirect("api-tokens")
             else:
@@ -186,7 +195,8 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
     response = render(
         request,
         "accounts/tokens.html",
-        {"token": api_token_get(user=request.user), "new_key": key, "rotated": bool(key) and action == "rotate"},  # type: ignore[arg-type]
+        {"tokens": api_token_list(user=user), "new_key": key, "made": made, "rotated": action == "rotate",
+         "limit": API_TOKEN_LIMIT, "name": request.POST.get("name", "") if status != 200 else ""},
         status=status,
     )
     add_never_cache_headers(response)

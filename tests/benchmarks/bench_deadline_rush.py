@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for n in range(args.teams):
         user = User.objects.create_user(f"rush{n:03d}", password="rush-pw")
         team_create(challenge=challenge, owner=user, name=f"Team {n:03d}")
-        tokens.append(api_token_create(user=user))
+        tokens.append(api_token_create(user=user, name="rush")[1])
     bundle = io.BytesIO()
     with zipfile.ZipFile(bundle, "w") as archive:
         archive.write(REPO / "tests" / "workers" / "systems" / "trivial" / "run.py", "run.py")

@@ -101,9 +101,8 @@ def bench_challenge(tmp: Path, env: dict[str, str], *, slug: str, title: str, ph
     django.setup()
     from django.contrib.auth.models import User
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
 
-    from leaderboard.accounts.services import team_create
+    from leaderboard.accounts.services import api_token_create, team_create
     from leaderboard.challenges.services import challenge_load
 
     call_command("migrate", verbosity=0)
@@ -122,7 +121,7 @@ def bench_challenge(tmp: Path, env: dict[str, str], *, slug: str, title: str, ph
     challenge = challenge_load(spec_path=spec)
     user = User.objects.create_user("bench", password=password)
     team_create(challenge=challenge, owner=user, name="Bench")
-    return challenge, Token.objects.create(user=user).key
+    return challenge, api_token_create(user=user, name="bench")[1]
 
 
 def setup(tmp: Path, env: dict[str, str], size: int) -> dict[str, Any]:

@@ -36,9 +36,10 @@ from django.test import Client, RequestFactory
 from django.urls import resolve
 from django.utils import timezone
 from django.views.debug import ExceptionReporter
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIRequestFactory, force_authenticate
+from rest_framework.test import APIRequestFactory
 
+from leaderboard.accounts.models import ApiToken
+from leaderboard.accounts.services import api_token_create, api_token_digest, api_token_obtain
 from leaderboard.core.errors import ServiceError
 from leaderboard.settings.base import private_dir, sqlite_database
 from leaderboard.submissions.models import Status, Submission
@@ -140,20 +141,21 @@ def test_the_api_password_exchange_never_puts_the_password_in_an_error_report(ca
 
 def test_a_new_token_never_reaches_an_error_report(cast: Cast) -> None:
     """The key is a local of the view when the failure happens after it was made."""
-    Token.objects.create(user=cast.alice)
-    api_request = APIRequestFactory().post("/api/v1/auth/token/rotate/")
-    force_authenticate(api_request, user=cast.alice)
+    token, key = api_token_create(user=cast.alice, name="laptop")
+    api_request = APIRequestFactory().post("/api/v1/auth/token/rotate/", HTTP_AUTHORIZATION=f"Token {key}")
     with mock.patch("leaderboard.accounts.apis._token_response", side_effect=RuntimeError("boom")):
         api_text = report_of(resolve("/api/v1/auth/token/rotate/").func, api_request)
-    api_key = Token.objects.get(user=cast.alice).key
-    page_request = RequestFactory().post("/accounts/tokens/", {"action": "rotate"})
+    api_digest = ApiToken.objects.get(pk=token.pk).digest
+    page_request = RequestFactory().post("/accounts/tokens/", {"action": "create", "name": "script"})
     page_request.user = cast.alice
     with mock.patch("leaderboard.accounts.views.render", side_effect=RuntimeError("boom")):
         page_text = report_of(resolve("/accounts/tokens/").func, page_request)
-    page_key = Token.objects.get(user=cast.alice).key
     assert "boom" in api_text and "boom" in page_text
-    assert api_key != page_key
-    assert api_key not in api_text and page_key not in page_text
+    assert api_digest != token.digest and ApiToken.objects.filter(user=cast.alice, name="script").exists()
+    # Neither report holds a key that works: every rb_ key in them is none of the stored ones.
+    for text in (api_text, page_text):
+        shown = set(re.findall(r"rb_[A-Za-z0-9_-]{40}", text))
+        assert not ApiToken.objects.filter(digest__in=[api_token_digest(k) for k in shown]).exists()
 
 
 # --------------------------------------------------------------------------- deadline by arrival
@@ -233,7 +235,7 @@ def test_a_slow_upload_over_a_real_socket_is_judged_by_its_first_bytes(
     cast: Cast, live_server  # type: ignore[no-untyped-def]
 ) -> None:
     """The server stamps the request when its headers are in; the body arrives after the close."""
-    token = Token.objects.create(user=cast.alice).key
+    token = api_token_create(user=cast.alice, name="slow upload")[1]
     boundary = uuid.uuid4().hex
     preds = json.dumps(gold_predictions("dev")).encode()
     body = (
@@ -361,9 +363,13 @@ def authenticates(key: str) -> bool:
 
 
 def shown_key(response: object) -> str:
-    match = re.search(r'<code id="token-key">([0-9a-f]{40})</code>', response.content.decode())  # type: ignore[attr-defined]
+    match = re.search(r'<code id="token-key">(rb_[A-Za-z0-9_-]{40})</code>', response.content.decode())  # type: ignore[attr-defined]
     assert match, response.content  # type: ignore[attr-defined]
     return match.group(1)
+
+
+def token_id(user: User, name: str) -> int:
+    return ApiToken.objects.get(user=user, name=name).pk
 
 
 def test_the_token_page_is_for_logged_in_users_and_linked_from_the_header(cast: Cast) -> None:
@@ -372,71 +378,180 @@ def test_the_token_page_is_for_logged_in_users_and_linked_from_the_header(cast: 
     assert 'href="/accounts/tokens/"' not in Client().get("/").content.decode()
 
 
-def test_a_token_made_on_the_page_is_shown_once(cast: Cast) -> None:
+def test_tokens_made_on_the_page_are_listed_by_name_and_their_keys_shown_once(cast: Cast) -> None:
     client = cast.client("alice")
     assert "You have no API token" in client.get("/accounts/tokens/").content.decode()
-    created = client.post("/accounts/tokens/", {"action": "create"})
-    key = shown_key(created)
-    assert key == Token.objects.get(user=cast.alice).key
+    created = client.post("/accounts/tokens/", {"action": "create", "name": "laptop"})
+    laptop = shown_key(created)
     assert "no-store" in created["Cache-Control"]
-    assert authenticates(key)
+    assert "Your new token “laptop”" in created.content.decode()
+    ci = shown_key(client.post("/accounts/tokens/", {"action": "create", "name": "  CI   job "}))
+    assert laptop != ci and authenticates(laptop) and authenticates(ci)
+    # Only digests are stored: no column holds a key.
+    stored = list(ApiToken.objects.filter(user=cast.alice).values_list("name", "digest", "prefix"))
+    assert stored == [("laptop", api_token_digest(laptop), laptop[:9]), ("CI job", api_token_digest(ci), ci[:9])]
     later = client.get("/accounts/tokens/").content.decode()
-    assert "You have a token" in later and key not in later
-    # A second "create" cannot show the key again, and makes no other.
-    again = client.post("/accounts/tokens/", {"action": "create"})
-    assert again.status_code == 409 and key not in again.content.decode()
-    assert Token.objects.get(user=cast.alice).key == key
+    assert laptop not in later and ci not in later
+    assert later.count('class="token-name"') == 2 and f"{laptop[:9]}…" in later and "CI job" in later
+    # A name in use, or no name, is refused with why; nothing is made.
+    again = client.post("/accounts/tokens/", {"action": "create", "name": "laptop"})
+    assert again.status_code == 409 and "already have a token called &#x27;laptop&#x27;" in again.content.decode()
+    empty = client.post("/accounts/tokens/", {"action": "create", "name": "  "})
+    assert empty.status_code == 400 and "give the token a name" in empty.content.decode()
+    assert ApiToken.objects.filter(user=cast.alice).count() == 2
+    assert "2 (laptop, CI job)" in client.get("/accounts/profile/").content.decode()
 
 
-def test_rotating_on_the_page_stops_the_old_token(cast: Cast) -> None:
-    old = Token.objects.create(user=cast.alice).key
+def test_a_token_shows_when_it_was_last_used(cast: Cast) -> None:
+    _, key = api_token_create(user=cast.alice, name="laptop")
+    page = cast.client("alice").get("/accounts/tokens/").content.decode()
+    assert "never" in page
+    assert authenticates(key)
+    used = ApiToken.objects.get(user=cast.alice).last_used_at
+    assert used is not None and timezone.now() - used < dt.timedelta(minutes=1)
+    assert "never" not in cast.client("alice").get("/accounts/tokens/").content.decode()
+    # Within the minute a second call writes nothing (every API call would be a write).
+    ApiToken.objects.filter(user=cast.alice).update(last_used_at=used - dt.timedelta(seconds=30))
+    assert authenticates(key)
+    assert ApiToken.objects.get(user=cast.alice).last_used_at == used - dt.timedelta(seconds=30)
+
+
+def test_an_account_has_at_most_its_limit_of_tokens(cast: Cast) -> None:
+    from leaderboard.accounts.services import API_TOKEN_LIMIT
+
+    for n in range(API_TOKEN_LIMIT):
+        api_token_create(user=cast.alice, name=f"t{n}")
+    refused = cast.client("alice").post("/accounts/tokens/", {"action": "create", "name": "one more"})
+    assert refused.status_code == 409 and "revoke one first" in refused.content.decode()
+    assert ApiToken.objects.filter(user=cast.alice).count() == API_TOKEN_LIMIT
+
+
+def test_rotating_on_the_page_stops_that_token_only(cast: Cast) -> None:
+    _, laptop = api_token_create(user=cast.alice, name="laptop")
+    _, ci = api_token_create(user=cast.alice, name="ci")
     client = cast.client("alice")
-    new = shown_key(client.post("/accounts/tokens/", {"action": "rotate"}))
-    assert new != old
-    assert not authenticates(old)
-    assert authenticates(new)
+    response = client.post("/accounts/tokens/", {"action": "rotate", "token": token_id(cast.alice, "laptop")})
+    new = shown_key(response)
+    assert "The new key of “laptop”; its old key no longer works." in response.content.decode()
+    assert new != laptop
+    assert not authenticates(laptop)
+    assert authenticates(new) and authenticates(ci)
+    assert ApiToken.objects.filter(user=cast.alice).count() == 2
 
 
-def test_revoking_on_the_page_stops_the_token(cast: Cast) -> None:
-    key = Token.objects.create(user=cast.alice).key
-    bobs = Token.objects.create(user=cast.bob).key
-    response = cast.client("alice").post("/accounts/tokens/", {"action": "revoke"})
+def test_revoking_on_the_page_stops_that_token_only(cast: Cast) -> None:
+    _, laptop = api_token_create(user=cast.alice, name="laptop")
+    _, ci = api_token_create(user=cast.alice, name="ci")
+    _, bobs = api_token_create(user=cast.bob, name="laptop")
+    client = cast.client("alice")
+    response = client.post("/accounts/tokens/", {"action": "revoke", "token": token_id(cast.alice, "laptop")})
     assert response.status_code == 302
-    assert not Token.objects.filter(user=cast.alice).exists()
-    assert not authenticates(key)
-    assert authenticates(bobs)  # only the owner's own token
+    assert not authenticates(laptop)
+    assert authenticates(ci) and authenticates(bobs)
+    # Bob's token is not Alice's to revoke or rotate: it stays as it was.
+    bob_id = token_id(cast.bob, "laptop")
+    client.post("/accounts/tokens/", {"action": "revoke", "token": bob_id})
+    rotated = client.post("/accounts/tokens/", {"action": "rotate", "token": bob_id})
+    assert rotated.status_code == 404 and 'id="token-key"' not in rotated.content.decode()
+    assert authenticates(bobs)
+    assert client.post("/accounts/tokens/", {"action": "revoke", "token": "x"}).status_code == 404
 
 
 def test_the_token_page_needs_the_csrf_token(cast: Cast) -> None:
-    key = Token.objects.create(user=cast.alice).key
+    token, key = api_token_create(user=cast.alice, name="laptop")
     client = Client(enforce_csrf_checks=True)
     client.force_login(cast.alice)
-    assert client.post("/accounts/tokens/", {"action": "revoke"}).status_code == 403
-    assert client.post("/accounts/tokens/", {"action": "rotate"}).status_code == 403
-    assert Token.objects.get(user=cast.alice).key == key
+    assert client.post("/accounts/tokens/", {"action": "revoke", "token": token.pk}).status_code == 403
+    assert client.post("/accounts/tokens/", {"action": "rotate", "token": token.pk}).status_code == 403
+    assert client.post("/accounts/tokens/", {"action": "create", "name": "x"}).status_code == 403
+    assert authenticates(key) and ApiToken.objects.filter(user=cast.alice).count() == 1
+
+
+def test_keys_made_by_drfs_authtoken_keep_working_and_are_no_longer_kept_in_clear(db: None) -> None:
+    """The migration that brought named tokens moves the old ones (one per user, stored in clear)."""
+    import importlib
+
+    user = User.objects.create_user("old", password="old-pw")
+    old_key = "a" * 40
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp, user_id integer)")
+        try:
+            cursor.execute("INSERT INTO authtoken_token VALUES (%s, %s, %s)", [old_key, timezone.now(), user.pk])
+            migration = importlib.import_module("leaderboard.accounts.migrations.0003_api_tokens")
+            from django.apps import apps
+
+            migration.tokens_from_drf(apps, SimpleNamespace(connection=connection))
+            cursor.execute("SELECT count(*) FROM authtoken_token")
+            assert cursor.fetchone()[0] == 0  # no key is left in clear
+        finally:
+            cursor.execute("DROP TABLE authtoken_token")
+    moved = ApiToken.objects.get(user=user)
+    assert (moved.name, moved.prefix) == ("api", "aaaaaa")
+    assert Client(HTTP_AUTHORIZATION=f"Token {old_key}").get("/api/v1/auth/tokens/").json()[0]["name"] == "api"
 
 
 # --------------------------------------------------------------------------- API tokens: the API
 
 
+def test_the_password_exchange_gives_a_new_key_for_a_named_token(cast: Cast) -> None:
+    _, laptop = api_token_create(user=cast.alice, name="laptop")
+    first = Client().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"})
+    assert first.status_code == 200 and "no-store" in first["Cache-Control"]
+    assert first.json()["name"] == "api" and authenticates(first.json()["token"])
+    # Again: a new key for the same token (keys are stored as digests, so the old one cannot be
+    # given out again); the old key of that name stops, and the user's other tokens do not.
+    second = Client().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"}).json()
+    assert second["token"] != first.json()["token"]
+    assert not authenticates(first.json()["token"]) and authenticates(second["token"]) and authenticates(laptop)
+    named = Client().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw", "name": "cluster"})
+    assert named.json()["name"] == "cluster" and authenticates(named.json()["token"])
+    assert sorted(ApiToken.objects.filter(user=cast.alice).values_list("name", flat=True)) == ["api", "cluster", "laptop"]
+
+
+def test_tokens_are_listed_created_and_revoked_through_the_api(cast: Cast) -> None:
+    _, key = api_token_create(user=cast.alice, name="laptop")
+    api = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    made = api.post("/api/v1/auth/tokens/", {"name": "ci"}, content_type="application/json")
+    assert made.status_code == 201 and "no-store" in made["Cache-Control"]
+    body = made.json()
+    assert body["name"] == "ci" and body["prefix"] == body["token"][:9] and authenticates(body["token"])
+    listed = api.get("/api/v1/auth/tokens/").json()
+    assert [t["name"] for t in listed] == ["laptop", "ci"]
+    assert all("token" not in t and "digest" not in t for t in listed)  # never a key, nor its digest
+    assert listed[0]["last_used_at"] is not None  # the call that lists uses it
+    assert api.post("/api/v1/auth/tokens/", {"name": "ci"}).status_code == 409
+    # Revoke by id: one's own only.
+    _, bobs = api_token_create(user=cast.bob, name="laptop")
+    assert api.delete(f"/api/v1/auth/tokens/{token_id(cast.bob, 'laptop')}/").status_code == 404
+    assert authenticates(bobs)
+    assert api.delete(f"/api/v1/auth/tokens/{body['id']}/").status_code == 204
+    assert not authenticates(body["token"]) and authenticates(key)
+    # A session may list too (the page's user in a browser's console); the public may not.
+    assert [t["name"] for t in cast.client("alice").get("/api/v1/auth/tokens/").json()] == ["laptop"]
+    assert Client().get("/api/v1/auth/tokens/").status_code == 401
+
+
 def test_rotating_through_the_api_stops_the_token_that_asked(cast: Cast) -> None:
-    old = Token.objects.create(user=cast.alice).key
+    _, old = api_token_create(user=cast.alice, name="laptop")
+    _, other = api_token_create(user=cast.alice, name="ci")
     response = Client(HTTP_AUTHORIZATION=f"Token {old}").post("/api/v1/auth/token/rotate/")
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     new = response.json()["token"]
-    assert new != old and Token.objects.get(user=cast.alice).key == new
+    assert response.json()["name"] == "laptop"
+    assert new != old
     assert not authenticates(old)
-    assert authenticates(new)
+    assert authenticates(new) and authenticates(other)
     # The old token cannot rotate again either.
     assert Client(HTTP_AUTHORIZATION=f"Token {old}").post("/api/v1/auth/token/rotate/").status_code == 401
 
 
 def test_revoking_through_the_api_stops_the_token(cast: Cast) -> None:
-    key = Token.objects.create(user=cast.alice).key
+    _, key = api_token_create(user=cast.alice, name="laptop")
+    _, other = api_token_create(user=cast.alice, name="ci")
     response = Client(HTTP_AUTHORIZATION=f"Token {key}").delete("/api/v1/auth/token/")
     assert response.status_code == 204
-    assert not authenticates(key)
+    assert not authenticates(key) and authenticates(other)
     assert Client(HTTP_AUTHORIZATION=f"Token {key}").delete("/api/v1/auth/token/").status_code == 401
     # The password still gets a token, a fresh one.
     fresh = Client().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"}).json()["token"]
@@ -446,12 +561,29 @@ def test_revoking_through_the_api_stops_the_token(cast: Cast) -> None:
 def test_rotating_or_revoking_needs_a_credential(cast: Cast) -> None:
     assert Client().post("/api/v1/auth/token/rotate/").status_code == 401
     assert Client().delete("/api/v1/auth/token/").status_code == 401
+    assert Client(HTTP_AUTHORIZATION="Token rb_nope").delete("/api/v1/auth/token/").status_code == 401
+    assert Client(HTTP_AUTHORIZATION="Token a b").get("/api/v1/auth/tokens/").status_code == 401
+    # A session names no token: it is told how to act on one, and nothing changes.
+    _, key = api_token_create(user=cast.alice, name="laptop")
+    said = cast.client("alice").delete("/api/v1/auth/token/")
+    assert said.status_code == 400 and "/api/v1/auth/tokens/" in said.json()["detail"]
+    assert authenticates(key)
 
 
-def test_the_schema_documents_rotate_and_revoke(db: None) -> None:
+def test_a_disabled_account_s_tokens_stop_working(cast: Cast) -> None:
+    key = api_token_obtain(user=cast.alice)
+    User.objects.filter(pk=cast.alice.pk).update(is_active=False)
+    response = Client(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/challenges/demo/submissions/")
+    assert response.status_code == 401 and response.json()["detail"] == "Invalid token."
+
+
+def test_the_schema_documents_the_token_endpoints(db: None) -> None:
     schema = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
     assert set(schema["paths"]["/api/v1/auth/token/"]) >= {"post", "delete"}
     assert "post" in schema["paths"]["/api/v1/auth/token/rotate/"]
+    assert set(schema["paths"]["/api/v1/auth/tokens/"]) >= {"get", "post"}
+    assert "delete" in schema["paths"]["/api/v1/auth/tokens/{id}/"]
+    assert schema["components"]["securitySchemes"]["tokenAuth"]["in"] == "header"
 
 
 # --------------------------------------------------------------------------- the page in a browser
@@ -491,7 +623,7 @@ def test_a_new_user_signing_up_from_a_crafted_link_lands_on_this_site(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_alice_creates_rotates_and_revokes_her_token_in_a_browser(
+def test_alice_creates_rotates_and_revokes_her_tokens_in_a_browser(
     cast: Cast, live_server, chromium  # type: ignore[no-untyped-def]
 ) -> None:
     from selenium.webdriver.common.by import By
@@ -508,23 +640,30 @@ def test_alice_creates_rotates_and_revokes_her_token_in_a_browser(
     wait.until(ec.presence_of_element_located((By.ID, "token-create")))
     screenshot(driver, "tokens-none")
 
-    driver.find_element(By.ID, "token-create").click()
-    first = wait.until(ec.presence_of_element_located((By.ID, "token-key"))).text
-    assert first == Token.objects.get(user=cast.alice).key
+    for name in ("laptop", "submit script"):
+        driver.find_element(By.ID, "token-name").send_keys(name)
+        driver.find_element(By.ID, "token-create").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "new-token"), f"“{name}”"))
+    first = driver.find_element(By.ID, "token-key").text
+    assert ApiToken.objects.get(user=cast.alice, name="submit script").digest == api_token_digest(first)
     screenshot(driver, "tokens-created")
 
-    driver.find_element(By.ID, "token-rotate").click()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "new-token"), "the old one no longer works"))
+    laptop = token_id(cast.alice, "laptop")
+    driver.find_element(By.CSS_SELECTOR, f"#token-{laptop} .token-rotate").click()
+    wait.until(ec.alert_is_present()).accept()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "new-token"), "its old key no longer works"))
     second = driver.find_element(By.ID, "token-key").text
-    assert second != first and second == Token.objects.get(user=cast.alice).key
+    assert second != first and ApiToken.objects.get(pk=laptop).digest == api_token_digest(second)
     screenshot(driver, "tokens-rotated")
 
     driver.get(f"{live_server.url}/accounts/tokens/")
-    assert second not in driver.page_source
-    screenshot(driver, "tokens-have-one")
+    assert second not in driver.page_source and first not in driver.page_source
+    assert [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#tokens .token-name")] == ["laptop", "submit script"]
+    screenshot(driver, "tokens-have-two")
 
-    driver.find_element(By.ID, "token-revoke").click()
-    wait.until(ec.presence_of_element_located((By.ID, "token-create")))
-    assert "Token revoked" in driver.find_element(By.TAG_NAME, "main").text
-    assert not Token.objects.filter(user=cast.alice).exists()
+    driver.find_element(By.CSS_SELECTOR, f"#token-{laptop} .token-revoke").click()
+    wait.until(ec.alert_is_present()).accept()
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "Token revoked"))
+    assert [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#tokens .token-name")] == ["submit script"]
+    assert list(ApiToken.objects.filter(user=cast.alice).values_list("name", flat=True)) == ["submit script"]
     screenshot(driver, "tokens-revoked")

@@ -12,8 +12,9 @@ import pytest
 import yaml
 from django.test import Client
 from drf_spectacular.validation import validate_schema
-from rest_framework.authtoken.models import Token
 
+from leaderboard.accounts.models import ApiToken
+from leaderboard.accounts.services import api_token_digest
 from leaderboard.submissions.models import Status, Submission
 from tests.leaderboard.conftest import Cast, gold_predictions
 
@@ -37,17 +38,16 @@ def token_client(cast: Cast, username: str) -> Client:
 def test_a_token_is_issued_for_a_username_and_password(cast: Cast) -> None:
     response = Client().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"})
     assert response.status_code == 200
-    assert response.json() == {"token": Token.objects.get(user=cast.alice).key}
-    # The same token again, not a new one each time.
-    again = Client().post("/api/v1/auth/token/", {"username": "alice", "password": "alice-pw"}).json()
-    assert again == response.json()
+    key = response.json()["token"]
+    assert response.json() == {"token": key, "name": "api"}
+    assert ApiToken.objects.get(user=cast.alice).digest == api_token_digest(key)
 
 
 def test_a_wrong_password_gets_no_token(cast: Cast) -> None:
     response = Client().post("/api/v1/auth/token/", {"username": "alice", "password": "nope"})
     assert response.status_code == 400
     assert response.json()["detail"] == "Unable to log in with provided credentials."
-    assert not Token.objects.filter(user=cast.alice).exists()
+    assert not ApiToken.objects.filter(user=cast.alice).exists()
 
 
 def test_submitting_returns_201_with_status_and_queue_position_then_scores(

@@ -322,10 +322,11 @@ def test_the_api_schema_documents_the_console() -> None:
 
 def test_a_script_extends_a_deadline_and_reads_the_reveal_preview(console_world: ConsoleWorld) -> None:  # noqa: F811
     from django.test import Client
-    from rest_framework.authtoken.models import Token
+
+    from leaderboard.accounts.services import api_token_create
 
     w = console_world
-    api = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=w.cast.oscar).key}")
+    api = Client(HTTP_AUTHORIZATION=f"Token {api_token_create(user=w.cast.oscar, name='script')[1]}")
     base = "/api/v1/challenges/demo/console"
     said = api.get(f"{base}/teams/{w.cast.alpha.pk}/extend/").json()
     assert said["fields"] == ["phase", "closes_at", "quota_per_day", "quota_total", "reason"]

@@ -17,8 +17,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
-from rest_framework.authtoken.models import Token
 
+from leaderboard.accounts.services import api_token_obtain
 from leaderboard.challenges.models import Announcement, AuditEntry, Dataset
 from leaderboard.submissions.models import Submission
 from tests.leaderboard.console_fixtures import FAILED_LOG, ConsoleWorld, console_world  # noqa: F401
@@ -64,8 +64,7 @@ class Matrix:
         if role == "anonymous":
             return Client()
         user = self._stan() if role == "stan" else self.world.user(role)
-        token, _ = Token.objects.get_or_create(user=user)
-        return Client(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return Client(HTTP_AUTHORIZATION=f"Token {api_token_obtain(user=user)}")
 
     def _stan(self) -> User:
         return User.objects.get(username="stan")

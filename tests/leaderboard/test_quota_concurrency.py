@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from leaderboard.accounts.services import api_token_create
 from leaderboard.challenges.models import SubmissionKind
 from leaderboard.core.errors import QuotaExceeded
 from leaderboard.submissions.models import FailureCause, Status, Submission
@@ -79,7 +79,7 @@ def assert_exactly_quota_accepted(cast: Cast, outcomes: list[tuple[int, str]], *
 @pytest.mark.django_db(transaction=True)
 def test_twenty_api_uploads_at_once_accept_exactly_the_quota(cast: Cast, live_server) -> None:
     payload = json.dumps(gold_predictions()).encode()
-    tokens = [Token.objects.create(user=cast.alice).key, Token.objects.create(user=cast.bob).key]  # both upload
+    tokens = [api_token_create(user=cast.alice, name="t")[1], api_token_create(user=cast.bob, name="t")[1]]  # both upload
     url = f"{live_server.url}/api/v1/challenges/demo/submissions/"
     before = stored_files()
 

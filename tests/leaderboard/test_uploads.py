@@ -21,8 +21,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from leaderboard.accounts.services import api_token_obtain
 from leaderboard.submissions.models import Submission
 from tests.leaderboard.conftest import Cast, gold_predictions
 
@@ -52,8 +52,7 @@ def post(cast: Cast, channel: str, content: bytes, *, name: str = "preds.json", 
         page = html.unescape(response.content.decode("utf-8"))
         return Outcome(response.status_code, page)
     if channel == "api-token":
-        token, _ = Token.objects.get_or_create(user=getattr(cast, user))
-        client = Client(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client = Client(HTTP_AUTHORIZATION=f"Token {api_token_obtain(user=getattr(cast, user))}")
     else:
         client = cast.client(user)
     response = client.post("/api/v1/challenges/demo/submissions/", {"phase": phase.slug, "file": file, **(extra or {})})
@@ -354,8 +353,7 @@ def test_a_phase_of_another_challenge_is_refused_by_the_web_form(cast: Cast, not
 @pytest.mark.parametrize("channel", ["api-token", "api-session"])
 def test_a_request_without_a_file_says_which_field_is_missing(cast: Cast, nothing_stored: None, channel: str) -> None:
     if channel == "api-token":
-        token, _ = Token.objects.get_or_create(user=cast.alice)
-        client = Client(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client = Client(HTTP_AUTHORIZATION=f"Token {api_token_obtain(user=cast.alice)}")
     else:
         client = cast.client("alice")
     response = client.post("/api/v1/challenges/demo/submissions/", {"phase": "dev"})
