@@ -59,6 +59,8 @@ urlpatterns = [
     path("c/<slug:slug>/board/<slug:phase_slug>/export.csv", rankings.board_csv, name="board-csv"),
     path("c/<slug:slug>/board/<slug:phase_slug>/export.json", rankings.board_json, name="board-json"),
     path("c/<slug:slug>/board/<slug:phase_slug>/chart.svg", rankings.board_chart, name="board-chart"),
+    # The overview paper's tables, ?format=latex|csv|md: built from the same board, so no more than it shows.
+    path("c/<slug:slug>/board/<slug:phase_slug>/paper/", rankings.board_paper, name="board-paper"),
     # Everything, for the challenge's organizers only (404 to anyone else); never to be shared.
     path("c/<slug:slug>/board/<slug:phase_slug>/organizer/", rankings.board_organizer_page, name="board-organizer"),
     path("c/<slug:slug>/board/<slug:phase_slug>/organizer/export.csv", rankings.board_organizer_csv,
@@ -67,6 +69,8 @@ urlpatterns = [
          name="board-organizer-json"),
     path("c/<slug:slug>/board/<slug:phase_slug>/organizer/chart.svg", rankings.board_organizer_chart,
          name="board-organizer-chart"),
+    path("c/<slug:slug>/board/<slug:phase_slug>/organizer/paper/", rankings.board_organizer_paper,
+         name="board-organizer-paper"),
     # The organizer console: the challenge's organizers only (404 to anyone else).  An action's
     # address shows what it will do (GET) and does it (POST, with a reason).
     path("c/<slug:slug>/console/", console.console_home, name="console"),

@@ -151,6 +151,11 @@ class Dataset(models.Model):
     # datasets that have its portion, whether or not gold has been uploaded yet.
     portions = models.JSONField(default=list, blank=True)
     description = models.TextField(blank=True)
+    # The organizer's categories, tag name -> value ({"passage source": "Wikipedia"}), as in Table 4
+    # of the MRQA 2019 overview; boards average the ranking metric over the datasets sharing one
+    # (rankings.paper).  A sealed dataset's tags are not shown to the public: they would narrow down
+    # which dataset hides behind its alias.
+    tags = models.JSONField(default=dict, blank=True)
     order = models.PositiveIntegerField(default=0)
 
     class Meta:

@@ -35,7 +35,7 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.reconcile import DatasetSpec, ReloadPlan, datasets_remove, reload_plan
 from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope, reveal_exposes
-from leaderboard.challenges.spec import SpecError, mrqa_header_check, spec_check
+from leaderboard.challenges.spec import SpecError, dataset_tags_parse, mrqa_header_check, spec_check
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.rerun import gold_failures_requeue
@@ -263,7 +263,9 @@ def _reload_plan(spec: Mapping[str, Any], *, slug: str, suite: str, base_dir: Pa
         files: dict[Any, Any] = ds["files"] if isinstance(ds.get("files"), dict) else {}
         datasets.append(DatasetSpec(
             slug=ds_slug, where=where,
-            fields={"name": ds.get("name", ds_slug), "split": str(ds.get("split"))},
+            # Tags too, so the plan says what a reload changes of them ("tags: {} -> {...}").
+            fields={"name": ds.get("name", ds_slug), "split": str(ds.get("split")),
+                    "tags": dataset_tags_parse(ds.get("tags"), where=f"{where}.tags")},
             files={str(portion): (base_dir / str(rel)).resolve() for portion, rel in files.items()},
         ))
     challenge_fields = {
@@ -407,6 +409,8 @@ def _dataset_load(
             "split": split,
             "sealed_alias": alias,
             "description": spec.get("description", ""),
+            # As the spec says now: a tag removed from the spec is removed here too.
+            "tags": dataset_tags_parse(spec.get("tags"), where=f"{where}.tags"),
             "order": order,
             # Training files are downloads, not scored portions: no board, upload or run reads them.
             "portions": sorted(set(spec.get("portions") or []) | (set(files) - {FilePortion.TRAIN})),

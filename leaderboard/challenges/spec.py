@@ -51,6 +51,8 @@ PHASE_KEYS: Keys = {
 DATASET_KEYS: Keys = {
     "slug": None, "name": None, "split": None, "description": None, "sealed_alias": None, "revealed": None,
     "portions": None, "files": {portion.value: None for portion in FilePortion},
+    # A mapping of the organizer's own tag names; checked by dataset_tags_parse, not here.
+    "tags": None,
 }
 # From the dataclasses the loader builds, so a setting added there is accepted here.
 SYSTEMS_KEYS: Keys = {
@@ -216,6 +218,7 @@ def spec_check(spec: Mapping[str, Any], *, spec_path: Path | None = None) -> Non
         if isinstance(dataset, dict) and str(dataset.get("split")) == Split.III:
             _no_dev_portion(dataset, f"{where}.datasets[{i}]")
     _lengths_check(spec, where)
+    _tags_check(spec, where)
 
 
 def _lengths_check(spec: Mapping[str, Any], where: str) -> None:
@@ -254,6 +257,75 @@ def _unique(kind: str, items: list[tuple[int, dict[str, Any]]], where: str) -> N
                 raise SpecError(f"{where}.datasets[{i}]: {name!r} also names datasets[{names[name]}] (its name or "
                                 "slug, in any case); uploads and result imports name datasets by either, so each "
                                 "must be unique")
+
+
+# --------------------------------------------------------------------------- dataset tags
+
+TAG_NAME_MAX = 40
+TAG_VALUE_MAX = 60
+_TAG_EXAMPLE = "{question source: crowdsourced, passage source: Wikipedia}"
+
+
+def dataset_tags_parse(raw: Any, *, where: str) -> dict[str, str]:
+    """A dataset's ``tags`` as stored: tag name -> value, both non-empty text (absent: none).
+
+    YAML reads an unquoted ``yes``/``no`` (and ``true``/``false``) as a boolean; such a value is
+    kept as ``yes``/``no``, so ``passage-dependent questions: yes`` means what it says.  A whole
+    number is kept as its digits.  Anything else (a list, a mapping, null) is refused: a tag
+    groups datasets by one value.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: expected a mapping of tag to value, like {_TAG_EXAMPLE}, found {raw!r}")
+    tags: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key.strip():
+            raise SpecError(f"{where}: a tag name must be text, like 'passage source', found {key!r}")
+        name = key.strip()
+        if len(name) > TAG_NAME_MAX:
+            raise SpecError(f"{where}: tag name {name!r} has {len(name)} characters, more than the "
+                            f"{TAG_NAME_MAX} it may have")
+        if name.casefold() in seen:
+            raise SpecError(f"{where}: tags {seen[name.casefold()]!r} and {name!r} differ only in case; "
+                            "give the tag once")
+        seen[name.casefold()] = name
+        if isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, int):
+            text = str(value)
+        elif isinstance(value, str) and value.strip():
+            text = value.strip()
+        else:
+            raise SpecError(f"{where}.{name}: expected a word or phrase, like Wikipedia or yes, found {value!r}")
+        if len(text) > TAG_VALUE_MAX:
+            raise SpecError(f"{where}.{name}: {len(text)} characters, more than the {TAG_VALUE_MAX} a tag "
+                            "value may have")
+        tags[name] = text
+    return tags
+
+
+def _tags_check(spec: Mapping[str, Any], where: str) -> None:
+    """Each dataset's tags, and one spelling of each tag and value across datasets: boards average
+    over the datasets sharing a (tag, value), so "Wikipedia" and "wikipedia" would be two groups of
+    what the organizer meant as one."""
+    names: dict[str, tuple[str, int]] = {}
+    values: dict[tuple[str, str], tuple[str, int]] = {}
+    items = spec.get("datasets")
+    for i, dataset in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(dataset, Mapping):
+            continue
+        at = f"{where}.datasets[{i}].tags"
+        for name, value in dataset_tags_parse(dataset.get("tags"), where=at).items():
+            first, j = names.setdefault(name.casefold(), (name, i))
+            if first != name:
+                raise SpecError(f"{at}: tag {name!r} is spelt {first!r} in datasets[{j}]; spell it one way, "
+                                "or the two would be averaged as separate tags")
+            known, j = values.setdefault((name.casefold(), value.casefold()), (value, i))
+            if known != value:
+                raise SpecError(f"{at}.{name}: {value!r} is spelt {known!r} in datasets[{j}]; spell it one "
+                                "way, or the two would be averaged as separate groups")
 
 
 def _no_dev_portion(dataset: Mapping[str, Any], where: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 
 from django.core.paginator import Paginator
 from django.utils import timezone
@@ -21,6 +20,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
+from leaderboard.rankings.paper_tables import fixed  # one rounding for the site and the paper's tables
 from leaderboard.rankings.selectors import (
     DATASET_SEALED_NOTE,
     WITHHELD_SIGNIFICANCE,
@@ -217,13 +217,3 @@ def _interval_title(column: BoardColumn, sig: RowSignificance | None, board: Boa
         return ""
     return (f' title="{LEVEL_LABEL} {fixed(interval[0], column.decimals)}–{fixed(interval[1], column.decimals)}"'
             )
-
-
-def fixed(value: float, decimals: int) -> str:
-    """The digits the ``floatformat`` filter shows elsewhere on the site (the submission page).
-
-    It rounds half up the shortest decimal form of the float (84.285 -> "84.29"), where
-    ``f"{value:.2f}"`` rounds the binary value (84.28499... -> "84.28"): a team must see
-    the same digits on its submission page and on the board.
-    """
-    return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"

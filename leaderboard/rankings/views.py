@@ -21,6 +21,7 @@ from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.csv_safe import csv_rows_safe
 from leaderboard.rankings.charts import board_chart_svg
+from leaderboard.rankings.paper import PAPER_FORMATS, board_tag_averages, paper_tables_build
 from leaderboard.rankings.selectors import (
     ORGANIZER,
     PUBLIC,
@@ -73,6 +74,8 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
         if after and i + 1 == after:
             groups.append((SIGNIFICANCE_GROUP, len(SIGNIFICANCE_LABELS)))
     page = board_page_get(board, request.GET.get("page"))
+    tags = board_tag_averages(board=board)
+    paper = "board-organizer-paper" if view == ORGANIZER else "board-paper"
     return render(
         request,
         "rankings/board.html",
@@ -98,6 +101,13 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
                 for kind in ("csv", "json")
             },
             "public_url": reverse("board", kwargs={"slug": slug, "phase_slug": phase_slug}),
+            # Only when some dataset of the board has tags this viewer may read.
+            "tag_averages": tags if tags.groups else None,
+            "tag_rows": [(row, tags.texts(row)) for row in page.rows] if tags.groups else [],
+            "paper_exports": {
+                fmt: reverse(paper, kwargs={"slug": slug, "phase_slug": phase_slug}) + f"?format={fmt}"
+                for fmt in PAPER_FORMATS
+            },
         },
     )
 
@@ -121,6 +131,20 @@ def _json(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
     return response
 
 
+def _paper(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
+    """The overview paper's tables (``?format=latex|csv|md``), built from the board this viewer gets."""
+    board = _board(request, slug, phase_slug, view)  # first: a board one may not see is 404 whatever the format
+    fmt = request.GET.get("format", "latex")
+    if fmt not in PAPER_FORMATS:
+        return HttpResponse(f"format must be one of {', '.join(PAPER_FORMATS)}, not {fmt!r}\n", status=400,
+                            content_type="text/plain; charset=utf-8")
+    extension, content_type = PAPER_FORMATS[fmt]
+    response = HttpResponse(paper_tables_build(board=board, viewer=request.user).render(fmt), content_type=content_type)
+    suffix = "-organizer-view" if view == ORGANIZER else ""
+    response["Content-Disposition"] = f'attachment; filename="{slug}-{phase_slug}-paper-tables{suffix}.{extension}"'
+    return response
+
+
 def _chart(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
     board = _board(request, slug, phase_slug, view)
     response = HttpResponse(board_chart_svg(board), content_type="image/svg+xml")
@@ -133,7 +157,9 @@ board_page = _in_view(_page, PUBLIC)
 board_csv = _in_view(_csv, PUBLIC)
 board_json = _in_view(_json, PUBLIC)
 board_chart = _in_view(_chart, PUBLIC)
+board_paper = _in_view(_paper, PUBLIC)
 board_organizer_page = _in_view(_page, ORGANIZER)
 board_organizer_csv = _in_view(_csv, ORGANIZER)
 board_organizer_json = _in_view(_json, ORGANIZER)
 board_organizer_chart = _in_view(_chart, ORGANIZER)
+board_organizer_paper = _in_view(_paper, ORGANIZER)
