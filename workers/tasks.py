@@ -8,8 +8,15 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from leaderboard.core.tasks import BOARD_SIGNIFICANCE, EVALUATE_SUBMISSION, FINISH_RUN, RESCORE_SUBMISSION
+from leaderboard.core.tasks import (
+    BOARD_SIGNIFICANCE,
+    BOARD_SNAPSHOT,
+    EVALUATE_SUBMISSION,
+    FINISH_RUN,
+    RESCORE_SUBMISSION,
+)
 from leaderboard.rankings.services import board_significance_refresh
+from leaderboard.rankings.snapshots import board_snapshots_rebuild
 from leaderboard.submissions.compute import submission_run_result_score
 from leaderboard.submissions.rescore import submission_rescore
 from leaderboard.submissions.services import submission_evaluate
@@ -46,6 +53,12 @@ def rescore_submission(submission_id: int) -> None:
 def board_significance(phase_id: int) -> None:
     # Safe twice: a result is stored under the digest of the rows it was computed on.
     board_significance_refresh(phase_id)
+
+
+@app.task(name=BOARD_SNAPSHOT, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def board_snapshot(challenge_id: int) -> None:
+    # Safe twice: a snapshot already at the current version is left alone.
+    board_snapshots_rebuild(challenge_id)
 
 
 @app.task(name=REAP)

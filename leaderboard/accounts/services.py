@@ -35,6 +35,7 @@ from leaderboard.accounts.models import (
 from leaderboard.accounts.selectors import user_email_in_use
 from leaderboard.challenges.models import Challenge
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
+from leaderboard.rankings.versions import board_changed
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,9 @@ def team_update(*, team: Team, actor: User, is_anonymous: bool | None = None, af
         team.is_anonymous = is_anonymous
     if affiliation is not None:
         team.affiliation = affiliation
-    team.save(update_fields=["is_anonymous", "affiliation"])
+    with transaction.atomic():
+        team.save(update_fields=["is_anonymous", "affiliation"])
+        board_changed(challenge_id=team.challenge_id)  # the boards show both
     return team
 
 
@@ -134,6 +137,7 @@ def team_rename(*, team: Team, actor: User, name: str) -> Team:
     try:
         with transaction.atomic():
             Team.objects.filter(pk=team.pk).update(name=name)
+            board_changed(challenge_id=team.challenge_id)
     except IntegrityError:
         raise Conflict(f"a team called {name!r} already exists in this challenge", field="name") from None
     team.name = name

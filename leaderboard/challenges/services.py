@@ -38,6 +38,7 @@ from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope
 from leaderboard.challenges.spec import SpecError, dataset_tags_parse, mrqa_header_check, spec_check
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
+from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.rerun import gold_failures_requeue
 from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
 from leaderboard.submissions.services import aggregates_refresh, board_entries_refresh
@@ -169,6 +170,8 @@ def challenge_load(
             # Stored ranking averages were computed under the old scope, or over other datasets
             # (a dataset added to a phase counts 0 for the submissions made before it).
             aggregates_refresh(challenge=challenge)
+        # Names, aliases, splits, settings: any of them may be on a board.
+        board_changed(challenge_id=challenge.pk)
     return challenge
 
 
@@ -507,6 +510,8 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
         record.gold.save(f"{stem}{suite.gold_suffix}", ContentFile(content), save=False)
         record.inputs.save(f"{stem}-inputs{suite.gold_suffix}", ContentFile(info.inputs), save=False)
         record.save()
+        # The organizer view of a board shows what the gold allows (Siblini et al.'s best reachable).
+        board_changed(challenge_id=dataset.challenge_id)
         if existing is not None:
             # Scores follow the gold: each submission scored against the old file is rescored in
             # the background after the commit, then the old file goes once nothing refers to it.
@@ -537,6 +542,7 @@ def dataset_reveal(*, dataset: Dataset) -> Dataset:
     if dataset.revealed_at is None:
         dataset.revealed_at = timezone.now()
         dataset.save(update_fields=["revealed_at"])
+        board_changed(challenge_id=dataset.challenge_id)
     return dataset
 
 
@@ -551,4 +557,5 @@ def dataset_unreveal(*, dataset: Dataset) -> Dataset:
     if dataset.revealed_at is not None:
         dataset.revealed_at = None
         dataset.save(update_fields=["revealed_at"])
+        board_changed(challenge_id=dataset.challenge_id)
     return dataset

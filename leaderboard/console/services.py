@@ -27,6 +27,7 @@ from leaderboard.challenges.selectors import (
 from leaderboard.challenges.services import dataset_reveal, dataset_unreveal
 from leaderboard.console.selectors import runs_in_progress
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
+from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.services import board_entry_refresh
 
@@ -109,6 +110,7 @@ def _team_moderate(
     with transaction.atomic():
         Team.objects.filter(pk=team.pk).update(**changes)
         team.refresh_from_db()
+        board_changed(challenge_id=team.challenge_id)
         audit_record(challenge=team.challenge, actor=actor, action=action, target=f"team {team.name}",
                      reason=reason, details={"team_id": team.pk})
     return team

@@ -30,6 +30,8 @@ FINISH_RUN = "readerboard.finish_run"
 RESCORE_SUBMISSION = "readerboard.rescore_submission"
 # The paired bootstrap of a phase's boards (rank groups and intervals), after their rows changed.
 BOARD_SIGNIFICANCE = "readerboard.board_significance"
+# Builds a challenge's board snapshots again after a change (debounced: rankings/versions.py).
+BOARD_SNAPSHOT = "readerboard.board_snapshot"
 # Services eager mode may run in-process.  Running a system needs a worker with a
 # container engine, so RUN_SYSTEM has none: in eager mode the submission stays queued.
 TASK_SERVICES: dict[str, str] = {
@@ -37,13 +39,15 @@ TASK_SERVICES: dict[str, str] = {
     RESCORE_SUBMISSION: "leaderboard.submissions.rescore:submission_rescore",
     FINISH_RUN: "leaderboard.submissions.compute:submission_run_result_score",
     BOARD_SIGNIFICANCE: "leaderboard.rankings.services:board_significance_refresh",
+    BOARD_SNAPSHOT: "leaderboard.rankings.snapshots:board_snapshots_rebuild",
 }
 # Systems run for minutes and scoring a file takes seconds: separate queues, so a
 # long run never holds up the scores of prediction files.  Runs go to the queue their challenge
 # names (``system_settings.queue``: "cpu" by default, "gpu", or an organizer's own), which compute
 # workers consume; the trusted side (prediction files, the reaper, finishing runs) never runs a system.
 TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RUN_SYSTEM: "cpu", RESCORE_SUBMISSION: "celery",
-                               FINISH_RUN: "control", BOARD_SIGNIFICANCE: "celery"}
+                               FINISH_RUN: "control", BOARD_SIGNIFICANCE: "celery",
+                               BOARD_SNAPSHOT: "celery"}
 
 
 @cache

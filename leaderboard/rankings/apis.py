@@ -13,7 +13,9 @@ from leaderboard.challenges.models import Challenge, Dataset, Split
 from leaderboard.challenges.selectors import dataset_label, datasets_public_order
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import ServiceError
-from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, board_get, board_payload
+from leaderboard.rankings.selectors import ORGANIZER, PUBLIC
+from leaderboard.rankings.snapshots import board_access_get
+from leaderboard.rankings.views import board_json_served
 
 
 def dataset_state(dataset: Dataset) -> str:
@@ -85,5 +87,6 @@ class LeaderboardApi(APIView):
         view = request.query_params.get("view") or PUBLIC
         if view not in (PUBLIC, ORGANIZER):
             raise ServiceError(f"view must be {PUBLIC!r} or {ORGANIZER!r}, not {view!r}", field="view")
-        board = board_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
-        return viewer_dependent(Response(board_payload(board)), confidential=view == ORGANIZER)
+        # The same answer as the board's JSON export: from the snapshot, with its ETag (a 304 if unchanged).
+        return board_json_served(request._request, board_access_get(
+            slug=slug, phase_slug=phase_slug, viewer=request.user, view=view))

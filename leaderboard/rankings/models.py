@@ -22,3 +22,52 @@ class BoardSignificance(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["phase", "key"], name="boardsignificance_unique")]
+
+
+class BoardVersion(models.Model):
+    """A counter per challenge, raised in the same transaction as every change a board shows (a
+    score, a board row, a reveal, a team's name or standing, a setting, a bootstrap result).
+
+    A board snapshot records the counter it was built at, so a reader that sees a higher one
+    after the change committed builds the board again: a snapshot is never served stale.
+    """
+
+    challenge = models.OneToOneField("challenges.Challenge", on_delete=models.CASCADE, primary_key=True,
+                                     related_name="+")
+    version = models.PositiveBigIntegerField(default=0)
+    changed_at = models.DateTimeField(null=True, blank=True)  # the answers' Last-Modified
+    # A rebuild is queued and has not started yet: further changes send no other task (debounce).
+    rebuild_pending = models.BooleanField(default=False)
+
+
+class BoardSnapshot(models.Model):
+    """One view of one phase's board as anyone without a row on it sees it, with its renderings.
+
+    ``board`` is the pickled ``Board`` (rows for a viewer with a row of their own are made from it:
+    their row is marked, and named if their team is anonymous); the others are served as they are.
+    Only the platform writes these rows, from its own objects.
+    """
+
+    phase = models.ForeignKey("challenges.Phase", on_delete=models.CASCADE, related_name="+")
+    view = models.CharField(max_length=16)
+    version = models.PositiveBigIntegerField()
+    built_at = models.DateTimeField()
+    board = models.BinaryField()
+    payload_json = models.BinaryField()
+    records_csv = models.BinaryField()
+    chart_svg = models.BinaryField()
+    page_count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["phase", "view"], name="boardsnapshot_unique")]
+
+
+class BoardSnapshotPage(models.Model):
+    """One page of a snapshot's board page content: a request reads its page, not all of them."""
+
+    snapshot = models.ForeignKey(BoardSnapshot, on_delete=models.CASCADE, related_name="page_set")
+    number = models.PositiveIntegerField()
+    html = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["snapshot", "number"], name="boardsnapshotpage_unique")]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -154,7 +154,7 @@ class Board:
     def has_excluded(self) -> bool:
         return any(row.excluded_reason for row in self.rows)
 
-    @property
+    @cached_property  # asked once per row while a page is rendered
     def significance_withheld(self) -> bool:
         """Outside the organizer view, no interval, p-value, rank group or rank range is shown when
         some ranked row's ranking average is withheld: every p-value compares with the leader, and

@@ -33,6 +33,7 @@ from django.utils import timezone
 from leaderboard.challenges.models import Dataset, DatasetFile, Phase
 from leaderboard.core.tasks import BOARD_SIGNIFICANCE, enqueue_on_commit
 from leaderboard.rankings.models import BoardSignificance
+from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import QuestionScores, Score
 from scoring.significance import paired_bootstrap, rank_groups, weighted_mean_statistic
 
@@ -145,9 +146,11 @@ def board_significance_request(inputs: SignificanceInputs) -> None:
 def board_significance_store(inputs: SignificanceInputs) -> None:
     """Compute and store the bootstrap of these rows (safe twice: the same key gets the same result)."""
     payload = board_significance_compute(inputs)
-    BoardSignificance.objects.update_or_create(
-        phase_id=inputs.phase_id, key=inputs.key, defaults={"payload": payload, "computed_at": timezone.now()},
-    )
+    with transaction.atomic():
+        BoardSignificance.objects.update_or_create(
+            phase_id=inputs.phase_id, key=inputs.key, defaults={"payload": payload, "computed_at": timezone.now()},
+        )
+        board_changed(challenge_id=Phase.objects.values_list("challenge_id", flat=True).get(pk=inputs.phase_id))
 
 
 def board_significance_prune(*, phase_id: int, keep: Sequence[str]) -> None:

@@ -8,31 +8,40 @@ named ``...-organizer-view``.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.contrib.messages import get_messages
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.cache import get_conditional_response
+from django.utils.http import http_date
 from django.utils.safestring import mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
 from leaderboard.core.caching import viewer_dependent
-from leaderboard.core.csv_safe import csv_rows_safe
 from leaderboard.rankings.charts import board_chart_svg
 from leaderboard.rankings.paper import PAPER_FORMATS, board_tag_averages, paper_tables_build
 from leaderboard.rankings.selectors import (
     ORGANIZER,
     PUBLIC,
     Board,
-    board_as_records,
     board_get,
-    board_payload,
     board_phases,
     phase_best_reachable,
 )
 from leaderboard.rankings.significance import METHOD
+from leaderboard.rankings.snapshots import (
+    BoardAccess,
+    board_access_get,
+    board_chart_for,
+    board_csv_for,
+    board_for,
+    board_json_for,
+    board_page_renderer_set,
+    board_snapshot_page,
+)
 from leaderboard.rankings.table import (
     SIGNIFICANCE_GROUP,
     SIGNIFICANCE_LABELS,
@@ -62,8 +71,10 @@ def _in_view(render_board: Callable[[HttpRequest, str, str, str], HttpResponse],
     return respond
 
 
-def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
-    board = _board(request, slug, phase_slug, view)
+def board_content_html(board: Board, number: str | int | None) -> str:
+    """Page ``number`` of the board's content (what the page shows inside the site's frame)."""
+    phase = board.phase
+    slug, phase_slug, view = phase.challenge.slug, phase.slug, board.view
     groups: list[tuple[str, int]] = []
     after = significance_after(board)
     for i, column in enumerate(board.columns):
@@ -73,27 +84,26 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
             groups.append((column.group, 1))
         if after and i + 1 == after:
             groups.append((SIGNIFICANCE_GROUP, len(SIGNIFICANCE_LABELS)))
-    page = board_page_get(board, request.GET.get("page"))
+    page = board_page_get(board, number)
     tags = board_tag_averages(board=board)
     paper = "board-organizer-paper" if view == ORGANIZER else "board-paper"
-    return render(
-        request,
-        "rankings/board.html",
+    return render_to_string(
+        "rankings/board_content.html",
         {
             "board": board,
-            "challenge": board.phase.challenge,
-            "phase": board.phase,
+            "challenge": phase.challenge,
+            "phase": phase,
             "groups": groups,
             "significance_after": after,
             "significance_labels": SIGNIFICANCE_LABELS,
             "significance_method": METHOD,
             "body": board_body_html(board, page.rows),
             "pages": page,
-            "phases": board_phases(phase=board.phase, view=view),
+            "phases": board_phases(phase=phase, view=view),
             "chart": mark_safe(board_chart_svg(board)),  # built from escaped parts only
             "organizer_view": view == ORGANIZER,
             # From the gold: for the organizers only (it reads every reference).
-            "best_reachable": phase_best_reachable(phase=board.phase) if view == ORGANIZER else [],
+            "best_reachable": phase_best_reachable(phase=phase) if view == ORGANIZER else [],
             "sealed_note": AGGREGATE_SEALED_NOTE,
             "exports": {
                 kind: reverse(f"{name}-{kind}", kwargs={"slug": slug, "phase_slug": phase_slug})
@@ -112,20 +122,71 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
     )
 
 
+board_page_renderer_set(board_content_html)
+
+
+def _access(request: HttpRequest, slug: str, phase_slug: str, view: str) -> BoardAccess:
+    return board_access_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
+
+
+def _unchanged(request: HttpRequest, etag: str, access: BoardAccess) -> HttpResponse | None:
+    """A 304 when the client holds this version of this answer (its ETag, or its date)."""
+    return get_conditional_response(request, etag=etag, last_modified=_timestamp(access))
+
+
+def _timestamp(access: BoardAccess) -> int | None:
+    return int(access.changed_at.timestamp()) if access.changed_at else None
+
+
+def _validators(response: HttpResponse, etag: str, access: BoardAccess) -> HttpResponse:
+    response["ETag"] = etag
+    if access.changed_at is not None:
+        response["Last-Modified"] = http_date(_timestamp(access))
+    return response
+
+
+def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
+    access = _access(request, slug, phase_slug, view)
+    # The page's frame names the user (and carries their CSRF token): their ETag is their own.
+    etag = access.etag("page", extra=f"{request.GET.get('page', '')}:{request.user.pk or 0}")
+    # A message waiting for the user is shown once, on the next page: not a page for a 304.
+    if not get_messages(request) and (unchanged := _unchanged(request, etag, access)) is not None:
+        return unchanged
+    if access.own_team is not None:
+        # Their own row is marked (and named): their page is made from the board, not the snapshot's pages.
+        content = board_content_html(board_for(access), request.GET.get("page"))
+    else:
+        content = board_snapshot_page(access, request.GET.get("page"))
+    response = render(request, "rankings/board.html", {
+        "content": mark_safe(content),  # rendered from the template, with autoescaping, when the snapshot was built
+        "challenge": access.phase.challenge, "phase": access.phase,
+    })
+    return _validators(response, etag, access)
+
+
+def _served(request: HttpRequest, access: BoardAccess, part: str, body: Callable[[BoardAccess], bytes],
+            content_type: str) -> HttpResponse:
+    etag = access.etag(part)
+    if (unchanged := _unchanged(request, etag, access)) is not None:
+        return unchanged
+    return _validators(HttpResponse(body(access), content_type=content_type), etag, access)
+
+
 def _csv(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
-    board = _board(request, slug, phase_slug, view)
-    records = board_as_records(board)
-    out = io.StringIO()
-    fields = list(records[0]) if records else ["rank", "team"]
-    # Team names and affiliations are the participants' own text: none may become a formula.
-    csv.writer(out).writerows(csv_rows_safe(fields, records))
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response = _served(request, _access(request, slug, phase_slug, view), "csv", board_csv_for,
+                       "text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{_filename(slug, phase_slug, view, "csv")}"'
     return response
 
 
+def board_json_served(request: HttpRequest, access: BoardAccess) -> HttpResponse:
+    """The board's JSON (the export and the API's answer), or a 304; marked as the caller's own."""
+    return viewer_dependent(_served(request, access, "json", board_json_for, "application/json"),
+                            confidential=access.view == ORGANIZER)
+
+
 def _json(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
-    response = JsonResponse(board_payload(_board(request, slug, phase_slug, view)))
+    response = board_json_served(request, _access(request, slug, phase_slug, view))
     if view == ORGANIZER:
         response["Content-Disposition"] = f'inline; filename="{_filename(slug, phase_slug, view, "json")}"'
     return response
@@ -146,8 +207,7 @@ def _paper(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpR
 
 
 def _chart(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
-    board = _board(request, slug, phase_slug, view)
-    response = HttpResponse(board_chart_svg(board), content_type="image/svg+xml")
+    response = _served(request, _access(request, slug, phase_slug, view), "svg", board_chart_for, "image/svg+xml")
     if view == ORGANIZER:
         response["Content-Disposition"] = f'inline; filename="{_filename(slug, phase_slug, view, "svg")}"'
     return response

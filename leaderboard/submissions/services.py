@@ -48,6 +48,7 @@ from leaderboard.core.tasks import (
     TASK_QUEUES,
     enqueue_on_commit,
 )
+from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import Answers
 from leaderboard.submissions.models import (
@@ -500,6 +501,9 @@ def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
         if team.kind != TeamKind.BASELINE:
             fallback = fallback.filter(kind=SubmissionKind.IMPORTED)
         chosen = fallback.order_by("-created_at", "-id").first()
+    # Every write a board shows ends here (scores, a choice, a moderation, a rerun): its snapshot
+    # is made again, whether or not the row points elsewhere (the same row may have new scores).
+    board_changed(challenge_id=phase.challenge_id)
     if chosen is None:
         BoardEntry.objects.filter(team=team, phase=phase).delete()
         return None

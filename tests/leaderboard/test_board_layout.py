@@ -39,6 +39,7 @@ from leaderboard.challenges.models import Phase, SubmissionKind
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.core.csv_safe import csv_cell_safe, csv_rows_safe
 from leaderboard.rankings.selectors import board_datasets
+from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
 from tests.leaderboard.boards import THOUSAND, thousand_row_phase, wide_board_phase
@@ -245,6 +246,7 @@ def test_a_board_links_the_challenges_other_boards_by_their_names(cast: Cast) ->
     assert '<a href="/c/demo/board/test/organizer/">Test</a>' in organizer
     # A board that is not public is not linked from the public boards.
     Phase.objects.filter(pk=cast.test.pk).update(board_public=False)
+    board_changed(challenge_id=cast.challenge.pk)  # as a reload does (challenge_load)
     assert "board-phases" not in Client().get("/c/demo/board/dev/").content.decode()
 
 

@@ -40,6 +40,7 @@ from leaderboard.rankings.paper_tables import (
 )
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_build
 from leaderboard.rankings.significance import METHOD, NO_QUESTION_SCORES, RowSignificance, Significance
+from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.services import ImportedEntry, results_import
 from tests.leaderboard.conftest import REPO
 
@@ -504,6 +505,7 @@ def test_the_board_page_offers_averages_by_tag_and_the_paper_tables(challenge: C
     organizer = oscar.get("/c/tagged/board/test/organizer/").content.decode()
     assert "passage source: web" in organizer and "/c/tagged/board/test/organizer/paper/?format=csv" in organizer
     Dataset.objects.filter(challenge=challenge).update(tags={})
+    board_changed(challenge_id=challenge.pk)  # as the reload that removes them does
     untagged = Client().get("/c/tagged/board/test/").content.decode()
     assert 'id="tag-averages"' not in untagged and "Averages by tag" not in untagged
     assert "no dataset of this board has tags" in _export(Client(), "/c/tagged/board/test/paper/", "md")[1]

@@ -1,0 +1,258 @@
+"""Board snapshots: each view of a phase's board is built once per change, then read by every request.
+
+A board is read far more often than it changes, and building one of a thousand teams takes most of a
+second.  So each view (public, organizer) of each phase is kept as a ``BoardSnapshot``: the pickled
+``Board`` and its renderings (each page's content, the JSON, the CSV, the chart), built as anyone
+without a row on it sees them, tagged with the challenge's board version (``versions.board_changed``,
+raised in the transaction of every change a board shows).
+
+A request reads the version first (one small query).  If the snapshot carries it, the request is
+served from it, or answered 304 when the client holds that version already; if not (the change
+committed and the background rebuild has not run yet), the request builds the board itself and
+stores it.  A snapshot is therefore never served stale once a change has committed.
+
+A viewer whose team has a row on the board sees it marked as theirs (and named, if the team is
+anonymous): that viewer's answer is made from the pickled board with their row changed, not by
+building the board again.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import io
+import json
+import logging
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import IntegrityError, transaction
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from leaderboard.accounts.models import Team
+from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.challenges.models import Phase
+from leaderboard.core.csv_safe import csv_rows_safe
+from leaderboard.rankings.charts import board_chart_svg
+from leaderboard.rankings.models import BoardSnapshot, BoardSnapshotPage, BoardVersion
+from leaderboard.rankings.selectors import (
+    ORGANIZER,
+    ORGANIZER_VIEW_NOT_FOUND,
+    PUBLIC,
+    Board,
+    Viewer,
+    board_as_records,
+    board_build,
+    board_payload,
+)
+from leaderboard.rankings.table import BOARD_PAGE_ROWS
+from leaderboard.rankings.versions import board_version_get, board_version_read
+from leaderboard.submissions.models import BoardEntry
+
+logger = logging.getLogger(__name__)
+
+# Part of every ETag: a deploy that renders boards differently must not be answered 304.
+SNAPSHOT_FORMAT = 1
+
+# Renders a page's content from a board: set by the views module (it owns the templates), so that
+# the snapshot's pages and an overlaid page come from one function.
+PageRenderer = Callable[[Board, str | int | None], str]
+_page_renderer: PageRenderer | None = None
+
+
+def board_page_renderer_set(render: PageRenderer) -> None:
+    global _page_renderer
+    _page_renderer = render
+
+
+@dataclass(frozen=True)
+class BoardAccess:
+    """What a request may read of a board, and at which version."""
+
+    phase: Phase
+    view: str
+    version: int
+    changed_at: dt.datetime | None
+    # The viewer's team when it has a row on this board: that row is marked (and named) for them.
+    own_team: Team | None
+
+    def etag(self, part: str, *, extra: str = "") -> str:
+        own = self.own_team.pk if self.own_team else 0
+        text = f"{SNAPSHOT_FORMAT}:{self.phase.pk}:{self.view}:{self.version}:{part}:{own}:{extra}"
+        return '"' + hashlib.sha256(text.encode()).hexdigest()[:32] + '"'
+
+
+def board_access_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = PUBLIC) -> BoardAccess:
+    """The board at its address, with the rules of ``board_get``: 404 for an unknown phase, for a
+    non-public challenge or board in the public view, and for anyone but the organizers in the
+    organizer view (the existence of what they may not see is not confirmed either)."""
+    phases = Phase.objects.select_related("challenge").filter(challenge__slug=slug, slug=phase_slug)
+    if view == PUBLIC:
+        phase = get_object_or_404(phases.filter(challenge__is_public=True))
+        if not phase.board_public:
+            raise Http404(f"the {phase.name} board is not public")
+    else:
+        found = phases.first()
+        if found is None or not user_is_organizer(user=viewer, challenge=found.challenge):
+            raise Http404(ORGANIZER_VIEW_NOT_FOUND)
+        phase = found
+    # The version is read before anything of the board: a snapshot built from data read later is
+    # at least as new as its tag says.
+    version, changed_at = board_version_read(challenge_id=phase.challenge_id)
+    own_team = team_of_user(user=viewer, challenge=phase.challenge)
+    if own_team is not None and not BoardEntry.objects.filter(phase=phase, team=own_team).exists():
+        own_team = None  # no row of theirs on this board: they see what everyone sees
+    return BoardAccess(phase=phase, view=view, version=version, changed_at=changed_at, own_team=own_team)
+
+
+def board_snapshot_part(access: BoardAccess, part: str) -> Any:
+    """One rendering of the board at the access's version, built now if the snapshot is older."""
+    # A newer snapshot (a change committed since the version was read) is as good: it is fresher.
+    stored = (BoardSnapshot.objects.filter(phase=access.phase, view=access.view, version__gte=access.version)
+              .values_list(part, flat=True).first())
+    if stored is not None:
+        return stored
+    return board_snapshot_build(phase=access.phase, view=access.view, version=access.version).part(part)
+
+
+def board_snapshot_page(access: BoardAccess, number: str | int | None) -> str:
+    """The content of page ``number`` (``Paginator.get_page``'s rules), built now if the snapshot is older."""
+    found = (BoardSnapshot.objects.filter(phase=access.phase, view=access.view, version__gte=access.version)
+             .values_list("pk", "page_count").first())
+    if found is not None:
+        html = (BoardSnapshotPage.objects.filter(snapshot_id=found[0], number=board_page_number(found[1], number))
+                .values_list("html", flat=True).first())
+        if html is not None:  # else replaced between the two reads: build it
+            return html
+    built = board_snapshot_build(phase=access.phase, view=access.view, version=access.version)
+    return built.pages[board_page_number(len(built.pages), number) - 1]
+
+
+def board_for(access: BoardAccess) -> Board:
+    """The whole board, as this viewer sees it (their own row marked and, if anonymous, named)."""
+    board: Board = pickle.loads(bytes(board_snapshot_part(access, "board")))  # noqa: S301  (written by us)
+    board.phase = access.phase  # the request's, with its challenge already loaded
+    return _overlaid(board, access.own_team)
+
+
+def _overlaid(board: Board, team: Team | None) -> Board:
+    if team is None:
+        return board
+    rows = list(board.rows)
+    for i, row in enumerate(rows):
+        if row.team_id == team.pk:
+            # Their own team's name and affiliation, even where the public reads "Anonymous".
+            rows[i] = replace(row, is_own=True, team_name=team.name, affiliation=team.affiliation)
+            break
+    return replace(board, rows=rows)
+
+
+def board_page_number(pages: int, number: str | int | None) -> int:
+    """As ``Paginator.get_page``: the first page for a missing or malformed number, the last for
+    one out of range (a link to a board that has shrunk still shows rows)."""
+    try:
+        n = int(number)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 1
+    return n if 1 <= n <= pages else max(pages, 1)
+
+
+def board_snapshot_build(*, phase: Phase, view: str, version: int) -> BuiltSnapshot:
+    """Build one view of the board and store it under ``version`` (unless a newer one is stored)."""
+    board = board_build(phase=phase, viewer=AnonymousUser(), view=view, trusted=True)
+    pages = _pages(board)
+    fields = {
+        "version": version, "built_at": timezone.now(),
+        "board": pickle.dumps(board, protocol=pickle.HIGHEST_PROTOCOL),
+        "payload_json": json.dumps(board_payload(board), cls=DjangoJSONEncoder).encode(),
+        "records_csv": _csv_bytes(board),
+        "chart_svg": board_chart_svg(board).encode(),
+        "page_count": len(pages),
+    }
+    with transaction.atomic():
+        # Only forward: a slow builder of an older version must not replace a newer snapshot.
+        stored = BoardSnapshot.objects.select_for_update().filter(phase=phase, view=view).first()
+        if stored is None:
+            try:
+                with transaction.atomic():
+                    stored = BoardSnapshot.objects.create(phase=phase, view=view, **fields)
+            except IntegrityError:
+                stored = None  # made meanwhile by another builder: this request answers with what it built
+        elif stored.version <= version:
+            BoardSnapshot.objects.filter(pk=stored.pk).update(**fields)
+            BoardSnapshotPage.objects.filter(snapshot=stored).delete()
+        else:
+            stored = None
+        if stored is not None:
+            BoardSnapshotPage.objects.bulk_create(
+                BoardSnapshotPage(snapshot=stored, number=n, html=html) for n, html in enumerate(pages, 1))
+    return BuiltSnapshot(board=board, fields=fields, pages=pages)
+
+
+@dataclass(frozen=True)
+class BuiltSnapshot:
+    board: Board
+    fields: dict[str, Any]
+    pages: list[str]
+
+    def part(self, name: str) -> Any:
+        return self.fields[name]
+
+
+def _pages(board: Board) -> list[str]:
+    if _page_renderer is None:
+        # The views module registers the renderer when it is imported (the URL configuration does).
+        import leaderboard.rankings.views  # noqa: F401
+    assert _page_renderer is not None
+    count = max(1, -(-len(board.rows) // BOARD_PAGE_ROWS))
+    return [_page_renderer(board, n) for n in range(1, count + 1)]
+
+
+def _csv_bytes(board: Board) -> bytes:
+    records = board_as_records(board)
+    out = io.StringIO()
+    fields = list(records[0]) if records else ["rank", "team"]
+    # Team names and affiliations are the participants' own text: none may become a formula.
+    csv.writer(out).writerows(csv_rows_safe(fields, records))
+    return out.getvalue().encode()
+
+
+def board_csv_for(access: BoardAccess) -> bytes:
+    return _csv_bytes(board_for(access)) if access.own_team else bytes(board_snapshot_part(access, "records_csv"))
+
+
+def board_json_for(access: BoardAccess) -> bytes:
+    if access.own_team:
+        return json.dumps(board_payload(board_for(access)), cls=DjangoJSONEncoder).encode()
+    return bytes(board_snapshot_part(access, "payload_json"))
+
+
+def board_chart_for(access: BoardAccess) -> bytes:
+    # Its legend names the teams: an anonymous team's members read their own name there too.
+    return board_chart_svg(board_for(access)).encode() if access.own_team else bytes(
+        board_snapshot_part(access, "chart_svg"))
+
+
+def board_snapshots_rebuild(challenge_id: int) -> int:
+    """Build every stale snapshot of the challenge's boards (the task after a change); how many.
+
+    Safe twice and in any order: each build is tagged with the version read before it, and a
+    snapshot already at the current version is left alone.
+    """
+    BoardVersion.objects.filter(pk=challenge_id).update(rebuild_pending=False)
+    version = board_version_get(challenge_id=challenge_id)
+    built = 0
+    for phase in Phase.objects.select_related("challenge").filter(challenge_id=challenge_id):
+        for view in (PUBLIC, ORGANIZER) if phase.board_public else (ORGANIZER,):
+            if BoardSnapshot.objects.filter(phase=phase, view=view, version=version).exists():
+                continue
+            board_snapshot_build(phase=phase, view=view, version=version)
+            built += 1
+    return built

@@ -1,0 +1,246 @@
+"""A large board served by the production server (gunicorn, ``deploy/serve.sh``) to concurrent clients.
+
+``python -m tests.benchmarks.bench_board_served [--teams 1000] [--clients 8] [--requests 300]
+[--json RESULTS.json]``
+
+The board is ``bench_board``'s (1,000 teams x 10 submissions x 12 datasets, 20 baselines, in a
+throwaway SQLite file).  The script starts ``deploy/serve.sh`` on it (production settings, gunicorn's
+threaded workers, a Redis of its own as the broker, no Celery worker: nothing rebuilds in the
+background, so the first read builds each snapshot), reads each endpoint once to build the
+snapshots, then sends ``--requests`` requests per endpoint from ``--clients`` threads, each on its
+own keep-alive connection.  Reported per endpoint: median, p95 and p99 (nearest rank) in ms.
+
+Then the repeated-read load: every client reads the board page, the API and the exports over and
+over, sending back the ETag it got (as a browser or a polling script does); the share of 304s and
+their latency are reported.  Last, in-process: how long a change's rebuild takes (every view of the
+phase built again from the database, with its renderings), and how long one reader pays when it
+finds the snapshot stale (the board page right after a change, before any rebuild).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.benchmarks import bench_board
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def wait_listening(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"nothing listens on {port} after {timeout} s")
+
+
+def get(conn: http.client.HTTPConnection, path: str, headers: dict[str, str]) -> tuple[int, str, float]:
+    t0 = time.perf_counter()
+    conn.request("GET", path, headers=headers)
+    response = conn.getresponse()
+    response.read()
+    return response.status, response.getheader("ETag") or "", (time.perf_counter() - t0) * 1000
+
+
+def load(port: int, paths: Sequence[str], headers: dict[str, str], clients: int, requests: int,
+         conditional: bool = False) -> dict[str, Any]:
+    """``requests`` GETs spread over ``clients`` threads, each with a keep-alive connection."""
+    per_client = max(1, requests // clients)
+    times: list[float] = []
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+
+    def client(k: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        etags: dict[str, str] = {}
+        mine: list[float] = []
+        codes: dict[int, int] = {}
+        for i in range(per_client):
+            path = paths[(i + k) % len(paths)]
+            sent = {**headers, **({"If-None-Match": etags[path]} if conditional and path in etags else {})}
+            status, etag, ms = get(conn, path, sent)
+            if etag:
+                etags[path] = etag
+            mine.append(ms)
+            codes[status] = codes.get(status, 0) + 1
+        conn.close()
+        with lock:
+            times.extend(mine)
+            for code, n in codes.items():
+                statuses[code] = statuses.get(code, 0) + n
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    return {"requests": len(times), "median_ms": statistics.median(times), "p95_ms": pct(times, 0.95),
+            "p99_ms": pct(times, 0.99), "per_s": len(times) / wall, "statuses": statuses}
+
+
+def session_cookie(username: str) -> str:
+    """A logged-in session for ``username``, made in the database the server reads."""
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.auth.models import User
+    from django.contrib.sessions.backends.db import SessionStore
+
+    user = User.objects.get(username=username)
+    store = SessionStore()
+    store[SESSION_KEY] = str(user.pk)
+    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    store.save()
+    return f"sessionid={store.session_key}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--teams", type=int, default=1000)
+    parser.add_argument("--submissions", type=int, default=10)
+    parser.add_argument("--datasets", type=int, default=12)
+    parser.add_argument("--seed", type=int, default=2019)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=300, help="per endpoint")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn processes")
+    parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn process")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    var_dir = Path(tempfile.mkdtemp(prefix="bench_served_"))
+    bench_board.django_setup(var_dir)
+    from django.conf import settings
+    from django.db import connections
+
+    db_path = Path(settings.DATABASES["default"]["NAME"])
+    t0 = time.perf_counter()
+    bench_board.build(argparse.Namespace(teams=args.teams, submissions=args.submissions, datasets=args.datasets,
+                                         seed=args.seed))
+    print(f"setup {time.perf_counter() - t0:.0f} s: {args.teams} teams, {args.datasets} datasets", flush=True)
+    participant = session_cookie("participant")
+    connections.close_all()
+
+    redis_port, web_port = free_port(), free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--save", "", "--appendonly", "no"],
+                             stdout=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "leaderboard.settings.prod",
+        "READERBOARD_SECRET_KEY": "bench-only",
+        "READERBOARD_DATABASE_URL": f"sqlite:///{db_path}",
+        "READERBOARD_VAR_DIR": str(var_dir / "var"),
+        "READERBOARD_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "READERBOARD_WEB_BIND": f"127.0.0.1:{web_port}",
+        "READERBOARD_WEB_WORKERS": str(args.workers),
+        "READERBOARD_WEB_THREADS": str(args.threads),
+        "READERBOARD_MIGRATE": "0",
+        "PYTHON": sys.executable,
+    }
+    log = open(var_dir / "serve.log", "w")  # noqa: SIM115
+    server = subprocess.Popen(["bash", "deploy/serve.sh"], cwd=REPO, env=env, stdout=log, stderr=log)
+    report: dict[str, Any] = {"teams": args.teams, "clients": args.clients, "workers": args.workers,
+                              "threads": args.threads, "python": sys.version.split()[0]}
+    try:
+        wait_listening(web_port, 120)
+        base = f"/c/{bench_board.SLUG}/board/{bench_board.PHASE}"
+        endpoints = {
+            "board page (public)": (f"{base}/", {}),
+            "board page (participant)": (f"{base}/", {"Cookie": participant}),
+            "board page 5 (public)": (f"{base}/?page=5", {}),
+            "API leaderboard": (f"/api/v1/challenges/{bench_board.SLUG}/phases/{bench_board.PHASE}/leaderboard/", {}),
+            "JSON export": (f"{base}/export.json", {}),
+            "CSV export": (f"{base}/export.csv", {}),
+            "chart.svg": (f"{base}/chart.svg", {}),
+        }
+        conn = http.client.HTTPConnection("127.0.0.1", web_port, timeout=300)
+        first: dict[str, float] = {}
+        for name, (path, headers) in endpoints.items():
+            status, _, ms = get(conn, path, headers)
+            assert status == 200, (name, path, status, (var_dir / "serve.log").read_text()[-2000:])
+            first[name] = ms
+        conn.close()
+        report["first_read_ms"] = first
+        results = {}
+        for name, (path, headers) in endpoints.items():
+            results[name] = load(web_port, [path], headers, args.clients, args.requests)
+        report["endpoints"] = results
+        repeated = [path for path, _ in endpoints.values()]
+        report["repeated_reads"] = load(web_port, repeated, {}, args.clients, args.requests * 2, conditional=True)
+    finally:
+        server.terminate()
+        server.wait(30)
+        redis.terminate()
+        log.close()
+
+    # In-process: a change's rebuild, and a reader that meets a stale snapshot.
+    from django.test import Client
+
+    from leaderboard.challenges.models import Phase
+    from leaderboard.rankings.snapshots import board_snapshots_rebuild
+    from leaderboard.rankings.versions import board_changed
+
+    phase = Phase.objects.get(challenge__slug=bench_board.SLUG, slug=bench_board.PHASE)
+    rebuilds, stale_reads = [], []
+    for _ in range(3):
+        board_changed(challenge_id=phase.challenge_id)
+        t0 = time.perf_counter()
+        board_snapshots_rebuild(phase.challenge_id)
+        rebuilds.append(time.perf_counter() - t0)
+        board_changed(challenge_id=phase.challenge_id)
+        t0 = time.perf_counter()
+        assert Client().get(f"/c/{bench_board.SLUG}/board/{bench_board.PHASE}/").status_code == 200
+        stale_reads.append(time.perf_counter() - t0)
+    report["rebuild_s"] = {"median": statistics.median(rebuilds), "max": max(rebuilds), "views": 2}
+    report["stale_read_s"] = {"median": statistics.median(stale_reads), "max": max(stale_reads)}
+
+    print(f"\n{'endpoint':<26} {'median ms':>10} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>7}  statuses")
+    for name, r in report["endpoints"].items():
+        print(f"{name:<26} {r['median_ms']:>10.1f} {r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['per_s']:>7.0f}  "
+              f"{r['statuses']}  (first read {first[name]:.0f} ms)")
+    rr = report["repeated_reads"]
+    share = rr["statuses"].get(304, 0) / rr["requests"]
+    print(f"\nrepeated reads with If-None-Match: {share:.1%} answered 304; median {rr['median_ms']:.1f} ms, "
+          f"p95 {rr['p95_ms']:.1f} ms ({rr['requests']} requests, {rr['statuses']})")
+    print(f"rebuild after a change (public + organizer view of the phase): median {report['rebuild_s']['median']:.2f} s, "
+          f"max {report['rebuild_s']['max']:.2f} s")
+    print(f"a page read that finds its snapshot stale: median {report['stale_read_s']['median']:.2f} s")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    connections.close_all()
+    shutil.rmtree(var_dir, ignore_errors=True)
+    shutil.rmtree(db_path.parent, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
