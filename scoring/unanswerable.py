@@ -31,6 +31,19 @@ is empty is left out rather than invented (levels usually label only the
 unanswerable questions, so their ``answerable_*`` keys are absent).
 Questions without a label count overall but in no level.
 
+Each level also gets the paper's own measure (section 4.2, Table 7): detection
+accuracy on a balanced set, ``balanced_detection_accuracy`` over
+``balanced_total`` questions: the level's unanswerable questions plus as many
+answerable ones of the whole dataset.  The paper draws those "randomly"; we
+draw them deterministically: the answerable questions whose
+``sha256("SEED:LEVEL:QID")`` are smallest (``balance_seed``, default 0), so the
+draw depends on neither file order nor predictions, and differs by level as
+independent draws would.  With fewer answerable questions than the level has
+unanswerable ones, that many of each are drawn the same way.  Its expectation
+is the mean of the level's recall and the answerable questions' detection
+accuracy.  Absent when the level has no unanswerable question or the dataset
+no answerable one.
+
 Missing predictions are an error, as in SQuAD 2.0, unless
 ``missing_as_empty``: a missing prediction is then ``""`` (predicted
 unanswerable) with no-answer probability 0.0, or 1.0 when the probability
@@ -41,6 +54,7 @@ last occurrence (an error with ``strict``).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -114,12 +128,39 @@ def _aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _drawn(records: Sequence[dict[str, Any]], n: int, *, seed: int, label: str) -> Sequence[dict[str, Any]]:
+    """``n`` of ``records``, the same ones whatever their order (module docstring)."""
+    if n >= len(records):
+        return records
+
+    def key(record: dict[str, Any]) -> bytes:
+        return hashlib.sha256(f"{seed}:{label}:{record['id']}".encode()).digest()
+
+    return sorted(records, key=key)[:n]
+
+
+def balanced_detection(
+    level_records: Sequence[dict[str, Any]], answerable: Sequence[dict[str, Any]], *, seed: int, label: str,
+) -> dict[str, Any]:
+    """Detection accuracy (x100) on a level's unanswerable questions plus as many answerable ones."""
+    unanswerable = [r for r in level_records if not r["has_ans"]]
+    n = min(len(unanswerable), len(answerable))
+    if n == 0:
+        return {}
+    chosen = [*_drawn(unanswerable, n, seed=seed, label=label), *_drawn(answerable, n, seed=seed, label=label)]
+    return {
+        "balanced_total": 2 * n,
+        "balanced_detection_accuracy": 100.0 * sum(r["detection_correct"] for r in chosen) / (2 * n),
+    }
+
+
 def evaluate_unanswerable(
     dataset: Mapping[str, Any] | Sequence[Any],
     predictions: Mapping[str, Any],
     na_probs: Mapping[str, Any] | None = None,
     *,
     na_prob_thresh: float = 1.0,
+    balance_seed: int = 0,
     missing_as_empty: bool = False,
     strict: bool = False,
     dataset_path: str = "dataset",
@@ -179,7 +220,12 @@ def evaluate_unanswerable(
         if record["level"] is not None:
             by_level.setdefault(record["level"], []).append(record)
     if by_level:
-        metrics["levels"] = {label: _aggregate(by_level[label]) for label in sorted(by_level, key=_natural_key)}
+        answerable = [r for r in per_example if r["has_ans"]]
+        metrics["levels"] = {
+            label: _aggregate(by_level[label])
+            | balanced_detection(by_level[label], answerable, seed=balance_seed, label=label)
+            for label in sorted(by_level, key=_natural_key)
+        }
     return EvalResult(metrics, per_example, warnings)
 
 
@@ -193,7 +239,8 @@ def _run(args: argparse.Namespace) -> EvalResult:
         na_probs = load_na_probs(args.na_prob_file, strict=args.strict, warn=load_warnings.append)
     result = evaluate_unanswerable(
         dataset, predictions, na_probs,
-        na_prob_thresh=args.na_prob_thresh, missing_as_empty=args.missing_as_empty, strict=args.strict,
+        na_prob_thresh=args.na_prob_thresh, balance_seed=args.balance_seed,
+        missing_as_empty=args.missing_as_empty, strict=args.strict,
         dataset_path=args.dataset, prediction_path=args.predictions, na_prob_path=args.na_prob_file or "",
     )
     result.warnings[:0] = load_warnings
@@ -208,7 +255,10 @@ fields {", ".join(LEVEL_FIELDS)} (a string such as "LEVEL1", or an integer).
 Output (x100): detection_accuracy overall and on answerable / unanswerable
 questions, answerable_exact and answerable_f1 (SQuAD 2.0 normalisation),
 exact and f1 over all questions, with counts; the same per level under
-"levels".  A metric over an empty set of questions is left out.  Every
+"levels", where balanced_detection_accuracy is the paper's Table 7 measure:
+the level's unanswerable questions plus as many answerable ones, drawn by
+hash with --balance-seed (the paper draws them at random).  A metric over an
+empty set of questions is left out.  Every
 question needs a prediction unless --missing-as-empty (missing = "").
 There is no official script, so nothing is rounded and --official-rounding
 changes nothing.
@@ -232,5 +282,7 @@ def register(subparsers: Any) -> None:
                         help="predict unanswerable where the no-answer probability exceeds this (default 1.0)")
     parser.add_argument("--missing-as-empty", action="store_true",
                         help="treat a missing prediction as \"\" (unanswerable) instead of failing")
+    parser.add_argument("--balance-seed", type=int, default=0, metavar="SEED",
+                        help="seed of the answerable questions drawn for each level's balanced set (default 0)")
     add_common_options(parser)
     parser.set_defaults(run=_run)

@@ -55,13 +55,18 @@ def test_fixture_scores_as_computed_by_hand(capsys: pytest.CaptureFixture[str]) 
         "answerable_exact": pytest.approx(100 / 3), "answerable_f1": pytest.approx(100 * (5 / 3) / 3),
         "unanswerable_total": 5, "unanswerable_detection_accuracy": 60.0,
         "exact": 62.5, "f1": pytest.approx(100 * (17 / 3) / 8),
+        # Balanced sets (seed 0): LEVEL1 draws a1 and a3 (both detected: 3 of 4 right), LEVEL2 and
+        # "3" draw a2 (predicted "": LEVEL2 1 of 2, "3" 0 of 2).
         "levels": {
             "3": {"total": 1, "detection_accuracy": 0.0, "answerable_total": 0, "unanswerable_total": 1,
-                  "unanswerable_detection_accuracy": 0.0, "exact": 100.0, "f1": 100.0},
+                  "unanswerable_detection_accuracy": 0.0, "exact": 100.0, "f1": 100.0,
+                  "balanced_total": 2, "balanced_detection_accuracy": 0.0},
             "LEVEL1": {"total": 2, "detection_accuracy": 50.0, "answerable_total": 0, "unanswerable_total": 2,
-                       "unanswerable_detection_accuracy": 50.0, "exact": 50.0, "f1": 50.0},
+                       "unanswerable_detection_accuracy": 50.0, "exact": 50.0, "f1": 50.0,
+                       "balanced_total": 4, "balanced_detection_accuracy": 75.0},
             "LEVEL2": {"total": 1, "detection_accuracy": 100.0, "answerable_total": 0, "unanswerable_total": 1,
-                       "unanswerable_detection_accuracy": 100.0, "exact": 100.0, "f1": 100.0},
+                       "unanswerable_detection_accuracy": 100.0, "exact": 100.0, "f1": 100.0,
+                       "balanced_total": 2, "balanced_detection_accuracy": 50.0},
         },
     }
 

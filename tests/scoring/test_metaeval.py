@@ -1,0 +1,295 @@
+"""Meta-evaluation: Pearson, the paired bootstrap of correlations, sweeps, word level, loaders and CLI."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scoring.errors import InputFormatError
+from scoring.metaeval import (
+    METRICS,
+    Candidate,
+    Judgment,
+    Reference,
+    bootstrap_correlation_difference,
+    evaluate_metaeval,
+    load_judgments,
+    load_references,
+    match_references,
+    pearson,
+    prepare,
+    sweep,
+    to_units,
+    word_tokens,
+)
+from scoring.mrc2018 import bleu_stats_with_bonus, rouge_l_with_bonus
+from tests.scoring.helpers import assert_one_line_error, run_cli
+
+DATA = Path(__file__).parent / "data"
+JUDGMENTS = DATA / "metaeval_judgments.jsonl"
+REFS = DATA / "metaeval_refs.jsonl"
+
+# --- Pearson -----------------------------------------------------------------------------------
+
+
+def test_pearson_on_known_numbers() -> None:
+    # Deviations (-2,-1,0,1,2) and (-2,0,1,0,1): r = 6 / sqrt(10 * 6) = sqrt(0.6).
+    assert pearson([1, 2, 3, 4, 5], [2, 4, 5, 4, 5]) == pytest.approx(math.sqrt(0.6), abs=1e-15)
+    assert pearson([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0, abs=1e-15)
+    assert pearson([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0, abs=1e-15)
+    assert pearson([1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 3.0, 2.0, 5.0, 4.0]) == pytest.approx(0.8, abs=1e-15)
+
+
+def test_pearson_is_none_where_undefined_and_skips_nan_pairs() -> None:
+    assert pearson([1, 2, 3], [0.1, 0.1, 0.1]) is None  # a constant metric (0.1 * 3 is not exact: still None)
+    assert pearson([1], [2]) is None
+    assert pearson([1, 2, 3, float("nan")], [2, 4, 6, 1]) == pytest.approx(1.0)
+
+
+# --- word level (Yang et al. 2018, section 3) --------------------------------------------------
+
+SKIP_CAND = "Skipping rope is an aerobic exercise."
+SKIP_GOLD = ("Skipping rope is a kind of aerobic exercise with low intensity.",
+             "Skipping rope can be regarded as an aerobic exercise only when skipping for a long time.")
+QIN_CAND = "Qin unified China in 221 BC after the war against other kingdoms which lasted ten years."
+QIN_GOLD = "Qin unified China in ten years, from 230 BC to 221 BC."
+QIN_ENTITIES = ("ten years", "230 BC", "221 BC")
+
+
+def test_word_tokens_keep_the_period() -> None:
+    # "Include period symbol and omit lemmatization" (footnote 1): 7 tokens, 6 bigrams.
+    assert word_tokens(SKIP_CAND) == ["skipping", "rope", "is", "an", "aerobic", "exercise", "."]
+    assert len(word_tokens(QIN_GOLD)) == 14 and len(word_tokens(QIN_CAND)) == 17
+
+
+def test_example_1_adapted_p2_for_a_yes_no_answer() -> None:
+    cand, *refs = to_units([SKIP_CAND, *SKIP_GOLD], "word")
+    plain = bleu_stats_with_bonus(cand, refs)
+    assert (plain.correct[1], plain.guess[1]) == (4, 6)  # vanilla P2 4/6 = 0.67
+    adapted = bleu_stats_with_bonus(cand, refs, yn_label="Yes", yn_refs=["Yes", "Depends"], alpha=1.0)
+    assert adapted.correct[1] / adapted.guess[1] == pytest.approx(7 / 9, abs=1e-15)  # (4 + 3) / (6 + 3)
+    assert round(adapted.correct[1] / adapted.guess[1], 2) == 0.78
+
+
+def test_example_2_adapted_p2_for_an_entity_answer() -> None:
+    cand, ref, *entities = to_units([QIN_CAND, QIN_GOLD, *QIN_ENTITIES], "word")
+    plain = bleu_stats_with_bonus(cand, [ref])
+    assert (plain.correct[1], plain.guess[1]) == (5, 16)  # vanilla 0.31
+    adapted = bleu_stats_with_bonus(cand, [ref], entities=entities, beta=1.0)
+    assert adapted.correct[1] / adapted.guess[1] == pytest.approx(7 / 18, abs=1e-15)  # (5 + 2) / (16 + 2)
+    assert round(adapted.correct[1] / adapted.guess[1], 2) == 0.39
+
+
+def test_example_3_adapted_rouge_l_for_a_yes_no_answer() -> None:
+    # Footnote 2: section 3 uses the harmonic mean, i.e. gamma = 1.
+    cand, *refs = to_units([SKIP_CAND, *SKIP_GOLD], "word")
+    vanilla = rouge_l_with_bonus(cand, refs, gamma=1.0)
+    # The paper's own counts (LCS 6, |c| 7, |r| 12) give P 6/7, R 6/12 and 2PR/(P+R) = 0.632; it prints
+    # 0.59, which is what the counts without the period give (LCS 5, |c| 6, |r| 11: 0.588). Its claim
+    # that vanilla ROUGE-L favours this answer over "exercise with low intensity" by only 0.09 is that
+    # 0.59 minus the trivial answer's 0.50; by its counts the margin is 0.13.
+    assert vanilla == pytest.approx(2 * (6 / 7) * (6 / 12) / (6 / 7 + 6 / 12), abs=1e-15)
+    assert round(vanilla, 3) == 0.632
+    adapted = rouge_l_with_bonus(cand, refs, yn_label="Yes", yn_refs=["Yes", "Depends"], alpha=1.0, gamma=1.0)
+    p, r = 12 / 13, 12 / 18  # the paper's adapted P 0.92 and R 0.67
+    assert adapted == pytest.approx(2 * p * r / (p + r), abs=1e-15)
+    # The paper prints 0.78: the harmonic mean of P and R already rounded to 0.92 and 0.67.
+    assert round(adapted, 3) == 0.774
+    trivial, *refs = to_units(["exercise with low intensity", *SKIP_GOLD], "word")
+    assert rouge_l_with_bonus(trivial, refs, gamma=1.0) == pytest.approx(0.5)
+
+
+def test_example_4_adapted_rouge_l_for_an_entity_answer() -> None:
+    cand, ref, *entities = to_units([QIN_CAND, QIN_GOLD, *QIN_ENTITIES], "word")
+    vanilla = rouge_l_with_bonus(cand, [ref], gamma=1.0)
+    assert vanilla == pytest.approx(2 * (7 / 17) * (7 / 14) / (7 / 17 + 7 / 14), abs=1e-15)
+    adapted = rouge_l_with_bonus(cand, [ref], entities=entities, beta=1.0, gamma=1.0)
+    p, r = 11 / 21, 11 / 18  # entity length sum 4: "221 BC" and "ten years" occur in the candidate
+    assert adapted == pytest.approx(2 * p * r / (p + r), abs=1e-15)
+    assert (round(vanilla, 2), round(adapted, 2)) == (0.45, 0.56)
+
+
+def test_an_entity_occurs_only_as_contiguous_words() -> None:
+    cand, ref, entity = to_units(["BC 221 and 221 BCE", "221 BC", "221 BC"], "word")
+    assert entity not in cand
+    cand, ref, entity = to_units(["in 221 BC.", "221 BC", "221 BC"], "word")
+    assert entity in cand and len(entity) == 2
+
+
+def test_prepare_at_word_level_scores_em_f1_with_squad_rules() -> None:
+    reference = Reference("q", "DESCRIPTION", ("The Library of Congress",), (), ())
+    candidate = prepare(Judgment("q", "library of Congress!", 5.0), reference, level="word")
+    assert candidate.fixed["EM"] == 1.0 and candidate.fixed["F1"] == 1.0
+    assert candidate.fixed["DeepRead-P"] == 1.0 and candidate.fixed["DeepRead-R"] == 1.0
+
+
+# --- paired bootstrap --------------------------------------------------------------------------
+
+
+def _synthetic(n: int = 80, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    human = rng.integers(1, 6, size=n).astype(float)
+    good = human + rng.normal(0.0, 0.5, size=n)  # tracks the judgments
+    noise = rng.normal(0.0, 1.0, size=n)  # does not
+    return human, good, noise
+
+
+def test_bootstrap_is_reproducible_with_a_seed() -> None:
+    human, good, noise = _synthetic()
+    weak = good + 3 * noise
+    one = bootstrap_correlation_difference(human, good, weak, seed=3)
+    assert one == bootstrap_correlation_difference(human, good, weak, seed=3)
+    other = bootstrap_correlation_difference(human, good, weak, seed=4)
+    assert (other.ci_low, other.ci_high) != (one.ci_low, one.ci_high)
+    assert one.samples == 100 and one.difference == pytest.approx(pearson(human, good) - pearson(human, weak))
+
+
+def test_a_clearly_better_metric_wins_every_resample() -> None:
+    human, good, noise = _synthetic()
+    test = bootstrap_correlation_difference(human, good, noise, names=("good", "noise"))
+    assert test.wins == 100 and test.undefined == 0
+    assert test.p_value == pytest.approx(1 / 101)  # the smallest p 100 resamples can give
+    assert test.ci_low is not None and test.ci_low > 0.5
+    reverse = bootstrap_correlation_difference(human, noise, good)
+    assert reverse.wins == 0 and reverse.p_value == 1.0
+
+
+def test_the_bootstrap_draws_what_a_plain_loop_draws() -> None:
+    human, good, noise = _synthetic(n=30)
+    test = bootstrap_correlation_difference(human, good, noise, samples=50, seed=11, level=0.9)
+    rng = np.random.default_rng(11)
+    diffs = []
+    for _ in range(50):
+        idx = rng.integers(0, 30, size=30)
+        diffs.append(np.corrcoef(human[idx], good[idx])[0, 1] - np.corrcoef(human[idx], noise[idx])[0, 1])
+    assert test.wins == sum(d > 0 for d in diffs)
+    assert test.ci_low == pytest.approx(float(np.quantile(diffs, 0.05)), abs=1e-12)
+
+
+def test_identical_metrics_never_win() -> None:
+    human, good, _ = _synthetic(n=20)
+    test = bootstrap_correlation_difference(human, good, good.copy())
+    assert test.difference == 0.0 and test.wins == 0 and test.p_value == 1.0
+
+
+# --- the judgment file -------------------------------------------------------------------------
+
+
+def candidates() -> list[Candidate]:
+    return match_references(load_judgments(JUDGMENTS), load_references(REFS))
+
+
+def test_the_judgment_file_covers_every_type_and_kind() -> None:
+    judgments = load_judgments(JUDGMENTS)
+    assert len(judgments) == 60
+    kinds = {json.loads(line)["kind"] for line in JUDGMENTS.read_text(encoding="utf-8").splitlines()}
+    assert {"exact", "partial", "wrong", "yesno_flipped", "entity_wrong"} <= kinds
+    assert {j.question_type for j in judgments} == {"YES_NO", "ENTITY", "DESCRIPTION"}
+    assert {j.score for j in judgments} == {1.0, 2.0, 3.0, 4.0, 5.0}
+
+
+def test_correlations_on_the_judgment_file() -> None:
+    result = evaluate_metaeval(candidates())
+    metrics = result.metrics
+    assert metrics["candidates"] == {"YES_NO": 21, "ENTITY": 21, "DESCRIPTION": 18, "overall": 60}
+    assert set(metrics["pearson"]) == set(METRICS)
+    r = metrics["pearson"]
+    # The bonuses change nothing on DESCRIPTION and help where they apply, as in the paper's Table 2.
+    assert r["ROUGE-L-adapted"]["DESCRIPTION"] == r["ROUGE-L"]["DESCRIPTION"]
+    for qtype in ("YES_NO", "ENTITY", "overall"):
+        assert r["ROUGE-L-adapted"][qtype] > r["ROUGE-L"][qtype]
+        assert r["BLEU-4-adapted"][qtype] > r["BLEU-4"][qtype]
+    assert r["EM"]["YES_NO"] is None  # no yes/no candidate matches a reference exactly: EM is constant
+    assert len(metrics["bootstrap"]) == 2 * 4
+    assert len(result.per_example) == 60 and result.per_example[0]["human"] == 5.0
+
+
+def test_sweep_shape() -> None:
+    cands = candidates()
+    rows = sweep(cands, parameter="alpha", values=[0.0, 1.0, 2.0, 4.0], beta=1.0)
+    assert [row["alpha"] for row in rows] == [0.0, 1.0, 2.0, 4.0]
+    for row in rows:
+        assert set(row) == {"alpha", "ROUGE-L-adapted", "BLEU-4-adapted"}
+        assert list(row["ROUGE-L-adapted"]) == ["YES_NO", "ENTITY", "DESCRIPTION", "overall"]
+    # alpha only moves yes/no candidates; at 0 the yes/no bonus is gone.
+    assert len({row["ROUGE-L-adapted"]["ENTITY"] for row in rows}) == 1
+    plain = evaluate_metaeval(cands, compare=()).metrics["pearson"]
+    assert rows[0]["ROUGE-L-adapted"]["YES_NO"] == pytest.approx(plain["ROUGE-L"]["YES_NO"])
+    beta_rows = sweep(cands, parameter="beta", values=[0.0, 2.0], alpha=2.0)
+    assert beta_rows[0]["ROUGE-L-adapted"]["ENTITY"] == pytest.approx(plain["ROUGE-L"]["ENTITY"])
+
+
+def test_csv_judgments_load_like_json_lines(tmp_path: Path) -> None:
+    path = tmp_path / "judgments.csv"
+    rows = [json.loads(line) for line in JUDGMENTS.read_text(encoding="utf-8").splitlines()]
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, ["question_id", "question_type", "answer", "yesno_answer", "score", "kind"])
+        writer.writeheader()
+        writer.writerows(rows)
+    from_csv = load_judgments(path)
+    from_json = load_judgments(JUDGMENTS)
+    assert [(j.qid, j.answer, j.score, j.question_type, j.yesno) for j in from_csv] == [
+        (j.qid, j.answer, j.score, j.question_type, j.yesno) for j in from_json]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"question_id": 181588, "answer": "x", "score": 6}, "outside the 1-5 scale"),
+        ({"question_id": 181588, "answer": "x"}, "missing field 'score'"),
+        ({"question_id": 181588, "answer": "x", "score": 3, "yesno_answer": "yes"}, "one of Yes, No, Depends"),
+        ({"answer": "x", "score": 3}, "missing field 'question_id'"),
+    ],
+)
+def test_bad_judgments_are_named(tmp_path: Path, line: dict[str, Any], message: str) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    with pytest.raises(InputFormatError, match=message):
+        load_judgments(path)
+
+
+def test_a_question_type_that_contradicts_the_reference_is_refused() -> None:
+    judgment = Judgment("181588", "可以。", 3.0, question_type="ENTITY", line=4)
+    with pytest.raises(InputFormatError, match="differs from the reference's 'YES_NO'"):
+        match_references([judgment], load_references(REFS))
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def test_the_command_runs_on_the_judgment_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "table.md"
+    code, out, err = run_cli(capsys, "metaeval", JUDGMENTS, REFS, "--sweep-alpha", "0,1,2", "--sweep-beta", "0,1",
+                             "--table", table, "--seed", "1")
+    assert code == 0, err
+    assert out["level"] == "char" and out["alpha"] == 2.0 and out["beta"] == 1.0
+    assert out["candidates"]["overall"] == 60
+    assert [row["alpha"] for row in out["sweeps"]["alpha"]] == [0.0, 1.0, 2.0]
+    assert out["bootstrap"][0]["seed"] == 1 and out["bootstrap"][0]["samples"] == 100
+    text = table.read_text(encoding="utf-8")
+    assert "| ROUGE-L-adapted |" in text and "Sweep of beta" in text
+    code, again, _ = run_cli(capsys, "metaeval", JUDGMENTS, REFS, "--seed", "1",
+                             "--compare", "ROUGE-L-adapted:ROUGE-L", "--compare", "BLEU-4-adapted:BLEU-4")
+    assert again["bootstrap"] == out["bootstrap"]
+
+
+def test_the_command_reads_a_released_dureader_file(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import shared_path
+
+    demo = shared_path("data", "dureader-demo", "search.dev.json")
+    code, out, err = run_cli(capsys, "metaeval", JUDGMENTS, demo, "--samples", "10")
+    assert code == 0, err
+    _, own, _ = run_cli(capsys, "metaeval", JUDGMENTS, REFS, "--samples", "10")
+    assert out["pearson"] == own["pearson"]
+
+
+def test_the_command_names_an_unknown_question(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_text(json.dumps({"question_id": "nope", "answer": "x", "score": 3}) + "\n", encoding="utf-8")
+    assert_one_line_error(capsys, ["metaeval", path, REFS], "not in the reference file", "'nope'")
