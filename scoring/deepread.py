@@ -34,6 +34,11 @@ Choices the paper leaves open, made here and tested:
   them) and possessive pronouns (my, mine, your, yours, his, hers, its, our,
   ours, their, theirs); *and*, *or*; *to*, *in*, *at*, *of*; *a*, *the*;
   *this*, *that*, *which*.  Reflexives (himself...) are not on it.
+  The paper's own "Library of Congress" example (Figure 2) is in the tests:
+  sentence 1 scores precision 2/7 and recall 2/2, sentence 2 recall 1/2,
+  AutSent picks sentence 1.  For sentence 2 ("From the start, it was our
+  national library.") the paper prints precision 1/6, but this stop list
+  leaves 4 content words (from, start, national, library), so we give 1/4.
 * **Tokens**: lower-cased runs of letters and digits; an apostrophe inside a
   word splits a clitic: ``n't`` becomes *not*, ``'ll`` *will*, and ``'s``,
   ``'re``, ``'ve``, ``'d``, ``'m`` (forms of be/have, the possessive marker,
@@ -65,6 +70,16 @@ Input (JSON)::
 sentence ids may be strings or integers.  A prediction that picks a sentence
 and gives no answer text is scored for P&R on that sentence's text, as Deep
 Read's own responses (sentences) were.
+
+**Sentence answers** (``--sentence-answers``; the platform's ``deepread``
+suite): a system answers with the text of a sentence, as Deep Read did, and
+:func:`match_sentences` reads an answer string that is a sentence of its
+question's story (white space aside, nothing else) as picking that sentence;
+any other string picks none and scores 0 on HumSent and AutSent.  Where a
+story has the same sentence twice, the copy a human marked is the one picked:
+the text cannot tell them apart.  HumSent and AutSent are then reported
+whatever the answers pick (``sentence_metrics``), so a file that matches no
+sentence scores 0 rather than leaving them out.
 """
 
 from __future__ import annotations
@@ -461,11 +476,15 @@ def evaluate_deepread(
     autsent_threshold: float | None = None,
     strict: bool = False,
     source: str | None = None,
+    sentence_metrics: bool = False,
 ) -> EvalResult:
     """P&R, HumSent and AutSent (x100, macro over questions) with per-question records.
 
     ``source`` names the prediction file in error messages.  With ``strict`` a
     prediction for an unknown question is an error (otherwise it is ignored).
+    ``sentence_metrics``: report HumSent and AutSent even when no prediction
+    picks a sentence (each question then scores 0 on them), as for sentence
+    answers, where picking none is a wrong answer, not a different kind of system.
     """
     if autsent_threshold is not None and not 0.0 < autsent_threshold <= 1.0:
         raise ValueError("autsent_threshold must be in (0, 1]")
@@ -474,7 +493,7 @@ def evaluate_deepread(
         for qid in predictions:
             if qid not in question_ids:
                 raise InputFormatError("prediction for a question that is not in the data", path=source, qid=qid)
-    picks_sentences = any(p.sentence is not None for p in predictions.values())
+    picks_sentences = sentence_metrics or any(p.sentence is not None for p in predictions.values())
     warnings: list[str] = []
     records: list[dict[str, Any]] = []
     sums = {"precision": 0.0, "recall": 0.0, "HumSent": 0.0, "AutSent": 0.0}
@@ -545,6 +564,40 @@ def evaluate_deepread(
     return EvalResult(metrics=metrics, per_example=records, warnings=warnings)
 
 
+def _same_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def match_sentences(data: DeepReadData, predictions: Mapping[str, Prediction]) -> dict[str, Prediction]:
+    """The predictions with each answer that is a sentence of its question's story read as picking it.
+
+    White space aside, the answer must be the sentence's text exactly: a system that
+    answers with a sentence copies it from the story.  A prediction that already
+    picks a sentence, or whose question has no story, is kept as it is.  Of
+    sentences with the same text, the first one the question's annotator marked
+    is picked (else the first): the answer cannot say which copy it meant.
+    """
+    by_text: dict[str, dict[str, list[str]]] = {}  # story id -> normalised text -> sentence ids in order
+    out = dict(predictions)
+    for question in data.questions:
+        prediction = predictions.get(question.id)
+        if (prediction is None or prediction.sentence is not None or prediction.answer is None
+                or question.story is None):
+            continue
+        texts = by_text.get(question.story)
+        if texts is None:
+            texts = by_text[question.story] = {}
+            for sid, text in data.stories[question.story].sentences.items():
+                texts.setdefault(_same_text(text), []).append(sid)
+        candidates = texts.get(_same_text(prediction.answer))
+        if not candidates:
+            continue
+        marked = question.answer_sentences or frozenset()
+        picked = next((sid for sid in candidates if sid in marked), candidates[0])
+        out[question.id] = Prediction(answer=prediction.answer, sentence=picked)
+    return out
+
+
 def _picked_sentence(question: Question, story: Story | None, prediction: Prediction,
                      source: str | None) -> str | None:
     """The text of the sentence the prediction picked (validated against the question's story)."""
@@ -579,6 +632,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--autsent-threshold", type=float, default=None, metavar="RECALL",
                         help="AutSent accepts sentences with recall >= RECALL "
                              "(default: the paper's rule, the story's highest-recall sentences)")
+    parser.add_argument("--sentence-answers", action="store_true",
+                        help="answers are sentences: an answer string that is a sentence of its question's "
+                             "story (white space aside) picks it, any other picks none, and HumSent and "
+                             "AutSent are always reported (as the platform's deepread suite scores)")
     add_common_options(parser, rounding=False)
     parser.set_defaults(run=run)
 
@@ -591,7 +648,9 @@ def run(args: argparse.Namespace) -> EvalResult:
     warnings: list[str] = []
     data = load_deepread_data(args.data)
     predictions = load_deepread_predictions(args.predictions, strict=args.strict, warn=warnings.append)
+    if args.sentence_answers:
+        predictions = match_sentences(data, predictions)
     result = evaluate_deepread(data, predictions, autsent_threshold=args.autsent_threshold,
-                               strict=args.strict, source=args.predictions)
+                               strict=args.strict, source=args.predictions, sentence_metrics=args.sentence_answers)
     result.warnings[:0] = warnings
     return result

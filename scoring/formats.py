@@ -21,7 +21,8 @@ from typing import Any
 _GZIP_MAGIC = b"\x1f\x8b"
 
 # The suite that scores each recognised format as it is (leaderboard's metric_suite names).
-_SUITE_OF = {"QuAC": "quac", "CoQA": "coqa", "DuReader/MRC2018": "mrc2018"}
+_SUITE_OF = {"QuAC": "quac", "CoQA": "coqa", "DuReader/MRC2018": "mrc2018", "SQuAD 2.0": "squad2",
+             "Deep Read": "deepread"}
 
 def _text(raw: bytes) -> str | None:
     if raw[:2] == _GZIP_MAGIC:
@@ -45,7 +46,10 @@ def _first_qa(paragraphs: Any) -> dict[str, Any] | None:
 
 
 def _document_format(document: Any) -> str | None:
-    """The format of one JSON document, if it is a benchmark's: SQuAD 1.1/2.0, QuAC, CoQA."""
+    """The format of one JSON document, if it is a benchmark's: SQuAD 1.1/2.0, QuAC, CoQA, Deep Read."""
+    if (isinstance(document, dict) and isinstance(document.get("stories"), list)
+            and isinstance(document.get("questions"), list)):
+        return "a Deep Read JSON file"
     data = document.get("data") if isinstance(document, dict) else None
     if not isinstance(data, list) or not data or not isinstance(data[0], dict):
         return None
@@ -72,7 +76,7 @@ def _document_format(document: Any) -> str | None:
 def describe_format(raw: bytes) -> str | None:
     """What benchmark format ``raw`` (a file's bytes, gzipped or not) is in, if one is recognised.
 
-    Recognised: one JSON document in SQuAD 1.1/2.0, QuAC or CoQA form, and
+    Recognised: one JSON document in SQuAD 1.1/2.0, QuAC, CoQA or Deep Read form, and
     DuReader/MRC2018 JSON lines.  None for anything else (including MRQA
     itself, and files that are not JSON at all).  Meant for error messages:
     it parses the whole file.
@@ -121,6 +125,19 @@ def not_mrqa_hint(raw: bytes) -> str | None:
         hint += ("; MRQA has no unanswerable questions: leave out those with is_impossible, or use "
                  "metric_suite: squad2, which scores SQuAD 2.0 files as they are")
     return hint
+
+
+def not_deepread_hint(raw: bytes) -> str | None:
+    """A sentence for an organizer whose Deep Read gold file is another benchmark's, or None."""
+    kind = describe_format(raw)
+    if kind is None or "Deep Read" in kind:
+        return None
+    hint = (f"this is {kind}, not a Deep Read file (an object with 'stories', each with its 'sentences', and "
+            "'questions' with their answer keys; README, \"Deep Read challenges\")")
+    suite = next((name for label, name in _SUITE_OF.items() if label in kind), None)
+    if suite is None:  # SQuAD 1.1
+        return f"{hint}; converted with `python -m scoring mrqa-build`, it makes a metric_suite: mrqa challenge"
+    return f"{hint}; a challenge on this data takes metric_suite: {suite}"
 
 
 def mrqa_header(raw: bytes) -> dict[str, Any] | None:

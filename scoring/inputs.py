@@ -46,14 +46,23 @@ The formats (:data:`FORMATS`), one allowlist each:
     ``version, data: [{id, source, story, questions: [{turn_id,
     input_text}]}]``.  ``filename`` and ``name`` are left out: they name the
     source file (``mc160.test.41``) and a system does not need them.
+``deepread``
+    ``stories: [{id, title, sentences: [{text}]}], questions: [{id, story,
+    question}]`` (:mod:`scoring.deepread`'s data file).  A system answers
+    with a sentence's text, so sentences keep their text and order only:
+    their ids are the organizer's and not needed.  ``answers`` and
+    ``answer_sentences`` (the HumSent key) are left out like every other
+    field.
 
 Sealed datasets (:func:`rekey`): every id that could identify the dataset is
 replaced by a keyed HMAC-SHA256 of the original (:data:`ID_CHARS` hex
 characters), the MRQA header names the sealed label, and the fields that name a
 source are replaced the same way: SQuAD's and QuAC's article ``title`` (a
 Wikipedia page name), CoQA's ``source`` (``mctest``, ``race``...) and
-DuReader's ``source``.  DuReader's document titles stay: they are the titles
-of the retrieved web pages, part of the evidence.  The
+DuReader's ``source``, and Deep Read's story ids (in stories and in the
+questions that name them).  DuReader's document titles stay: they are the titles
+of the retrieved web pages, part of the evidence; so do Deep Read's story
+titles, which a reader reads with the story.  The
 passages themselves are kept, and a public dataset's text can of course be
 searched for: sealing hides names, not content.  QuAC's ``section_title`` and
 ``background`` are kept for the same reason, being the dialog's setting.
@@ -77,8 +86,10 @@ from scoring.errors import InputFormatError
 from scoring.io import decode_text, json_type, load_json, parse_json
 from scoring.unanswerable import LEVEL_FIELDS
 
-FORMATS: tuple[str, ...] = ("mrqa", "dureader", "squad2", "quac", "coqa")
+FORMATS: tuple[str, ...] = ("mrqa", "dureader", "squad2", "quac", "coqa", "deepread")
 _LINE_FORMATS = frozenset({"mrqa", "dureader"})
+# The list every document of a one-document format has (a SQuAD-style "data" unless named here).
+_TOP_LIST = {"deepread": "questions"}
 
 # 80 bits: a collision among a test set's questions is out of reach (and refused if it happens).
 ID_CHARS = 20
@@ -126,6 +137,10 @@ COQA = Fields(
         frozenset({"id", "source", "story"}), lists={"questions": Fields(frozenset({"turn_id", "input_text"}))}
     )},
 )
+DEEPREAD = Fields(lists={
+    "stories": Fields(frozenset({"id", "title"}), lists={"sentences": Fields(frozenset({"text"}))}),
+    "questions": Fields(frozenset({"id", "story", "question"})),
+})
 
 
 def squad2_fields(*, keep_levels: bool) -> Fields:
@@ -182,7 +197,7 @@ def iter_input_lines(fmt: str, path: str | os.PathLike[str]) -> Iterator[str]:
 
 
 def document_inputs(fmt: str, document: Any, *, keep_levels: bool = False, path: str = "dataset") -> bytes:
-    """The answer-free input file of an already loaded ``squad2``, ``quac`` or ``coqa`` gold document.
+    """The answer-free input file of an already loaded ``squad2``, ``quac``, ``coqa`` or ``deepread`` gold document.
 
     The document is not changed; the copy shares its strings.
     """
@@ -193,10 +208,11 @@ def _document_inputs(fmt: str, document: Any, *, keep_levels: bool, path: str) -
     _check_format(fmt)
     if fmt in _LINE_FORMATS:
         raise ValueError(f"{fmt!r} is a JSON-lines format; use build_inputs or iter_input_lines")
-    if not isinstance(document, dict) or not isinstance(document.get("data"), list):
-        found = json_type(document) if not isinstance(document, dict) else "no 'data' list"
-        raise InputFormatError(f"expected a JSON object with a 'data' list, found {found}", path=path)
-    fields = {"squad2": squad2_fields(keep_levels=keep_levels), "quac": QUAC, "coqa": COQA}[fmt]
+    top = _TOP_LIST.get(fmt, "data")
+    if not isinstance(document, dict) or not isinstance(document.get(top), list):
+        found = json_type(document) if not isinstance(document, dict) else f"no {top!r} list"
+        raise InputFormatError(f"expected a JSON object with a {top!r} list, found {found}", path=path)
+    fields = {"squad2": squad2_fields(keep_levels=keep_levels), "quac": QUAC, "coqa": COQA, "deepread": DEEPREAD}[fmt]
     return _select(document, fields, where="", path=path, line=None)
 
 
@@ -396,7 +412,7 @@ def rekey(fmt: str, data: bytes, *, key: bytes, label: str) -> tuple[bytes, dict
         raise InputFormatError(f"corrupt gzip data ({exc})", path=label) from None
     # _document_inputs builds new objects, so the ids can be replaced in them in place.
     document = _document_inputs(fmt, parse_json(text, label), keep_levels=True, path=label)
-    {"squad2": _rekey_squad2, "quac": _rekey_quac, "coqa": _rekey_coqa}[fmt](document, ids)
+    {"squad2": _rekey_squad2, "quac": _rekey_quac, "coqa": _rekey_coqa, "deepread": _rekey_deepread}[fmt](document, ids)
     return _dumps(document).encode("utf-8"), ids.questions
 
 
@@ -501,3 +517,15 @@ def _rekey_coqa(document: dict[str, Any], ids: _Rekeying) -> None:
             if turn is None or isinstance(turn, (dict, list)):
                 raise InputFormatError(f"{where}.questions[{i}] should have a 'turn_id'", path=ids.path)
             ids.question(coqa_qid(story["id"], turn), coqa_qid(original_story, turn))
+
+
+def _rekey_deepread(document: dict[str, Any], ids: _Rekeying) -> None:
+    # A story id ("rm2-01") names the source; a question names its story by the same token.
+    for s, story in enumerate(document.get("stories", [])):
+        story["id"] = ids.token("story", ids.required_id(story, "id", f"stories[{s}]"))
+    for q, question in enumerate(document["questions"]):
+        where = f"questions[{q}]"
+        original = ids.required_id(question, "id", where)
+        question["id"] = ids.question(ids.token("question", original), original)
+        if "story" in question:
+            question["story"] = ids.token("story", ids.required_id(question, "story", where))

@@ -19,6 +19,7 @@ class MetricSuite(models.TextChoices):
     SQUAD2 = "squad2", "SQuAD 2.0 / unanswerable (EM/F1, HasAns/NoAns, detection)"
     QUAC = "quac", "QuAC (F1, HEQ)"
     COQA = "coqa", "CoQA (F1, in/out of domain)"
+    DEEPREAD = "deepread", "Deep Read (HumSent ranks, AutSent, P&R)"
 
 
 class RankingRule(models.TextChoices):

@@ -47,7 +47,8 @@ def gold_answers(suite_key: str, path: str) -> dict[str, str]:
 
     Only what can change a score: MRQA's, SQuAD's and CoQA's answer strings (as sets: the
     metrics take the best over them), DuReader's answers, yes/no and entity answers and
-    question type, QuAC's references and dialog acts.
+    question type, QuAC's references and dialog acts, Deep Read's answer keys, marked sentences and
+    the story's sentences.
     """
     if suite_key == "mrqa":
         from scoring import mrqa
@@ -76,6 +77,14 @@ def gold_answers(suite_key: str, path: str) -> dict[str, str]:
 
         turns = coqa.load_coqa_dataset(path, strict=True).turns
         return {coqa_qid(*key): _canonical(sorted(set(golds))) for key, golds in turns.items()}
+    if suite_key == "deepread":
+        from scoring import deepread
+
+        data = deepread.load_deepread_data(path)
+        # The story's sentences too: answers are matched to them, and AutSent marks them.
+        return {q.id: _canonical([sorted(set(q.answers)), sorted(q.answer_sentences or ()),
+                                  list(data.stories[q.story].sentences.items()) if q.story is not None else None])
+                for q in data.questions}
     raise NotImplementedError(f"metric suite {suite_key!r}: no question-by-question comparison")
 
 

@@ -108,6 +108,7 @@ class NoOptions:
 
 SUITE_OPTIONS: dict[str, type[Any]] = {
     "mrqa": MrqaOptions, "mrc2018": Mrc2018Options, "squad2": NoOptions, "quac": QuacOptions, "coqa": NoOptions,
+    "deepread": NoOptions,
 }
 
 

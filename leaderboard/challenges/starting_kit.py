@@ -53,7 +53,8 @@ CONVERSE_BASELINE = BASELINE.parent / "converse_baseline.py"
 README_TEMPLATE = Path(settings.BASE_DIR) / "leaderboard" / "core" / "templates" / "challenges" / "starting_kit_README.md"
 SCORING_DIR = Path(scoring.__file__).resolve().parent
 # As the run plan names them (submissions.selectors.system_run_plan): the manifest's "format".
-INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader", "squad2": "squad2", "quac": "quac", "coqa": "coqa"}
+INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader", "squad2": "squad2", "quac": "quac", "coqa": "coqa",
+                 "deepread": "deepread"}
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 # An older kit stays this long after a new one is built: a request that chose it may still open it.
 STALE_KIT_S = 600
@@ -223,6 +224,9 @@ def _score_lines(suite: str, options: dict[str, Any], gold: str, output: str) ->
             f"python tools/coqa_predictions.py {output} > {official}",
             f"python -m scoring coqa --data-file {gold} --pred-file {official}",
         )
+    if suite == "deepread":
+        # DeepReadSuite.score: an answer that is a sentence of its story picks that sentence.
+        return (f"python -m scoring deepread {gold} {output} --sentence-answers",)
     return ()
 
 

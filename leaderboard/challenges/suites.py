@@ -5,7 +5,7 @@ gold files when organizers upload them (and produces the answer-free inputs
 that participants' systems read, copied from an allowlist by
 ``scoring.inputs``), checks the shape of prediction uploads,
 scores one dataset, and aggregates per-dataset metrics into the columns that
-rank teams (MRQA's macro-F1, per split; F1 for SQuAD 2.0, QuAC and CoQA).
+rank teams (MRQA's macro-F1, per split; F1 for SQuAD 2.0, QuAC and CoQA; HumSent for Deep Read).
 
 Metric names are lowercase ``[a-z0-9_]`` (they are Score rows and board keys),
 except MRC2018's question-type suffixes, which keep DuReader's labels.
@@ -31,6 +31,7 @@ from scoring.inputs import build_inputs, coqa_qid, document_inputs
 if TYPE_CHECKING:
     from leaderboard.challenges.models import Challenge, Dataset, Phase
     from scoring.coqa import CoqaGold, TurnKey
+    from scoring.deepread import DeepReadData
     from scoring.quac import QuacDialog, QuacPrediction
 
 # Bumped whenever a change to scoring/ can change a number; stored on every score.
@@ -243,7 +244,7 @@ def _gold_caches_forget() -> None:
     # The self-check scores a temporary copy, gone right after: entries keyed by its path
     # would only hold memory.  lru_cache cannot drop one key, and losing the others costs
     # at most a re-parse (this runs where gold is loaded, not where runs are scored).
-    for cached in (_mrqa_gold, _squad2_gold, _quac_gold, _coqa_gold):
+    for cached in (_mrqa_gold, _squad2_gold, _quac_gold, _coqa_gold, _deepread_gold):
         cached.cache_clear()
 
 
@@ -659,6 +660,9 @@ class Squad2Suite(_MeanOfEachMetric):
             metrics[f"level_{name}_detection_acc"] = values["detection_accuracy"]
             metrics[f"level_{name}_exact"] = values["exact"]
             metrics[f"level_{name}_f1"] = values["f1"]
+            # Nakanishi et al.'s Table 7 measure: the level's NAQs plus as many answerable questions.
+            if "balanced_detection_accuracy" in values:
+                metrics[f"level_{name}_balanced_detection_acc"] = values["balanced_detection_accuracy"]
         by_id = {record["id"]: record for record in detection.per_example}
         per_example = [
             {
@@ -924,6 +928,156 @@ class CoqaSuite(_MeanOfEachMetric):
         return DatasetResult(metrics=metrics, per_example=per_example)
 
 
+# --------------------------------------------------------------------------- Deep Read
+
+# scoring.deepread's keys -> platform metric names.
+_DEEPREAD_METRICS = {"HumSent": "humsent", "AutSent": "autsent", "precision": "precision", "recall": "recall"}
+
+
+def _read_deepread(path: str) -> tuple[dict[str, Any], DeepReadData]:
+    """A Deep Read gold file, checked as a challenge needs it (README, "Deep Read challenges").
+
+    Beyond what scoring.deepread's loader checks: every question is asked about a story (systems
+    answer with one of its sentences), has its text, a HumSent key (``answer_sentences``; ``[]``
+    where no sentence answers it, which the paper counts as 0 for everyone), and answer keys with
+    a content word; and every story has sentences, none of them blank.
+    """
+    from scoring import deepread
+    from scoring.io import load_json
+
+    data = deepread.load_deepread_data(path)
+    document = load_json(path)  # the loader keeps no question text; the file has passed it already
+    for s, story in enumerate(document.get("stories", [])):
+        where = f"stories[{s}]"
+        if not story["sentences"]:
+            raise InputFormatError(f"{where} has no sentences, so its questions cannot be answered",
+                                   path=path, qid=story["id"])
+        for n, sentence in enumerate(story["sentences"]):
+            if not sentence["text"].strip():
+                # An empty answer would "pick" it.
+                raise InputFormatError(f"{where}.sentences[{n}] (id {sentence['id']!r}) is blank", path=path,
+                                       qid=story["id"])
+    for q, (raw, question) in enumerate(zip(document["questions"], data.questions, strict=True)):
+        where = f"questions[{q}]"
+        if question.story is None:
+            raise InputFormatError(f"{where} has no 'story': a question is asked about a story, and systems "
+                                   "answer it with one of the story's sentences", path=path, qid=question.id)
+        text = raw.get("question")
+        if not isinstance(text, str) or not text.strip():
+            raise InputFormatError(f"{where} should have the question's text in 'question'", path=path,
+                                   qid=question.id)
+        if question.answer_sentences is None:
+            raise InputFormatError(
+                f"{where} has no 'answer_sentences': the ids of the sentences that answer it (HumSent, which "
+                "ranks); give [] where none does (it still counts, and scores 0 for everyone)",
+                path=path, qid=question.id,
+            )
+        for key in question.answers:
+            if not deepread.content_words(key):
+                raise InputFormatError(
+                    f"{where}: answer key {key!r} has no content word once stop words are removed, so no "
+                    "answer can match it (precision and recall are undefined); reword or remove it",
+                    path=path, qid=question.id,
+                )
+    return document, data
+
+
+@lru_cache(maxsize=32)
+def _deepread_gold(path: str, mtime: float) -> DeepReadData:
+    # See _mrqa_gold.
+    return _read_deepread(path)[1]
+
+
+@dataclass
+class DeepReadSuite(_MeanOfEachMetric):
+    """Deep Read (Hirschman et al. 1999): HumSent (ranks), AutSent, and P&R on stemmed content words.
+
+    Predictions are {qid: sentence}: a system answers with the text of one of the
+    story's sentences (white space aside), as Deep Read did; any other string
+    scores on P&R only, and 0 on HumSent and AutSent.
+    """
+
+    key: str = "deepread"
+    gold_suffix: str = ".json"
+    primary_metric: str = "humsent"
+    dataset_columns: Sequence[Column] = (
+        Column("humsent", "HumSent"), Column("autsent", "AutSent"), Column("precision", "Precision"),
+        Column("recall", "Recall"),
+    )
+    aggregate_columns: Sequence[Column] = field(
+        default_factory=lambda: [
+            Column("humsent", "HumSent"),
+            Column("autsent", "AutSent"),
+            Column("precision", "Precision"),
+            Column("recall", "Recall"),
+        ]
+    )
+
+    def inspect_gold(
+        self, content: bytes, *, filename: str, self_check: Mapping[str, Any] | None = None
+    ) -> GoldInfo:
+        from scoring.formats import not_deepread_hint
+
+        def inspect(path: str) -> GoldInfo:
+            document, data = _read_deepread(path)
+            qids = [question.id for question in data.questions]
+            if self_check is not None:
+                # Scorable only: no sentence need get full marks (a question with no marked sentence
+                # scores 0 for everyone, and a sentence is rarely all key words).
+                position = {qid: f"questions[{i}]" for i, qid in enumerate(qids)}
+                by_qid = {question.id: question for question in data.questions}
+
+                def answer(qid: str, k: int) -> Any:
+                    question = by_qid[qid]
+                    sentences = data.stories[question.story or ""].sentences
+                    marked = [sid for sid in sentences if sid in (question.answer_sentences or ())]
+                    return sentences[(marked or list(sentences))[0]] if k == 0 else None
+
+                _check_against_itself(self, path, self_check, qids=qids, answer=answer,
+                                      locate=lambda qid: (None, position[qid]))
+            return GoldInfo(qids=qids, inputs=document_inputs("deepread", document, path=path))
+
+        try:
+            return _inspect_gold_file(content, filename=filename, suffix=self.gold_suffix, inspect=inspect)
+        except ScoringError:
+            # A SQuAD or CoQA file fails on "missing field 'questions'": saying what it is helps more.
+            hint = not_deepread_hint(content)
+            if hint is None:
+                raise
+            raise InputFormatError(hint, path=filename) from None
+
+    def check_predictions(self, predictions: Any, *, where: str) -> None:
+        from scoring.io import json_type
+
+        if not isinstance(predictions, dict):
+            raise InputFormatError(f"expected a JSON object {{qid: sentence}}, found {json_type(predictions)}",
+                                   path=where)
+        for qid, answer in predictions.items():
+            if not isinstance(answer, str):
+                # scoring.deepread's own files may pick a sentence by id; uploads are never shown the ids.
+                raise InputFormatError(f"the answer should be the text of one of the story's sentences (a "
+                                       f"string), found {json_type(answer)}", path=where, qid=qid)
+
+    def score(self, gold_path: str, predictions: Any, options: Mapping[str, Any]) -> DatasetResult:
+        from scoring import deepread
+
+        self.check_predictions(predictions, where="predictions")
+        data = _deepread_gold(gold_path, os.path.getmtime(gold_path))
+        answers = deepread.match_sentences(
+            data, {qid: deepread.Prediction(answer=answer) for qid, answer in predictions.items()}
+        )
+        # sentence_metrics: an answer that is no sentence of the story is a wrong pick (0), even
+        # when the whole file picks none.
+        result = deepread.evaluate_deepread(data, answers, sentence_metrics=True, source="predictions")
+        metrics: dict[str, float | None] = {
+            name: _finite(float(result.metrics[key])) if key in result.metrics else None
+            for key, name in _DEEPREAD_METRICS.items()
+        }
+        # Which of a question's keys matched is not needed for significance or breakdowns.
+        per_example = [{k: v for k, v in r.items() if k != "key"} for r in result.per_example]
+        return DatasetResult(metrics=metrics, per_example=per_example)
+
+
 def phase_aggregate_columns(suite: Suite, phase: Phase) -> list[Column]:
     """A board's overall columns: the suite's, and for a phase in the interactive protocol (issue 11)
     each mode's F1 (the first mode's is the ranking F1, labelled with its mode), the drop from gold to
@@ -981,6 +1135,7 @@ SUITES: dict[str, Suite] = {
     "squad2": Squad2Suite(),
     "quac": QuacSuite(),
     "coqa": CoqaSuite(),
+    "deepread": DeepReadSuite(),
 }
 
 

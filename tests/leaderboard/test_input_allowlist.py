@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from leaderboard.challenges.suites import SUITES
-from scoring.inputs import COQA, DUREADER, MRQA_CONTEXT, MRQA_HEADER, QUAC, Fields, squad2_fields
+from scoring.inputs import COQA, DEEPREAD, DUREADER, MRQA_CONTEXT, MRQA_HEADER, QUAC, Fields, squad2_fields
 from tests.leaderboard.test_suites_more import coqa_gold, encode, quac_gold, squad2_gold
 from tests.scoring.every_field import (
     ANSWER_KEYS,
     allowed_keys,
     canaries_in,
+    deepread_document,
     dureader_lines,
     keys_of,
     mrqa_gzip,
@@ -46,6 +47,9 @@ GOLDS: dict[str, tuple[str, Callable[[], bytes], tuple[Fields, ...]]] = {
     # QuAC's loader checks the dialog acts, so they keep their labels; they are checked by name.
     "quac": ("val_v0.2.json", lambda: encode(plant(quac_gold(), keep=frozenset({"yesno", "followup"}))), (QUAC,)),
     "coqa": ("coqa-dev-v1.0.json", lambda: encode(plant(coqa_gold())), (COQA,)),
+    # The loader checks the marked sentences against the story, so they keep their ids; checked by name.
+    "deepread": ("deepread-dev.json",
+                 lambda: encode(plant(deepread_document(), keep=frozenset({"answer_sentences"}))), (DEEPREAD,)),
 }
 
 

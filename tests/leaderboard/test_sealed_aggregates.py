@@ -48,6 +48,7 @@ METRICS = {
     "squad2": ["exact", "f1", "hasans_exact", "hasans_f1", "noans_exact", "noans_f1", "detection_acc"],
     "quac": ["f1", "heq_q", "heq_d", "yesno_acc", "followup_acc", "unanswerable_acc", "unfiltered_f1"],
     "coqa": ["f1", "em", "in_domain_f1", "in_domain_em", "out_domain_f1", "out_domain_em"],
+    "deepread": ["humsent", "autsent", "precision", "recall"],
 }
 SEALED_NAME = "Secretsource"
 SEALED_ALIAS = "Hidden-03"

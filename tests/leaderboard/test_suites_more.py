@@ -438,7 +438,8 @@ class TestSquad2:
         for label, name in (("LEVEL1", "1"), ("LEVEL2", "2"), ("LEVEL3", "3")):
             level = detection["levels"][label]
             expected |= {f"level_{name}_detection_acc": level["detection_accuracy"],
-                         f"level_{name}_exact": level["exact"], f"level_{name}_f1": level["f1"]}
+                         f"level_{name}_exact": level["exact"], f"level_{name}_f1": level["f1"],
+                         f"level_{name}_balanced_detection_acc": level["balanced_detection_accuracy"]}
         assert set(result.metrics) == set(expected)
         for metric, value in expected.items():
             assert_close(result.metrics[metric], value, metric)

@@ -32,6 +32,8 @@ ANSWER_KEYS = frozenset({
     "orig_answer", "yesno", "followup",
     # CoQA
     "additional_answers", "span_start", "span_end", "span_text",
+    # Deep Read (answers, above, are its answer keys): the sentences a person marked as answering
+    "answer_sentences",
 })
 
 
@@ -239,6 +241,35 @@ def coqa_document() -> dict[str, Any]:
         "name": canary("story.name"),
         "rationale_notes": canary("story.rationale_notes"),
     }]}
+
+
+# --------------------------------------------------------------------------- Deep Read
+
+KITE_STORY = "rm3-12"
+
+
+def deepread_document() -> dict[str, Any]:
+    """A Deep Read data file (scoring.deepread): answer keys are free text, the marked sentences are ids."""
+    return {
+        "stories": [{
+            "id": KITE_STORY,
+            "title": "The Red Kite",
+            "publisher_code": canary("story.publisher_code"),
+            "sentences": [
+                {"id": 1, "text": "Tom built a red kite with his grandfather.", "is_answer": True,
+                 "note": canary("s1.note")},
+                {"id": "2", "text": "They flew it on the hill behind the school."},
+            ],
+        }],
+        "questions": [
+            {"id": "rm3-12-1", "story": KITE_STORY, "question": "Who helped Tom build the kite?",
+             "answers": [canary("q1.answers.0"), canary("q1.answers.1")], "answer_sentences": [1],
+             "rationale": canary("q1.rationale")},
+            {"id": "rm3-12-2", "story": KITE_STORY, "question": "Where did they fly the kite?",
+             "answers": [canary("q2.answers.0")], "answer_sentences": ["2"]},
+        ],
+        "annotator": canary("document.annotator"),
+    }
 
 
 def plant(document: Any, *, keep: frozenset[str] = frozenset(), where: str = "doc") -> Any:

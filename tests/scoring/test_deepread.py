@@ -196,6 +196,28 @@ def test_autsent_marks_every_best_sentence_and_none_without_overlap() -> None:
     assert autsent_sentences(story(), [content_words("dogs bones"), content_words("Kate")]) == {"1", "4"}
 
 
+def test_the_papers_library_of_congress_example() -> None:
+    # Hirschman et al. (1999), section 2 and its Figure 2.
+    congress = Story(id="lc", sentences={
+        "1": "But the Library of Congress was built for all the people.",
+        "2": "From the start, it was our national library.",
+    })
+    assert content_words(congress.sentences["1"]) == {"but", "librari", "congress", "built", "for", "all", "peopl"}
+    # The paper prints 1/6 = 17% for sentence 2's precision, but its own stop list (the, it, was, our)
+    # leaves 4 content words: from, start, national, library. So 1/4 here.
+    assert content_words(congress.sentences["2"]) == {"from", "start", "nation", "librari"}
+    # HumSent: the annotator listed no acceptable sentence for this question (the paper's choice).
+    question = Question(id="q", answers=("Library of Congress",), story="lc", answer_sentences=frozenset())
+    lc_data = DeepReadData(questions=[question], stories={"lc": congress})
+    one = evaluate_deepread(lc_data, {"q": Prediction(sentence="1")}).per_example[0]
+    assert one["precision"] == pytest.approx(100 * 2 / 7) and one["recall"] == 100.0
+    two = evaluate_deepread(lc_data, {"q": Prediction(sentence="2")}).per_example[0]
+    assert two["precision"] == pytest.approx(100 * 1 / 4) and two["recall"] == 50.0
+    assert autsent_sentences(congress, [content_words("Library of Congress")]) == {"1"}
+    assert (one["autsent"], two["autsent"]) == (100.0, 0.0)
+    assert (one["humsent"], two["humsent"]) == (0.0, 0.0)
+
+
 def test_sentence_metrics_only_cover_questions_with_the_data() -> None:
     questions = (
         Question(id="1", answers=("Kate",), story="s", answer_sentences=frozenset({"1"})),

@@ -20,6 +20,7 @@ from scoring import squad
 from scoring.errors import InputFormatError
 from scoring.inputs import (
     COQA,
+    DEEPREAD,
     DUREADER,
     FORMATS,
     ID_CHARS,
@@ -41,10 +42,12 @@ from tests.scoring.every_field import (
     ANSWER_KEYS,
     COQA_STORY,
     ELLA_DIALOG,
+    KITE_STORY,
     TERN_TOKENS,
     allowed_keys,
     canaries_in,
     coqa_document,
+    deepread_document,
     dureader_lines,
     dureader_record,
     keys_of,
@@ -80,6 +83,7 @@ GOLDS: dict[str, tuple[str, Callable[[], bytes]]] = {
     "squad2": ("gold.json", lambda: json.dumps(squad2_document()).encode("utf-8")),
     "quac": ("gold.json", lambda: json.dumps(quac_document()).encode("utf-8")),
     "coqa": ("gold.json", lambda: json.dumps(coqa_document()).encode("utf-8")),
+    "deepread": ("gold.json", lambda: json.dumps(deepread_document()).encode("utf-8")),
 }
 ALLOWED = {
     "mrqa": allowed_keys(MRQA_HEADER) | allowed_keys(MRQA_CONTEXT),
@@ -87,6 +91,7 @@ ALLOWED = {
     "squad2": allowed_keys(squad2_fields(keep_levels=True)),
     "quac": allowed_keys(QUAC),
     "coqa": allowed_keys(COQA),
+    "deepread": allowed_keys(DEEPREAD),
 }
 
 
@@ -167,6 +172,27 @@ def test_coqa_keeps_stories_and_questions() -> None:
         "questions": [{"input_text": "what color was cotton?", "turn_id": 1},
                       {"input_text": "where did she live?", "turn_id": 2}],
     }]}
+
+
+def test_deepread_keeps_stories_sentence_texts_and_questions() -> None:
+    out = json.loads(document_inputs("deepread", deepread_document()))
+    assert out == {
+        "stories": [{"id": KITE_STORY, "title": "The Red Kite", "sentences": [
+            {"text": "Tom built a red kite with his grandfather."}, {"text": "They flew it on the hill behind the school."},
+        ]}],
+        "questions": [{"id": "rm3-12-1", "story": KITE_STORY, "question": "Who helped Tom build the kite?"},
+                      {"id": "rm3-12-2", "story": KITE_STORY, "question": "Where did they fly the kite?"}],
+    }
+
+
+def test_deepread_sealed_questions_name_their_story_by_its_new_id(tmp_path: Path) -> None:
+    out, mapping = rekey("deepread", _stored("deepread", tmp_path), key=KEY, label="Hidden-7Q2K9D")
+    document = json.loads(out)
+    (story,) = document["stories"]
+    assert story["id"] != KITE_STORY and re.fullmatch(f"[0-9a-f]{{{ID_CHARS}}}", story["id"])
+    assert [q["story"] for q in document["questions"]] == [story["id"], story["id"]]
+    assert [mapping[q["id"]] for q in document["questions"]] == ["rm3-12-1", "rm3-12-2"]
+    assert story["title"] == "The Red Kite"  # read with the story, like a passage
 
 
 def test_an_allowed_field_holding_an_object_is_withheld() -> None:
@@ -278,6 +304,8 @@ def _originals(fmt: str) -> tuple[list[str], list[str]]:
         return qids, ['"Normans"']
     if fmt == "quac":
         return [qa["id"] for qa in _qas(quac_document())], [ELLA_DIALOG, "Ella Fitzgerald"]
+    if fmt == "deepread":
+        return ["rm3-12-1", "rm3-12-2"], [KITE_STORY]
     return [coqa_qid(COQA_STORY, 1), coqa_qid(COQA_STORY, 2)], [COQA_STORY, "mctest"]
 
 

@@ -7,7 +7,9 @@ Formats: "mrqa" (gzipped JSON lines: a header line, then contexts with their "qa
 (JSON lines: question_id, question, documents[].paragraphs), and the one-document formats "squad2"
 and "quac" (data[].paragraphs[]: context and qas with id and question) and "coqa" (data[]: story and
 questions with turn_id and input_text; answered under "<id>_<turn_id>", as the platform keys
-turns).  Unanswerable questions get a span like any other.  Python 3.11 stdlib only.
+turns), and "deepread" (stories[] with their sentences[].text, questions[] with id, story and question;
+answered with a whole sentence, as Deep Read challenges score).  Unanswerable questions get a span like
+any other.  Python 3.11 stdlib only.
 
 English: the sentence with the highest IDF-weighted overlap with the question's (lower-cased,
 punctuation-free, crudely stemmed) words, the earliest on ties; then its window of at most MAX_SPAN
@@ -218,7 +220,25 @@ def records(path: str, fmt: str) -> list[Record]:
     return out
 
 
+def run_deepread(path: str) -> dict[str, str]:
+    """A Deep Read file: each question gets its story's best sentence, whole (the answer must be a sentence)."""
+    document = json.loads("".join(read_lines(path)))
+    stories = {str(story.get("id")): [str(s.get("text") or "") for s in story.get("sentences") or []]
+               for story in document.get("stories") or []}
+    units = {sid: [terms(text) for text in texts] for sid, texts in stories.items()}
+    idf = Idf(u for story_units in units.values() for u in story_units)
+    predictions: dict[str, str] = {}
+    for question in document.get("questions") or []:
+        story = str(question.get("story"))
+        texts = stories.get(story) or []
+        predictions[str(question["id"])] = texts[best_sentence(
+            set(terms(str(question.get("question") or ""))), units[story], idf)] if texts else ""
+    return predictions
+
+
 def run_dataset(path: str, fmt: str) -> dict[str, str]:
+    if fmt == "deepread":
+        return run_deepread(path)
     recs = records(path, fmt)
     zh = is_chinese("".join(p for _, paragraphs in recs[:20] for p in paragraphs))
     passages = [Passage(paragraphs, zh) for _, paragraphs in recs]
