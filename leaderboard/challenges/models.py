@@ -50,6 +50,10 @@ class IncompleteRows(models.TextChoices):
     UNRANKED = "unranked", "a row that did not answer every ranked dataset is shown unranked"
 
 
+# The default smallest slice of hidden data a team is shown (Challenge.breakdown_min_questions).
+BREAKDOWN_MIN_QUESTIONS = 50
+
+
 class Challenge(models.Model):
     slug = models.SlugField(unique=True)
     title = models.CharField(max_length=200)
@@ -71,6 +75,9 @@ class Challenge(models.Model):
     )
     # None: no limit on a team's members.
     max_team_size = models.PositiveIntegerField(null=True, blank=True)
+    # Breakdowns of a submission's scores (submissions.breakdowns): on hidden data, a family of slices
+    # with one smaller than this many questions is not shown to teams (spec: breakdowns.min_questions).
+    breakdown_min_questions = models.PositiveIntegerField(default=BREAKDOWN_MIN_QUESTIONS)
     # Never shown: keys the re-keyed ids and the aliases of sealed datasets.
     secret = models.CharField(max_length=64, default=new_challenge_secret, editable=False)
     staff = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="organized_challenges")

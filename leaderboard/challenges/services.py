@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.challenges.models import (
+    BREAKDOWN_MIN_QUESTIONS,
     SYSTEM_KINDS,
     Challenge,
     Dataset,
@@ -116,6 +117,7 @@ def challenge_load(
         str(spec.get("sealed_aggregates", SealedAggregates.ISOLATING)), SealedAggregates, f"{slug}.sealed_aggregates"
     )
     max_team_size = _max_team_size(spec.get("max_team_size"), f"{slug}.max_team_size")
+    breakdown_min_questions = _breakdown_min_questions(spec.get("breakdowns"), f"{slug}.breakdowns")
 
     with transaction.atomic():
         previous_scope = Challenge.objects.filter(slug=slug).values_list("ranking_scope", flat=True).first()
@@ -138,6 +140,7 @@ def challenge_load(
                 "ranking_scope": ranking_scope,
                 "sealed_aggregates": sealed_aggregates,
                 "max_team_size": max_team_size,
+                "breakdown_min_questions": breakdown_min_questions,
             },
         )
         for username in spec.get("staff", []) or []:
@@ -198,6 +201,21 @@ def _max_team_size(value: object, where: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SpecError(f"{where}: {value!r} is not a number of members (a whole number, at least 1)")
     return value
+
+
+def _breakdown_min_questions(value: object, where: str) -> int:
+    """The spec's ``breakdowns: {min_questions: N}``: on hidden data, teams see no family of slices with
+    one smaller than N questions (a whole number, at least 1); absent: 50."""
+    if value is None:
+        return BREAKDOWN_MIN_QUESTIONS
+    if not isinstance(value, dict):
+        raise SpecError(f"{where}: expected a mapping like {{min_questions: {BREAKDOWN_MIN_QUESTIONS}}}, "
+                        f"found {value!r}")
+    minimum = value.get("min_questions", BREAKDOWN_MIN_QUESTIONS)
+    if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1:
+        raise SpecError(f"{where}.min_questions: {minimum!r} is not a number of questions (a whole number, "
+                        "at least 1)")
+    return minimum
 
 
 def _ranked_datasets(challenge: Challenge | None) -> dict[str, list[str]]:
@@ -275,6 +293,7 @@ def _reload_plan(spec: Mapping[str, Any], *, slug: str, suite: str, base_dir: Pa
         "metric_suite": suite,
         "suite_options": spec.get("suite_options") or {},
         "ranking_rule": _choice(spec.get("ranking_rule", RankingRule.BEST), RankingRule, f"{slug}.ranking_rule"),
+        "breakdown_min_questions": _breakdown_min_questions(spec.get("breakdowns"), f"{slug}.breakdowns"),
     }
     return reload_plan(slug=slug, suite_key=suite, phases=phases, datasets=datasets, challenge_fields=challenge_fields)
 

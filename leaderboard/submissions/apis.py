@@ -20,6 +20,7 @@ from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
+from leaderboard.submissions.breakdowns import DatasetBreakdown, submission_breakdowns
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import (
     submission_get_visible,
@@ -63,7 +64,9 @@ class RunFields(serializers.Serializer[Any]):
     log_available = serializers.BooleanField()
 
 
-def submission_payload(submission: Submission, *, is_organizer: bool) -> dict[str, Any]:
+def submission_payload(submission: Submission, *, is_organizer: bool, breakdowns: bool = False) -> dict[str, Any]:
+    """The submission as the caller may see it; with ``breakdowns`` (one submission's answer, not a list,
+    since each costs a bootstrap when first asked) its scores by slice too."""
     data = dict(SubmissionOutput(submission).data)
     report = submission_run_report(submission=submission, is_organizer=is_organizer)
     seconds = submission.run_seconds
@@ -89,7 +92,26 @@ def submission_payload(submission: Submission, *, is_organizer: bool) -> dict[st
     ]
     # The ranking average is itself an aggregate: withheld where the board withholds it.
     data["primary_score"] = submission_visible_primary_score(submission=submission, scores=scores)
+    if breakdowns:
+        data["breakdowns"] = breakdowns_payload(
+            submission_breakdowns(submission=submission, viewer_is_organizer=is_organizer))
     return data
+
+
+def breakdowns_payload(breakdowns: list[DatasetBreakdown]) -> list[dict[str, Any]]:
+    """Per dataset, its slice families as the caller may see them: a family hidden from the caller has
+    no slices and says why; an organizer's has them, with ``hidden_from_team`` and the note."""
+    return [
+        {"dataset": b.dataset, "metric": b.metric, "questions": b.questions, "hidden_data": b.hidden_data,
+         "note": b.note,
+         "families": [
+             {"family": f.name, "shown": f.shown, "hidden_from_team": f.hidden_from_team, "note": f.note,
+              "slices": [{"slice": s.label, "questions": s.questions, "score": s.score, "ci95": [s.ci_low, s.ci_high]}
+                         for s in f.slices]}
+             for f in b.families
+         ]}
+        for b in breakdowns
+    ]
 
 
 class SubmissionInput(serializers.Serializer[Any]):
@@ -204,4 +226,4 @@ class SubmissionDetailApi(APIView):
     def get(self, request: Request, pk: int) -> Response:
         submission, is_organizer = _visible_submission(request, pk)
         # What the scores show depends on who asks (an organizer sees sealed ones).
-        return viewer_dependent(Response(submission_payload(submission, is_organizer=is_organizer)))
+        return viewer_dependent(Response(submission_payload(submission, is_organizer=is_organizer, breakdowns=True)))

@@ -19,6 +19,8 @@ from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.challenges.selectors import batch_system_phases, interactive_phases
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
+from leaderboard.submissions.breakdowns import METHOD as BREAKDOWN_METHOD
+from leaderboard.submissions.breakdowns import submission_breakdowns
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import (
     quota_usage,
@@ -187,6 +189,8 @@ def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "report": submission_run_report(submission=submission, is_organizer=is_organizer),
             "scores": submission_visible_scores(submission=submission, is_organizer=is_organizer),
             "score_history": submission_score_history(submission=submission, is_organizer=is_organizer),
+            "breakdowns": submission_breakdowns(submission=submission, viewer_is_organizer=is_organizer),
+            "breakdown_method": BREAKDOWN_METHOD,
             "queue_position": submission_queue_position(submission=submission),
             "file_freed": submission_file_freed_note(submission=submission),
             "on_board": submission.pk in submissions_on_board(team=submission.team),

@@ -1,0 +1,192 @@
+"""A submission's scores by slice of each dataset's questions, as one viewer may see them.
+
+The slicing and the intervals are ``scoring.breakdowns``' (pure); this module finds the stored
+per-question records (``QuestionScores``) and, for the answer-length slices of MRQA and SQuAD 2.0,
+the gold file the submission was scored against, and applies who may see what:
+
+- on public data (a dev portion) every slice is shown to the team;
+- on hidden data (any other portion, and any Split III dataset) a team does not see a family of
+  slices with one smaller than ``Challenge.breakdown_min_questions`` (spec:
+  ``breakdowns: {min_questions: N}``, default 50), so that slices cannot probe a handful of hidden
+  questions.  The whole family goes, not just the small slice: with the dataset's score shown, the
+  others would give it away (the score times the size, minus theirs);
+- a sealed dataset has no breakdown for its team (its scores are withheld from it);
+- organizers see every family, each marked where its team does not.
+
+Computed on request (a bootstrap of each family, about 0.2 s for 12,000 questions) and kept in the
+cache under the per-question row, the submission's finish time and the gold's sha256, so a page
+reloaded or an API polled recomputes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.core.cache import cache
+
+from leaderboard.challenges.models import Dataset, DatasetFile, FilePortion, RetiredGold, Split
+from leaderboard.challenges.selectors import dataset_label, datasets_public_order
+from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
+from scoring.breakdowns import (
+    FORMATS,
+    NEEDS_GOLD_ANSWERS,
+    NO_RECORDS,
+    Breakdown,
+    Family,
+    Slice,
+    dataset_breakdown,
+    length_bucket,
+)
+
+SAMPLES = 1000
+SEED = 2019
+LEVEL = 0.95
+# Part of the cache key: a change of method must not serve intervals computed the old way.
+METHOD_VERSION = 1
+METHOD = (f"mean of the per-question score in each slice; {LEVEL:.0%} percentile bootstrap interval "
+          f"({SAMPLES:,} resamples of the slice's questions, seed {SEED})")
+CACHE_SECONDS = 7 * 24 * 3600
+# The per-question values must give back the dataset's stored score (0-100 units).
+REPRODUCE_TOLERANCE = 1e-3
+NOT_REPRODUCED = "no breakdown: its per-question scores do not give back its score"
+SEALED_NOTE = "sealed: its team sees no breakdown of this dataset until the reveal"
+
+
+@dataclass(frozen=True)
+class FamilyView:
+    name: str
+    slices: tuple[Slice, ...]  # empty where this viewer may not see them
+    hidden_from_team: bool = False
+    note: str = ""  # why the team does not see it
+
+    @property
+    def shown(self) -> bool:
+        return bool(self.slices)
+
+
+@dataclass(frozen=True)
+class DatasetBreakdown:
+    dataset: str  # its label for this viewer (a sealed dataset's alias for a team)
+    metric: str  # "F1", "ROUGE-L"
+    questions: int
+    hidden_data: bool
+    families: tuple[FamilyView, ...]
+    note: str = ""
+
+
+def hidden_family_note(minimum: int, *, viewer_is_organizer: bool) -> str:
+    reason = f"a slice has fewer than {minimum} questions of hidden test data"
+    return f"its team does not see this family: {reason}" if viewer_is_organizer else f"hidden: {reason}"
+
+
+def families_visible(families: tuple[Family, ...], *, minimum: int, hidden_data: bool,
+                     viewer_is_organizer: bool) -> tuple[FamilyView, ...]:
+    """The families as this viewer may see them (see the module notes)."""
+    out = []
+    for family in families:
+        if not hidden_data or family.smallest >= minimum:
+            out.append(FamilyView(family.name, family.slices))
+            continue
+        note = hidden_family_note(minimum, viewer_is_organizer=viewer_is_organizer)
+        out.append(FamilyView(family.name, family.slices if viewer_is_organizer else (), True, note))
+    return tuple(out)
+
+
+def submission_breakdowns(*, submission: Submission, viewer_is_organizer: bool) -> list[DatasetBreakdown]:
+    """Each dataset's breakdown of a finished submission with per-question scores, as the viewer may see it
+    (the caller has checked that the viewer may see the submission)."""
+    challenge = submission.phase.challenge
+    fmt = challenge.metric_suite
+    if submission.status != Status.FINISHED or fmt not in FORMATS:
+        return []
+    rows = dict(QuestionScores.objects.filter(submission=submission).values_list("dataset_id", "pk"))
+    if not rows:
+        return []
+    datasets = list(Dataset.objects.filter(pk__in=rows).order_by("order", "slug"))
+    if not viewer_is_organizer:
+        datasets = datasets_public_order(ds for ds in datasets if not ds.is_sealed)
+    metric = _score_metric(fmt)
+    stored = {ds_id: (value, sha) for ds_id, value, sha in Score.objects.filter(
+        submission=submission, dataset_id__in=rows, metric=metric).values_list("dataset_id", "value", "gold_sha256")}
+    minimum = challenge.breakdown_min_questions
+    cjk = (challenge.suite_options or {}).get("tokenization") == "cjk"
+    out = []
+    for ds in datasets:
+        value, sha = stored.get(ds.pk, (None, ""))
+        breakdown = _breakdown_cached(submission, ds, rows[ds.pk], sha, cjk)
+        if breakdown.unavailable == NO_RECORDS:
+            continue
+        hidden_data = submission.phase.portion != FilePortion.DEV or ds.split == Split.III
+        label = dataset_label(ds, reveal_sealed=viewer_is_organizer)
+        note = SEALED_NOTE if ds.is_sealed else ""
+        if value is None:
+            why = "no breakdown: it has no score"
+        elif breakdown.unavailable:
+            why = f"no breakdown: {breakdown.unavailable}"
+        elif abs(breakdown.score - value) > REPRODUCE_TOLERANCE:
+            why = NOT_REPRODUCED
+        else:
+            why = ""
+        if why:
+            out.append(DatasetBreakdown(label, breakdown.metric, breakdown.questions, hidden_data, (),
+                                        "; ".join(n for n in (note, why) if n)))
+            continue
+        if not breakdown.families:
+            note = "; ".join(n for n in (note, "the gold data tells no slices apart here") if n)
+        families = families_visible(breakdown.families, minimum=minimum, hidden_data=hidden_data,
+                                    viewer_is_organizer=viewer_is_organizer)
+        out.append(DatasetBreakdown(label, breakdown.metric, breakdown.questions, hidden_data, families, note))
+    return out
+
+
+def _score_metric(fmt: str) -> str:
+    # The per-dataset score the per-question values average to (MRQA ranks on macro F1 over datasets).
+    return "rouge_l" if fmt == "mrc2018" else "f1"
+
+
+def _breakdown_cached(submission: Submission, dataset: Dataset, row_pk: int, gold_sha256: str, cjk: bool) -> Breakdown:
+    finished = submission.finished_at.isoformat() if submission.finished_at else ""
+    key = f"breakdown:{METHOD_VERSION}:{row_pk}:{submission.pk}:{finished}:{gold_sha256}:{int(cjk)}"
+    found = cache.get(key)
+    if isinstance(found, Breakdown):
+        return found
+    fmt = submission.phase.challenge.metric_suite
+    records = QuestionScores.objects.values_list("records", flat=True).get(pk=row_pk)
+    lengths = None
+    if fmt in NEEDS_GOLD_ANSWERS:
+        path = _gold_path(dataset, submission.phase.portion, gold_sha256)
+        lengths = _answer_lengths(fmt, path, os.path.getmtime(path), cjk) if path else None
+    breakdown = dataset_breakdown(fmt, records if isinstance(records, list) else [], answer_lengths=lengths,
+                                  samples=SAMPLES, seed=SEED, level=LEVEL)
+    cache.set(key, breakdown, CACHE_SECONDS)
+    return breakdown
+
+
+def _gold_path(dataset: Dataset, portion: str, sha256: str) -> str | None:
+    """The gold file the submission was scored against: the current one, or the one it replaced."""
+    current = DatasetFile.objects.filter(dataset=dataset, portion=portion).first()
+    if current is not None and (not sha256 or current.sha256 == sha256):
+        found = current.gold
+    else:
+        retired = RetiredGold.objects.filter(dataset=dataset, portion=portion, sha256=sha256).first()
+        if retired is None:
+            return None
+        found = retired.gold
+    path = found.path
+    return path if os.path.exists(path) else None
+
+
+@lru_cache(maxsize=16)
+def _answer_lengths(fmt: str, path: str, mtime: float, cjk: bool) -> dict[str, str]:
+    """qid -> answer-length slice of a gold file (parsed once per process and file; ``mtime`` guards
+    against an edited file)."""
+    if fmt == "mrqa":
+        from scoring.mrqa import load_mrqa_gold
+
+        gold = load_mrqa_gold(path)
+        return {qid: length_bucket(q.answers, cjk=cjk) for qid, q in gold.questions.items()}
+    from scoring.squad import load_squad_dataset, squad_questions
+
+    return {q.qid: length_bucket(q.answers, cjk=cjk) for q in squad_questions(load_squad_dataset(path), path=path)}
