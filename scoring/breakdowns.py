@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -76,6 +76,8 @@ class Slice:
 class Family:
     name: str
     slices: tuple[Slice, ...]
+    # Each counted question's slice, in the records' order: which questions two families share.
+    labels: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def smallest(self) -> int:
@@ -269,6 +271,25 @@ def dataset_breakdown(fmt: str, records: Sequence[Mapping[str, Any]], *,
         order = sorted(range(len(values)), key=lambda i: rank[str(labels[i])])
         slices = slice_intervals([values[i] for i in order], [str(labels[i]) for i in order],
                                  samples=samples, seed=seed, level=level)
-        families.append(Family(name=name, slices=tuple(slices)))
+        families.append(Family(name=name, slices=tuple(slices), labels=tuple(str(label) for label in labels)))
     return Breakdown(metric=spec.label, questions=len(values), families=tuple(families),
                      score=math.fsum(values) / len(values))
+
+
+def smallest_joint_cell(families: Sequence[Family]) -> int:
+    """The fewest questions that fall in one slice of each of ``families`` together (the cells of
+    their joint partition; cells with no question do not count).
+
+    Means over slices of several families are sums over these cells; what they and the dataset's
+    score let one compute is a combination of cell sums, never less than one cell.  So a set of
+    families shows nothing about fewer questions than its smallest cell: one family's slices can
+    each be large while, with another's, they isolate a handful (a "no level" slice that is every
+    answerable question plus one unanswerable one, beside the answerable slice).
+    """
+    if not families:
+        return 0
+    counts: dict[tuple[str, ...], int] = {}
+    for cell in zip(*(family.labels for family in families), strict=True):
+        counts[cell] = counts.get(cell, 0) + 1
+    return min(counts.values(), default=0)  # no labels known: nothing may be shown
+

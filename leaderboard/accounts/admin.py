@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from leaderboard.accounts.models import ApiToken, Membership, Team
+from leaderboard.rankings.admin import BoardShownAdmin
 
 
 class MembershipInline(admin.TabularInline):
@@ -11,7 +12,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(BoardShownAdmin):
     list_display = ("name", "challenge", "kind", "is_anonymous", "hidden", "disqualified_reason", "created_at")
     list_filter = ("challenge", "kind", "hidden")
     exclude = ("join_code",)

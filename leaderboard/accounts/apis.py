@@ -26,7 +26,7 @@ from leaderboard.accounts.services import (
     api_token_rotate,
     login_attempt,
 )
-from leaderboard.core.errors import NotFound, ServiceError
+from leaderboard.core.errors import NotFound, PermissionDenied, ServiceError
 
 
 class TokenObtainInput(serializers.Serializer[Any]):
@@ -75,6 +75,14 @@ def _calling_token(request: Request) -> ApiToken:
     return request.auth
 
 
+def _not_by_token(request: Request) -> None:
+    """Making or revoking other tokens takes a logged-in session (or, to make one, the password):
+    a leaked key must not mint a key that outlives its own revocation."""
+    if isinstance(request.auth, ApiToken):
+        raise PermissionDenied("a token cannot make or revoke other tokens: use the API tokens page while "
+                               "logged in, or POST /api/v1/auth/token/ with the password")
+
+
 # The password and the key must never reach an error report: not as POST values, and not as
 # locals (a serializer's repr shows the data it was given; Response's shows the key).
 @method_decorator(sensitive_post_parameters("password"), name="dispatch")
@@ -87,6 +95,12 @@ class TokenApi(APIView):
     def get_permissions(self) -> list[BasePermission]:
         # Obtaining takes the password as its credential; revoking takes the token.
         return [IsAuthenticated()] if self.request.method == "DELETE" else []
+
+    def perform_authentication(self, request: Request) -> None:
+        # The password exchange ignores any Authorization header: a script still sending a
+        # revoked key with its password must get a new key, not a 401.
+        if request.method != "POST":
+            super().perform_authentication(request)
 
     @extend_schema(
         request=TokenObtainInput, auth=[],
@@ -150,6 +164,7 @@ class TokenListApi(APIView):
                    description=f"A new named token; its key is in this answer only. At most {API_TOKEN_LIMIT} per account.")
     @sensitive_variables()
     def post(self, request: Request) -> Response:
+        _not_by_token(request)
         data = TokenCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         token, key = api_token_create(user=request.user, name=data.validated_data["name"])  # type: ignore[arg-type]
@@ -163,6 +178,8 @@ class TokenDetailApi(APIView):
                                             404: OpenApiResponse(description="no such token of the caller's")},
                    description="Revoke one of the caller's tokens by its id (the one calling may be it).")
     def delete(self, request: Request, pk: int) -> Response:
+        if not (isinstance(request.auth, ApiToken) and request.auth.pk == pk):
+            _not_by_token(request)  # a key may revoke itself, not the account's other keys
         if not api_token_revoke(user=request.user, token_id=pk):  # type: ignore[arg-type]
             raise NotFound("no such token")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_variables
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
@@ -19,6 +21,7 @@ class ApiTokenAuthentication(BaseAuthentication):
 
     keyword = "Token"
 
+    @method_decorator(sensitive_variables("words", "key"))
     def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
         words = get_authorization_header(request).split()
         if not words or words[0].lower() != self.keyword.lower().encode():

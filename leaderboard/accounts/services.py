@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 
 from leaderboard.accounts.models import (
     ApiToken,
@@ -516,6 +517,7 @@ def api_token_revoke(*, user: User, token_id: int) -> bool:
     return deleted > 0
 
 
+@sensitive_variables("key")
 def api_token_use(*, key: str) -> ApiToken | None:
     """The token a request presents, with its user; None if no token has this key.  Notes the use."""
     token = ApiToken.objects.select_related("user").filter(digest=api_token_digest(key)).first()

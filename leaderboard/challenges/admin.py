@@ -20,6 +20,7 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.console.services import dataset_reveal_audited, dataset_unreveal_audited
 from leaderboard.core.errors import ServiceError
+from leaderboard.rankings.admin import BoardShownAdmin
 
 
 class PhaseInline(admin.TabularInline):
@@ -28,11 +29,14 @@ class PhaseInline(admin.TabularInline):
 
 
 @admin.register(Challenge)
-class ChallengeAdmin(admin.ModelAdmin):
+class ChallengeAdmin(BoardShownAdmin):
     list_display = ("slug", "title", "metric_suite", "ranking_rule", "is_public", "organizers", "console")
     search_fields = ("slug", "title")
     inlines = [PhaseInline]
     filter_horizontal = ("staff",)
+
+    def board_challenge_id(self, obj: Any) -> int | None:
+        return obj.pk  # type: ignore[no-any-return]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Challenge]:
         return super().get_queryset(request).prefetch_related("staff")
@@ -78,7 +82,7 @@ def unreveal(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Query
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(BoardShownAdmin):
     list_display = ("slug", "name", "challenge", "split", "sealed_alias", "revealed_at")
     list_filter = ("challenge", "split")
     readonly_fields = ("revealed_at",)

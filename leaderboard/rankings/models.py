@@ -25,19 +25,31 @@ class BoardSignificance(models.Model):
 
 
 class BoardVersion(models.Model):
-    """A counter per challenge, raised in the same transaction as every change a board shows (a
-    score, a board row, a reveal, a team's name or standing, a setting, a bootstrap result).
+    """A challenge's board version is ``base`` plus its ``BoardChange`` rows: the number of changes a
+    board shows that ever committed (a score, a board row, a reveal, a team's name or standing, a
+    setting, a gold file, a bootstrap result).
 
-    A board snapshot records the counter it was built at, so a reader that sees a higher one
-    after the change committed builds the board again: a snapshot is never served stale.
+    A change adds a row in its own transaction, which locks nothing another writer needs (a
+    counter updated in place was one row lock per challenge, taken by every scoring and every
+    rename: a deadlock with a transaction holding a team's row, and a stall of all scoring
+    during a reload).  Each commit adds one to the version as readers count it, so a snapshot
+    tagged with an older count is never served after a change committed.  Folding rows into
+    ``base`` (``board_changes_fold``) keeps the count short and leaves the version as it was.
     """
 
     challenge = models.OneToOneField("challenges.Challenge", on_delete=models.CASCADE, primary_key=True,
                                      related_name="+")
-    version = models.PositiveBigIntegerField(default=0)
-    changed_at = models.DateTimeField(null=True, blank=True)  # the answers' Last-Modified
-    # A rebuild is queued and has not started yet: further changes send no other task (debounce).
-    rebuild_pending = models.BooleanField(default=False)
+    base = models.PositiveBigIntegerField(default=0)
+    # When a background rebuild was last sent: further changes within a minute send no other (debounce);
+    # a task the broker lost is sent again after that.
+    rebuild_requested_at = models.DateTimeField(null=True, blank=True)
+
+
+class BoardChange(models.Model):
+    """One committed change of a challenge's boards (``BoardVersion``).  No foreign key: inserting
+    one takes no lock on the challenge's row."""
+
+    challenge_id = models.BigIntegerField(db_index=True)
 
 
 class BoardSnapshot(models.Model):
@@ -57,6 +69,12 @@ class BoardSnapshot(models.Model):
     records_csv = models.BinaryField()
     chart_svg = models.BinaryField()
     page_count = models.PositiveIntegerField(default=1)
+    # The renderer's format (snapshots.SNAPSHOT_FORMAT): a deploy that renders boards otherwise
+    # finds none of the older snapshots.
+    format = models.PositiveIntegerField(default=0)
+    # The bootstrap was still being computed: the snapshot is built again once that request is old
+    # enough to be sent again (its task may have been lost).
+    significance_pending = models.BooleanField(default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["phase", "view"], name="boardsnapshot_unique")]

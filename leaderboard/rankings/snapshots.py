@@ -19,7 +19,6 @@ building the board again.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import hashlib
 import io
 import json
@@ -32,6 +31,7 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -52,8 +52,9 @@ from leaderboard.rankings.selectors import (
     board_build,
     board_payload,
 )
+from leaderboard.rankings.significance import STALE_REQUEST
 from leaderboard.rankings.table import BOARD_PAGE_ROWS
-from leaderboard.rankings.versions import board_version_get, board_version_read
+from leaderboard.rankings.versions import board_changes_fold, board_version_get
 from leaderboard.submissions.models import BoardEntry
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,6 @@ class BoardAccess:
     phase: Phase
     view: str
     version: int
-    changed_at: dt.datetime | None
     # The viewer's team when it has a row on this board: that row is marked (and named) for them.
     own_team: Team | None
 
@@ -105,18 +105,25 @@ def board_access_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = 
         phase = found
     # The version is read before anything of the board: a snapshot built from data read later is
     # at least as new as its tag says.
-    version, changed_at = board_version_read(challenge_id=phase.challenge_id)
+    version = board_version_get(challenge_id=phase.challenge_id)
     own_team = team_of_user(user=viewer, challenge=phase.challenge)
     if own_team is not None and not BoardEntry.objects.filter(phase=phase, team=own_team).exists():
         own_team = None  # no row of theirs on this board: they see what everyone sees
-    return BoardAccess(phase=phase, view=view, version=version, changed_at=changed_at, own_team=own_team)
+    return BoardAccess(phase=phase, view=view, version=version, own_team=own_team)
+
+
+def _current(access: BoardAccess) -> QuerySet[BoardSnapshot]:
+    """The access's snapshot if it may be served: at its version or newer (a change committed since
+    the version was read is only fresher), by this renderer, and not waiting on a bootstrap request
+    old enough to be sent again (its task may have been lost: building the board asks again)."""
+    return (BoardSnapshot.objects.filter(phase=access.phase, view=access.view, version__gte=access.version,
+                                         format=SNAPSHOT_FORMAT)
+            .exclude(significance_pending=True, built_at__lt=timezone.now() - STALE_REQUEST))
 
 
 def board_snapshot_part(access: BoardAccess, part: str) -> Any:
     """One rendering of the board at the access's version, built now if the snapshot is older."""
-    # A newer snapshot (a change committed since the version was read) is as good: it is fresher.
-    stored = (BoardSnapshot.objects.filter(phase=access.phase, view=access.view, version__gte=access.version)
-              .values_list(part, flat=True).first())
+    stored = _current(access).values_list(part, flat=True).first()
     if stored is not None:
         return stored
     return board_snapshot_build(phase=access.phase, view=access.view, version=access.version).part(part)
@@ -124,8 +131,7 @@ def board_snapshot_part(access: BoardAccess, part: str) -> Any:
 
 def board_snapshot_page(access: BoardAccess, number: str | int | None) -> str:
     """The content of page ``number`` (``Paginator.get_page``'s rules), built now if the snapshot is older."""
-    found = (BoardSnapshot.objects.filter(phase=access.phase, view=access.view, version__gte=access.version)
-             .values_list("pk", "page_count").first())
+    found = _current(access).values_list("pk", "page_count").first()
     if found is not None:
         html = (BoardSnapshotPage.objects.filter(snapshot_id=found[0], number=board_page_number(found[1], number))
                 .values_list("html", flat=True).first())
@@ -137,7 +143,13 @@ def board_snapshot_page(access: BoardAccess, number: str | int | None) -> str:
 
 def board_for(access: BoardAccess) -> Board:
     """The whole board, as this viewer sees it (their own row marked and, if anonymous, named)."""
-    board: Board = pickle.loads(bytes(board_snapshot_part(access, "board")))  # noqa: S301  (written by us)
+    try:
+        board: Board = pickle.loads(bytes(board_snapshot_part(access, "board")))  # noqa: S301  (written by us)
+    except (pickle.UnpicklingError, AttributeError, ImportError, TypeError, EOFError):
+        # Pickled by code that has changed since (a deploy within one format): build it again.
+        logger.warning("board snapshot of phase %s (%s) did not load; built again", access.phase.pk, access.view)
+        board = pickle.loads(board_snapshot_build(phase=access.phase, view=access.view,  # noqa: S301
+                                                  version=access.version).part("board"))
     board.phase = access.phase  # the request's, with its challenge already loaded
     return _overlaid(board, access.own_team)
 
@@ -175,6 +187,8 @@ def board_snapshot_build(*, phase: Phase, view: str, version: int) -> BuiltSnaps
         "records_csv": _csv_bytes(board),
         "chart_svg": board_chart_svg(board).encode(),
         "page_count": len(pages),
+        "format": SNAPSHOT_FORMAT,
+        "significance_pending": board.significance.status == "computing",
     }
     with transaction.atomic():
         # Only forward: a slow builder of an older version must not replace a newer snapshot.
@@ -185,7 +199,8 @@ def board_snapshot_build(*, phase: Phase, view: str, version: int) -> BuiltSnaps
                     stored = BoardSnapshot.objects.create(phase=phase, view=view, **fields)
             except IntegrityError:
                 stored = None  # made meanwhile by another builder: this request answers with what it built
-        elif stored.version <= version:
+        elif (stored.format != SNAPSHOT_FORMAT or stored.version < version
+              or (stored.version == version and stored.significance_pending)):
             BoardSnapshot.objects.filter(pk=stored.pk).update(**fields)
             BoardSnapshotPage.objects.filter(snapshot=stored).delete()
         else:
@@ -246,12 +261,14 @@ def board_snapshots_rebuild(challenge_id: int) -> int:
     Safe twice and in any order: each build is tagged with the version read before it, and a
     snapshot already at the current version is left alone.
     """
-    BoardVersion.objects.filter(pk=challenge_id).update(rebuild_pending=False)
+    # Changes from now on send a task of their own; rows counted so far are folded into the base.
+    BoardVersion.objects.filter(pk=challenge_id).update(rebuild_requested_at=None)
+    board_changes_fold(challenge_id=challenge_id)
     version = board_version_get(challenge_id=challenge_id)
     built = 0
     for phase in Phase.objects.select_related("challenge").filter(challenge_id=challenge_id):
         for view in (PUBLIC, ORGANIZER) if phase.board_public else (ORGANIZER,):
-            if BoardSnapshot.objects.filter(phase=phase, view=view, version=version).exists():
+            if _current(BoardAccess(phase=phase, view=view, version=version, own_team=None)).exists():
                 continue
             board_snapshot_build(phase=phase, view=view, version=version)
             built += 1

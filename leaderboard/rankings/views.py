@@ -15,8 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.cache import get_conditional_response
-from django.utils.http import http_date
+from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.safestring import mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
@@ -129,19 +128,17 @@ def _access(request: HttpRequest, slug: str, phase_slug: str, view: str) -> Boar
     return board_access_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
 
 
-def _unchanged(request: HttpRequest, etag: str, access: BoardAccess) -> HttpResponse | None:
-    """A 304 when the client holds this version of this answer (its ETag, or its date)."""
-    return get_conditional_response(request, etag=etag, last_modified=_timestamp(access))
+def _unchanged(request: HttpRequest, etag: str) -> HttpResponse | None:
+    """A 304 when the client holds this version of this answer (its ETag).  No Last-Modified: a
+    date cannot tell two changes within one second apart, nor one viewer's answer from another's."""
+    return get_conditional_response(request, etag=etag)
 
 
-def _timestamp(access: BoardAccess) -> int | None:
-    return int(access.changed_at.timestamp()) if access.changed_at else None
-
-
-def _validators(response: HttpResponse, etag: str, access: BoardAccess) -> HttpResponse:
+def _validators(response: HttpResponse, etag: str) -> HttpResponse:
     response["ETag"] = etag
-    if access.changed_at is not None:
-        response["Last-Modified"] = http_date(_timestamp(access))
+    # Asked again every time (a 304 costs a few ms): a browser must not show a board from its
+    # cache, by its own heuristics, after a change.
+    patch_cache_control(response, no_cache=True)
     return response
 
 
@@ -150,7 +147,7 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
     # The page's frame names the user (and carries their CSRF token): their ETag is their own.
     etag = access.etag("page", extra=f"{request.GET.get('page', '')}:{request.user.pk or 0}")
     # A message waiting for the user is shown once, on the next page: not a page for a 304.
-    if not get_messages(request) and (unchanged := _unchanged(request, etag, access)) is not None:
+    if not get_messages(request) and (unchanged := _unchanged(request, etag)) is not None:
         return unchanged
     if access.own_team is not None:
         # Their own row is marked (and named): their page is made from the board, not the snapshot's pages.
@@ -161,15 +158,15 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
         "content": mark_safe(content),  # rendered from the template, with autoescaping, when the snapshot was built
         "challenge": access.phase.challenge, "phase": access.phase,
     })
-    return _validators(response, etag, access)
+    return _validators(response, etag)
 
 
 def _served(request: HttpRequest, access: BoardAccess, part: str, body: Callable[[BoardAccess], bytes],
             content_type: str) -> HttpResponse:
     etag = access.etag(part)
-    if (unchanged := _unchanged(request, etag, access)) is not None:
+    if (unchanged := _unchanged(request, etag)) is not None:
         return unchanged
-    return _validators(HttpResponse(body(access), content_type=content_type), etag, access)
+    return _validators(HttpResponse(body(access), content_type=content_type), etag)
 
 
 def _csv(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.http import HttpRequest
 
+from leaderboard.rankings.admin import BoardShownAdmin
 from leaderboard.submissions.models import Score, ScoreHistory, Submission
+from leaderboard.submissions.services import board_entry_refresh
 
 
 class ScoreInline(admin.TabularInline):
@@ -25,10 +29,18 @@ class ScoreHistoryInline(admin.TabularInline):
 
 
 @admin.register(Submission)
-class SubmissionAdmin(admin.ModelAdmin):
+class SubmissionAdmin(BoardShownAdmin):
     list_display = ("id", "team", "phase", "kind", "status", "failure_cause", "primary_score", "hidden_reason",
                     "excluded_reason", "created_at")
     list_filter = ("phase__challenge", "status", "kind")
     readonly_fields = ("file", "sha256", "size_bytes", "primary_score", "scoring_version", "started_at",
                        "finished_at")
     inlines = [ScoreInline, ScoreHistoryInline]
+
+    def board_challenge_id(self, obj: Any) -> int | None:
+        return obj.phase.challenge_id  # type: ignore[no-any-return]
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        # Its status, hiding or exclusion may change which submission stands for its team.
+        board_entry_refresh(team=form.instance.team, phase=form.instance.phase)

@@ -38,13 +38,14 @@ from scoring.breakdowns import (
     Slice,
     dataset_breakdown,
     length_bucket,
+    smallest_joint_cell,
 )
 
 SAMPLES = 1000
 SEED = 2019
 LEVEL = 0.95
 # Part of the cache key: a change of method must not serve intervals computed the old way.
-METHOD_VERSION = 1
+METHOD_VERSION = 2  # 2: families carry each question's slice
 METHOD = (f"mean of the per-question score in each slice; {LEVEL:.0%} percentile bootstrap interval "
           f"({SAMPLES:,} resamples of the slice's questions, seed {SEED})")
 CACHE_SECONDS = 7 * 24 * 3600
@@ -76,20 +77,32 @@ class DatasetBreakdown:
     note: str = ""
 
 
-def hidden_family_note(minimum: int, *, viewer_is_organizer: bool) -> str:
-    reason = f"a slice has fewer than {minimum} questions of hidden test data"
+def hidden_family_note(minimum: int, *, viewer_is_organizer: bool, combined: bool = False) -> str:
+    reason = (f"with the slices shown above it, some of its slices would single out fewer than {minimum} "
+              "questions of hidden test data" if combined
+              else f"a slice has fewer than {minimum} questions of hidden test data")
     return f"its team does not see this family: {reason}" if viewer_is_organizer else f"hidden: {reason}"
 
 
 def families_visible(families: tuple[Family, ...], *, minimum: int, hidden_data: bool,
                      viewer_is_organizer: bool) -> tuple[FamilyView, ...]:
-    """The families as this viewer may see them (see the module notes)."""
+    """The families as this viewer may see them (see the module notes).  On hidden data a family is
+    shown to the team only if, with the families shown before it, every cell of their joint
+    partition holds at least ``minimum`` questions (``smallest_joint_cell``)."""
     out = []
+    shown: list[Family] = []
     for family in families:
-        if not hidden_data or family.smallest >= minimum:
+        if not hidden_data:
             out.append(FamilyView(family.name, family.slices))
             continue
-        note = hidden_family_note(minimum, viewer_is_organizer=viewer_is_organizer)
+        if family.smallest < minimum:
+            note = hidden_family_note(minimum, viewer_is_organizer=viewer_is_organizer)
+        elif smallest_joint_cell([*shown, family]) < minimum:
+            note = hidden_family_note(minimum, viewer_is_organizer=viewer_is_organizer, combined=True)
+        else:
+            shown.append(family)
+            out.append(FamilyView(family.name, family.slices))
+            continue
         out.append(FamilyView(family.name, family.slices if viewer_is_organizer else (), True, note))
     return tuple(out)
 
@@ -153,11 +166,15 @@ def _breakdown_cached(submission: Submission, dataset: Dataset, row_pk: int, gol
     if isinstance(found, Breakdown):
         return found
     fmt = submission.phase.challenge.metric_suite
-    records = QuestionScores.objects.values_list("records", flat=True).get(pk=row_pk)
+    # Gone if the submission was scored or run again meanwhile: no breakdown rather than an error.
+    records = QuestionScores.objects.filter(pk=row_pk).values_list("records", flat=True).first()
     lengths = None
     if fmt in NEEDS_GOLD_ANSWERS:
         path = _gold_path(dataset, submission.phase.portion, gold_sha256)
-        lengths = _answer_lengths(fmt, path, os.path.getmtime(path), cjk) if path else None
+        try:
+            lengths = _answer_lengths(fmt, path, os.path.getmtime(path), cjk) if path else None
+        except OSError:  # the file was pruned between the check and the read (a replaced gold)
+            lengths = None
     breakdown = dataset_breakdown(fmt, records if isinstance(records, list) else [], answer_lengths=lengths,
                                   samples=SAMPLES, seed=SEED, level=LEVEL)
     cache.set(key, breakdown, CACHE_SECONDS)

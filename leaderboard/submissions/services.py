@@ -294,10 +294,20 @@ def submission_fail(
 ) -> None:
     """Fail a submission: ``reason`` in full for organizers (and for teams on public data),
     ``verdict`` and ``dataset`` for what a team may see of a run on hidden data."""
-    Submission.objects.filter(pk=submission_id, status__in=list(from_statuses)).update(
+    if Submission.objects.filter(pk=submission_id, status__in=list(from_statuses)).update(
         status=Status.FAILED, failure_reason=reason[:5000], failure_cause=cause, finished_at=timezone.now(),
         lease_expires_at=None, verdict=verdict, verdict_dataset=dataset,
-    )
+    ):
+        board_changed_if_shown(submission_id)
+
+
+def board_changed_if_shown(submission_id: int) -> None:
+    """A board row may point at a submission that is not finished (a baseline's last run, an imported
+    row that failed): a change of its status is on the board too."""
+    challenge_id = (BoardEntry.objects.filter(submission_id=submission_id)
+                    .values_list("phase__challenge_id", flat=True).first())
+    if challenge_id is not None:
+        board_changed(challenge_id=challenge_id)
 
 
 def submission_evaluate(submission_id: int) -> None:
@@ -501,13 +511,14 @@ def board_entry_refresh(*, team: Team, phase: Phase) -> BoardEntry | None:
         if team.kind != TeamKind.BASELINE:
             fallback = fallback.filter(kind=SubmissionKind.IMPORTED)
         chosen = fallback.order_by("-created_at", "-id").first()
+    if chosen is None:
+        BoardEntry.objects.filter(team=team, phase=phase).delete()
+        entry = None
+    else:
+        entry, _ = BoardEntry.objects.update_or_create(team=team, phase=phase, defaults={"submission": chosen})
     # Every write a board shows ends here (scores, a choice, a moderation, a rerun): its snapshot
     # is made again, whether or not the row points elsewhere (the same row may have new scores).
     board_changed(challenge_id=phase.challenge_id)
-    if chosen is None:
-        BoardEntry.objects.filter(team=team, phase=phase).delete()
-        return None
-    entry, _ = BoardEntry.objects.update_or_create(team=team, phase=phase, defaults={"submission": chosen})
     return entry
 
 
@@ -620,6 +631,8 @@ def results_import(*, phase: Phase, entries: Iterable[ImportedEntry], replace: b
                 created.append(_imported_submission_create(team=team, phase=phase, entry=entry,
                                                            datasets=datasets, suite=suite, ranked=ranked))
             board_entry_refresh(team=team, phase=phase)
+        # Even an import of no rows may have replaced (deleted) rows the board showed.
+        board_changed(challenge_id=phase.challenge_id)
         if replace:
             stale = Submission.objects.filter(phase=phase, kind=SubmissionKind.IMPORTED).exclude(team__name__in=teams)
             stale_teams = list(Team.objects.filter(pk__in=stale.values("team_id")))

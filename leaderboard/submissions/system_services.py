@@ -50,6 +50,7 @@ from leaderboard.submissions.models import FailureCause, Status, Submission, Ver
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import (
     baseline_team_get_or_create,
+    board_changed_if_shown,
     queue_for,
     quota_enforce_locked,
     score_dataset,
@@ -363,8 +364,9 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
     failed = run_verdict(plan, outcome)
     if failed is not None:
         verdict, reason = failed
-        base.update(status=Status.FAILED, failure_reason=reason, failure_cause=FailureCause.PARTICIPANT,
-                    verdict=verdict, finished_at=timezone.now(), **record)
+        if base.update(status=Status.FAILED, failure_reason=reason, failure_cause=FailureCause.PARTICIPANT,
+                       verdict=verdict, finished_at=timezone.now(), **record):
+            board_changed_if_shown(submission_id)
         return
     # Scoring has its own lease: a worker that dies while scoring is noticed too.
     moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(
@@ -483,6 +485,7 @@ def _requeue_or_fail(
         return None
     if base.update(status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=now, lease_expires_at=None,
                    failure_reason=failure_reason, verdict=Verdict.PLATFORM):
+        board_changed_if_shown(submission_id)
         submission_staff_alert(submission_id, reason="\n\n".join(filter(None, [failure_reason, detail])))
         return Status.FAILED
     return None

@@ -133,8 +133,10 @@ def test_an_unchanged_board_is_answered_304_and_a_changed_one_is_not(scored: Cas
     client = Client()
     address = api_url() if name == "api" else url(name)
     first = client.get(address)
-    assert first.status_code == 200 and first.has_header("ETag") and first.has_header("Last-Modified")
-    assert "private" in first["Cache-Control"] and "Cookie" in first["Vary"]
+    assert first.status_code == 200 and first.has_header("ETag") and not first.has_header("Last-Modified")
+    # Private to the caller, and asked again each time (no browser heuristics on a stale board).
+    assert "private" in first["Cache-Control"] and "no-cache" in first["Cache-Control"]
+    assert "Cookie" in first["Vary"]
     with mock.patch("leaderboard.rankings.snapshots.board_build", side_effect=AssertionError("built")):
         again = client.get(address, HTTP_IF_NONE_MATCH=first["ETag"])
     assert again.status_code == 304 and again.content == b""
@@ -197,3 +199,74 @@ def test_an_older_build_never_replaces_a_newer_snapshot(scored: Cast) -> None:
     board_snapshot_build(phase=scored.dev, view="public", version=access.version + 5)
     board_snapshot_build(phase=scored.dev, view="public", version=access.version)
     assert BoardSnapshot.objects.get(phase=scored.dev, view="public").version == access.version + 5
+
+
+def test_each_committed_change_counts_once_and_folding_keeps_the_version(scored: Cast) -> None:
+    from leaderboard.rankings.models import BoardChange, BoardVersion
+    from leaderboard.rankings.versions import board_changed, board_changes_fold
+
+    start = board_version_get(challenge_id=scored.challenge.pk)
+    for _ in range(3):
+        board_changed(challenge_id=scored.challenge.pk)
+    assert board_version_get(challenge_id=scored.challenge.pk) == start + 3
+    # A change only adds a row: no shared counter row is written (that row lock deadlocked).
+    assert not BoardVersion.objects.filter(pk=scored.challenge.pk).exists()
+    board_changes_fold(challenge_id=scored.challenge.pk)
+    assert not BoardChange.objects.filter(challenge_id=scored.challenge.pk).exists()
+    assert board_version_get(challenge_id=scored.challenge.pk) == start + 3
+    board_changed(challenge_id=scored.challenge.pk)
+    assert board_version_get(challenge_id=scored.challenge.pk) == start + 4
+
+
+def test_an_edit_in_the_django_admin_is_on_the_board_at_once(scored: Cast) -> None:
+    page(Client())
+    admin = scored.client("root")
+    response = admin.post(f"/admin/accounts/team/{scored.charlies.pk}/change/", {
+        "challenge": scored.challenge.pk, "name": "Charlie's", "kind": "participant", "affiliation": "",
+        "is_anonymous": "on", "reference": "", "disqualified_reason": "",
+        "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0",
+        "memberships-MIN_NUM_FORMS": "0", "memberships-MAX_NUM_FORMS": "1000",
+    })
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert "Charlie&#x27;s" not in page(Client()) and "Charlie" not in Client().get(url("board-csv")).content.decode()
+
+
+def test_a_snapshot_of_another_format_or_that_no_longer_loads_is_built_again(scored: Cast) -> None:
+    page(Client(), "dev")
+    BoardSnapshot.objects.filter(phase=scored.dev).update(format=0)  # as a deploy with a new renderer finds it
+    with mock.patch("leaderboard.rankings.snapshots.board_build", side_effect=AssertionError("built")):
+        with pytest.raises(AssertionError, match="built"):
+            Client().get(url("board"))
+    assert page(Client())
+    # A board pickled by code that changed since: a team member's answer builds it again, no error.
+    BoardSnapshot.objects.filter(phase=scored.dev).update(board=b"not a pickle")
+    assert 'class="own"' in page(scored.client("alice"))
+
+
+def test_a_bootstrap_request_old_enough_to_be_lost_is_asked_again_by_the_next_reader(scored: Cast) -> None:
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from leaderboard.rankings.models import BoardSignificance
+
+    assert "being computed" in page(Client())
+    snapshot = BoardSnapshot.objects.get(phase=scored.dev, view="public")
+    assert snapshot.significance_pending
+    long_ago = timezone.now() - dt.timedelta(hours=2)
+    BoardSnapshot.objects.filter(pk=snapshot.pk).update(built_at=long_ago)
+    BoardSignificance.objects.filter(phase=scored.dev).update(requested_at=long_ago)
+    with mock.patch("leaderboard.rankings.significance.enqueue_on_commit") as sent:
+        page(Client())
+    assert sent.called  # the request was sent again
+    assert BoardSnapshot.objects.get(phase=scored.dev, view="public").built_at > long_ago
+
+
+def test_a_failed_run_that_a_board_row_points_at_is_on_the_board(scored: Cast) -> None:
+    from leaderboard.submissions.models import BoardEntry, FailureCause, Status
+    from leaderboard.submissions.services import submission_fail
+
+    entry = BoardEntry.objects.get(phase=scored.dev, team=scored.charlies)
+    version = board_version_get(challenge_id=scored.challenge.pk)
+    submission_fail(entry.submission_id, reason="x", cause=FailureCause.PLATFORM, from_statuses=[Status.FINISHED])
+    assert board_version_get(challenge_id=scored.challenge.pk) == version + 1

@@ -252,3 +252,23 @@ def test_the_breakdown_reads_at_1366_and_400_px_without_sideways_overflow(
     screenshot_widths(browser, SHOTS / "organizer-test")
     assert all((SHOTS / f"{name}-{width}.png").exists() for name in ("team-dev", "team-test", "organizer-test")
                for width in (1366, 400))
+
+
+def test_a_family_that_with_one_shown_would_single_out_a_few_hidden_questions_is_hidden() -> None:
+    from leaderboard.submissions.breakdowns import families_visible
+    from scoring.breakdowns import Family, Slice
+
+    def family(name: str, labels: list[str]) -> Family:
+        sizes = {label: labels.count(label) for label in dict.fromkeys(labels)}
+        return Family(name, tuple(Slice(label, n, 50.0, 40.0, 60.0) for label, n in sizes.items()), tuple(labels))
+
+    answerable = family("answerable", ["answerable"] * 200 + ["unanswerable"] * 121)
+    level = family("difficulty level", ["no level"] * 200 + ["LEVEL1"] * 60 + ["LEVEL2"] * 60 + ["no level"])
+    team = families_visible((answerable, level), minimum=50, hidden_data=True, viewer_is_organizer=False)
+    assert [f.shown for f in team] == [True, False]
+    assert "single out fewer than 50 questions" in team[1].note
+    organizer = families_visible((answerable, level), minimum=50, hidden_data=True, viewer_is_organizer=True)
+    assert [f.shown for f in organizer] == [True, True] and organizer[1].hidden_from_team
+    # On public data both are the team's.
+    assert all(f.shown for f in families_visible((answerable, level), minimum=50, hidden_data=False,
+                                                 viewer_is_organizer=False))

@@ -14,9 +14,12 @@ from scoring.breakdowns import (
     SOURCE,
     TURN,
     Breakdown,
+    Family,
+    Slice,
     dataset_breakdown,
     length_bucket,
     slice_intervals,
+    smallest_joint_cell,
     turn_bucket,
     words,
 )
@@ -134,3 +137,24 @@ def test_intervals_contain_the_mean_and_are_reproducible_with_the_seed() -> None
 def test_a_constant_slice_has_a_zero_width_interval() -> None:
     [only] = slice_intervals([40.0] * 10, ["x"] * 10, samples=100)
     assert (only.ci_low, only.score, only.ci_high) == (pytest.approx(40.0),) * 3
+
+
+def _family(name: str, labels: list[str]) -> Family:
+    sizes = {label: labels.count(label) for label in dict.fromkeys(labels)}
+    return Family(name=name, slices=tuple(Slice(label, n, 0.0, 0.0, 0.0) for label, n in sizes.items()),
+                  labels=tuple(labels))
+
+
+def test_two_families_with_large_slices_can_still_single_out_one_question_together() -> None:
+    """SQuAD 2.0 with one unanswerable question left without a level: "no level" is every answerable
+    question plus that one, so it and "answerable" give its score away, though every slice has 61+."""
+    answerable = ["answerable"] * 200 + ["unanswerable"] * 121
+    level = ["no level"] * 200 + ["LEVEL1"] * 60 + ["LEVEL2"] * 60 + ["no level"]
+    a, b = _family("answerable", answerable), _family("difficulty level", level)
+    assert min(a.smallest, b.smallest) == 60
+    assert smallest_joint_cell([a]) == 121 and smallest_joint_cell([b]) == 60
+    assert smallest_joint_cell([a, b]) == 1
+    # Nested the other way round (every unanswerable question levelled), the cells stay large.
+    assert smallest_joint_cell([a, _family("difficulty level", ["no level"] * 200 + ["LEVEL1"] * 61 +
+                                           ["LEVEL2"] * 60)]) == 60
+    assert smallest_joint_cell([]) == 0
