@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import hashlib
+import hmac
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -64,13 +66,45 @@ def dataset_label(dataset: Dataset, *, reveal_sealed: bool) -> str:
     return dataset.name
 
 
+def datasets_ordered(datasets: Iterable[Dataset], *, reveal_sealed: bool) -> list[Dataset]:
+    """The one order datasets are listed in, for a viewer: every page, API answer, export, kit,
+    manifest and breakdown takes it from here (whatever order its query returned).
+
+    ``reveal_sealed`` (the organizers' view): the organizer's order (``Dataset.order``, then slug).
+    Anyone else: the datasets that are not sealed in the organizer's order, then the sealed ones
+    by alias.  Aliases are derived from the challenge's secret (HMAC), so their order carries nothing
+    about the real names; the spec's order of the sealed ones (often alphabetical by real name)
+    would let anyone who knows the candidates match aliases to names.  Ties (an organizer gave two
+    the same alias) break on the alias's HMAC of the secret, not on the pk or the slug, whose order
+    follows the spec's."""
+    ordered = sorted(datasets, key=lambda ds: (ds.order, ds.slug))
+    if reveal_sealed:
+        return ordered
+    sealed = [ds for ds in ordered if ds.is_sealed]
+    aliases = [ds.sealed_alias or "Hidden" for ds in sealed]
+    # The secret is read only on a tie: a board's query count does not grow with its datasets.
+    key = _sealed_alias if len(set(aliases)) == len(aliases) else _sealed_alias_and_tie
+    return [ds for ds in ordered if not ds.is_sealed] + sorted(sealed, key=key)
+
+
+def _sealed_alias(dataset: Dataset) -> str:
+    return dataset.sealed_alias or "Hidden"
+
+
+def _sealed_alias_and_tie(dataset: Dataset) -> tuple[str, str]:
+    secret = dataset.challenge.secret.encode("ascii")
+    tie = hmac.new(secret, b"order:" + dataset.slug.encode("utf-8"), hashlib.sha256).hexdigest()
+    return (_sealed_alias(dataset), tie)
+
+
 def datasets_public_order(datasets: Iterable[Dataset]) -> list[Dataset]:
-    """The order anyone but the organizers sees datasets in: the others as the organizer ordered
-    them, then the sealed ones by alias.  The spec's order of the sealed ones (often
-    alphabetical by real name) would let anyone who knows the candidates match aliases to names."""
-    ordered = list(datasets)
-    return ([ds for ds in ordered if not ds.is_sealed]
-            + sorted((ds for ds in ordered if ds.is_sealed), key=lambda ds: (ds.sealed_alias or "Hidden", ds.pk)))
+    """``datasets_ordered`` for anyone but the organizers."""
+    return datasets_ordered(datasets, reveal_sealed=False)
+
+
+def dataset_positions(datasets: Iterable[Dataset], *, reveal_sealed: bool) -> dict[int, int]:
+    """Each dataset's place (by pk) in ``datasets_ordered``: a sort key for rows that carry a dataset."""
+    return {ds.pk: i for i, ds in enumerate(datasets_ordered(datasets, reveal_sealed=reveal_sealed))}
 
 
 def metric_split(metric: str) -> str | None:

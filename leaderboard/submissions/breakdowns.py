@@ -27,7 +27,7 @@ from functools import lru_cache
 from django.core.cache import cache
 
 from leaderboard.challenges.models import Dataset, DatasetFile, FilePortion, RetiredGold, Split
-from leaderboard.challenges.selectors import dataset_label, datasets_public_order
+from leaderboard.challenges.selectors import dataset_label, datasets_ordered
 from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
 from scoring.breakdowns import (
     FORMATS,
@@ -117,9 +117,10 @@ def submission_breakdowns(*, submission: Submission, viewer_is_organizer: bool) 
     rows = dict(QuestionScores.objects.filter(submission=submission).values_list("dataset_id", "pk"))
     if not rows:
         return []
-    datasets = list(Dataset.objects.filter(pk__in=rows).order_by("order", "slug"))
+    datasets = datasets_ordered(Dataset.objects.filter(pk__in=rows).select_related("challenge"),
+                                reveal_sealed=viewer_is_organizer)
     if not viewer_is_organizer:
-        datasets = datasets_public_order(ds for ds in datasets if not ds.is_sealed)
+        datasets = [ds for ds in datasets if not ds.is_sealed]  # a sealed dataset has no breakdown
     metric = _score_metric(fmt)
     stored = {ds_id: (value, sha) for ds_id, value, sha in Score.objects.filter(
         submission=submission, dataset_id__in=rows, metric=metric).values_list("dataset_id", "value", "gold_sha256")}

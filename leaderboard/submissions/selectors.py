@@ -27,6 +27,7 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import (
     aggregates_published,
     dataset_label,
+    dataset_positions,
     datasets_public_order,
     phase_ranking_scope,
 )
@@ -236,9 +237,12 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
     def label_of(metric: str, *, per_dataset: bool = False) -> str:
         return metric_label(suite, metric, per_dataset=per_dataset, extra=phase_columns)
 
+    every = list(submission.scores.select_related("dataset"))
+    # The viewer's dataset order (datasets_ordered): the spec's order of sealed datasets would name them.
+    position = dataset_positions({s.dataset for s in every if s.dataset is not None}, reveal_sealed=is_organizer)
     scores = sorted(
-        submission.scores.select_related("dataset"),
-        key=lambda s: (s.dataset is not None, s.dataset.order if s.dataset else 0, s.dataset_id or 0,
+        every,
+        key=lambda s: (s.dataset is not None, position.get(s.dataset_id or 0, 0),
                        column_order.get(s.metric, len(column_order)), label_of(s.metric, per_dataset=s.dataset is not None)),
     )
     datasets = {score.dataset for score in scores if score.dataset is not None}

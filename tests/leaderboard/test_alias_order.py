@@ -4,17 +4,21 @@ the position of "Hidden-A" and "Hidden-B" would match them to CoQA and DROP."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
 from pathlib import Path
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.test import Client
 
 from leaderboard.challenges.models import Challenge, Dataset, Phase
+from leaderboard.challenges.selectors import dataset_label, datasets_ordered
 from leaderboard.challenges.services import challenge_load
 from leaderboard.rankings.selectors import ORGANIZER, board_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import system_run_plan
-from tests.leaderboard.test_staged_reveal import SPEC, system_row
+from tests.leaderboard.test_staged_reveal import MRQA, SPEC, system_row
 
 
 def _challenge(tmp_path: Path) -> Challenge:
@@ -44,3 +48,86 @@ def test_every_public_listing_puts_sealed_datasets_last_by_alias(db: None, tmp_p
     assert list(dict.fromkeys(c.group for c in organizer.columns if c.group in {"XQuAD-en", "CoQA", "DROP"})) == [
         "XQuAD-en", "CoQA", "DROP"]
     assert Dataset.objects.get(slug="coqa").sealed_alias == "Hidden-Z"
+
+
+# Three sealed datasets whose real names (CoQA < DROP < Quoref, the spec's order too) and aliases
+# (Hidden-Z, Hidden-B, Hidden-M) sort differently: by position, a team would match them.
+WALK_SPEC = f"""
+slug: walk
+title: Order walk
+metric_suite: mrqa
+ranking_rule: latest
+staff: [oscar]
+phases:
+  - {{slug: dev, name: Dev, kind: dev, portion: dev, opens_at: 2020-01-01T00:00:00Z,
+     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [docker_image]}}
+  - {{slug: test, name: Test, kind: test, portion: test, opens_at: 2020-01-01T00:00:00Z,
+     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [docker_image]}}
+datasets:
+  - {{slug: xquad-en, name: XQuAD-en, split: II, files: {{dev: {MRQA}/XQuAD-en.dev.jsonl.gz, test: {MRQA}/XQuAD-en.test.jsonl.gz}}}}
+  - {{slug: coqa, name: CoQA, split: III, sealed_alias: Hidden-Z, files: {{test: {MRQA}/CoQA.test.jsonl.gz}}}}
+  - {{slug: drop, name: DROP, split: III, sealed_alias: Hidden-B, files: {{test: {MRQA}/DROP.test.jsonl.gz}}}}
+  - {{slug: quoref, name: Quoref, split: III, sealed_alias: Hidden-M, files: {{test: {MRQA}/Quoref.test.jsonl.gz}}}}
+  - {{slug: adversarialqa, name: AdversarialQA, split: II, files: {{dev: {MRQA}/AdversarialQA.dev.jsonl.gz, test: {MRQA}/AdversarialQA.test.jsonl.gz}}}}
+"""
+REAL = ("CoQA", "DROP", "Quoref")
+
+
+def _in_order(text: str, labels: list[str], where: str) -> None:
+    """Every label is in ``text``, and each first appears after the one before it."""
+    positions = [text.find(label) for label in labels]
+    assert -1 not in positions, (where, dict(zip(labels, positions)))
+    assert positions == sorted(positions), (where, dict(zip(labels, positions)))
+
+
+def test_every_team_surface_lists_three_sealed_datasets_in_the_one_order(db: None, tmp_path: Path) -> None:
+    User.objects.create_user("oscar")
+    spec = tmp_path / "walk.yaml"
+    spec.write_text(WALK_SPEC, encoding="utf-8")
+    challenge = challenge_load(spec_path=spec)
+    test = challenge.phases.get(slug="test")
+    system_row(test, "alpha", {"xquad-en": 80.0, "coqa": 60.0, "drop": 40.0, "quoref": 50.0,
+                               "adversarialqa": 30.0})
+    public = [dataset_label(ds, reveal_sealed=False)
+              for ds in datasets_ordered(Dataset.objects.filter(challenge=challenge), reveal_sealed=False)]
+    # The one function's order: the others as the organizer ordered them, then the sealed by alias.
+    assert public == ["XQuAD-en", "AdversarialQA", "Hidden-B", "Hidden-M", "Hidden-Z"]
+    assert [ds.name for ds in datasets_ordered(Dataset.objects.filter(challenge=challenge), reveal_sealed=True)] == [
+        "XQuAD-en", "CoQA", "DROP", "Quoref", "AdversarialQA"]
+    submission = Submission.objects.get()
+    team = Client()
+    team.force_login(User.objects.get(username="alpha"))
+    surfaces = {
+        "board page": "/c/walk/board/test/",
+        "board CSV": "/c/walk/board/test/export.csv",
+        "board JSON": "/c/walk/board/test/export.json",
+        "API leaderboard": "/api/v1/challenges/walk/phases/test/leaderboard/",
+        "challenge page": "/c/walk/",
+        "challenge API": "/api/v1/challenges/walk/",
+        "submission page": f"/c/walk/submissions/{submission.pk}/",
+        "submission API": f"/api/v1/submissions/{submission.pk}/",
+    }
+    for where, url in surfaces.items():
+        response = team.get(url)
+        assert response.status_code == 200, (where, response.status_code)
+        text = response.content.decode()
+        _in_order(text, public, where)
+        assert not any(name in text for name in REAL), where
+    # The data page and its API: the sealed datasets listed (their test files run on systems only).
+    for where, url in {"data page": "/c/walk/data/", "data API": "/api/v1/challenges/walk/data/"}.items():
+        text = team.get(url).content.decode()
+        _in_order(text, ["XQuAD-en", "AdversarialQA"], where)
+        _in_order(text, [label for label in public if label.startswith("Hidden-") and label in text], where)
+        assert not any(name in text for name in REAL), where
+    # The starting kit: every member, the scoring library aside (it names the formats it scores,
+    # the same bytes for every challenge: tests/leaderboard/test_data_page.py checks it names no DROP).
+    with zipfile.ZipFile(io.BytesIO(b"".join(team.get("/c/walk/data/starting-kit.zip").streaming_content))) as kit:
+        text = "\n".join(kit.read(n).decode("utf-8", "replace") for n in kit.namelist()
+                         if "/scoring/" not in n and not n.endswith(".gz"))
+        manifest = json.loads(kit.read("walk-starting-kit/dev/manifest.json"))
+    assert [d["name"] for d in manifest["datasets"]] == ["XQuAD-en", "AdversarialQA"]
+    assert not any(name in text for name in (*REAL, "Hidden-")), "starting kit"
+    # The run manifest a system reads on the test portion.
+    plan = system_run_plan(submission=submission)
+    assert [d.label for d in plan.datasets] == public
+    assert [d["name"] for d in plan.manifest()["datasets"]] == public
