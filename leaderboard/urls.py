@@ -24,6 +24,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/signup/", accounts.signup, name="signup"),
     path("accounts/login/", accounts.LoginView.as_view(), name="login"),
+    path("accounts/confirm/send/", accounts.email_confirm_resend, name="email-confirm-resend"),
+    path("accounts/confirm/<str:token>/", accounts.email_confirm, name="email-confirm"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/profile/", accounts.profile, name="profile"),
     path("accounts/invites/<int:pk>/", accounts.invite_respond, name="invite-respond"),

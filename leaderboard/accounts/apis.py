@@ -25,6 +25,7 @@ from leaderboard.accounts.services import (
     api_token_revoke,
     api_token_rotate,
     login_attempt,
+    login_device_cookie_set,
 )
 from leaderboard.core.errors import NotFound, PermissionDenied, ServiceError
 
@@ -109,7 +110,8 @@ class TokenApi(APIView):
         description="A new key for the user's token called `name` (default `api`), made if there is none; a key "
                     "of that name made before stops working, the user's other tokens do not. Keys are stored "
                     "as digests, so a key is returned only once. Failed attempts are limited per username and "
-                    "per client address, as on the login page.",
+                    "client address and per client address, as on the login page; the answer sets a device "
+                    "cookie, and a client that sends it back counts on its own.",
     )
     @sensitive_variables()
     def post(self, request: Request) -> Response:
@@ -121,7 +123,10 @@ class TokenApi(APIView):
         if user is None or not user.is_active:
             raise ServiceError("Unable to log in with provided credentials.")
         key = api_token_obtain(user=user, name=data.validated_data["name"])
-        return _token_response(key, name=" ".join(data.validated_data["name"].split()))
+        response = _token_response(key, name=" ".join(data.validated_data["name"].split()))
+        # A script that keeps cookies is a known device from now on, as a browser is (login_attempt).
+        login_device_cookie_set(response, user=user)
+        return response
 
     @extend_schema(
         request=None, responses={204: OpenApiResponse(description="the token no longer works")},

@@ -9,7 +9,6 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.contrib.auth.models import User
 
-from leaderboard.accounts.selectors import user_email_in_use
 from leaderboard.accounts.services import login_attempt
 from leaderboard.core.errors import TooManyAttempts
 
@@ -23,13 +22,11 @@ class SignupForm(UserCreationForm):  # type: ignore[type-arg]
         model = User
         fields = ("username", "email")
 
-    def clean_email(self) -> str:
-        email: str = self.cleaned_data["email"].strip()
-        # Case-insensitively, as password resets match addresses: two accounts on one address
-        # would both receive each other's reset links.
-        if user_email_in_use(email=email):
-            raise forms.ValidationError("An account with this e-mail address exists already; reset its password instead.")
-        return email
+    # Whether an address has an account is not said here: ``services.user_sign_up`` makes no second
+    # account on an address (compared case-insensitively, as password resets match them) and mails
+    # its owner instead, and the page answers as for a new account.  A taken username is said: it
+    # is no secret (team pages and invitations by username show usernames), and who signs up must
+    # choose another.
 
 
 class _ThrottledLoginMixin:
@@ -74,4 +71,5 @@ class InviteForm(forms.Form):
 
 
 class RenameForm(forms.Form):
-    name = forms.CharField(max_length=100, label="New name")
+    # Checked by the service alone (see TeamCreateForm): one answer for every name refused.
+    name = forms.CharField(required=False, label="New name", widget=forms.TextInput(attrs={"maxlength": 100, "required": True}))

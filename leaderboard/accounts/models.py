@@ -110,11 +110,31 @@ class MembershipEvent(models.Model):
 
 
 class LoginFailure(models.Model):
-    """A failed login or token request, by a key (the username asked for, or the client address):
-    the throttle counts these in a sliding window, in the database so every web process agrees."""
+    """One attempt counted by the accounts throttle (``services.throttle_reserve``), by a key: a
+    failed login or token request (per client and username, per client, per known device), or a
+    confirmation mail (per address).  Counted in a sliding window, in the database so every web
+    process agrees."""
 
     key = models.CharField(max_length=200, db_index=True)
     at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
+class PendingConfirmation(models.Model):
+    """An account made on the sign-up page whose e-mail address is not confirmed yet: it may log
+    in, but not create or join a team or submit (``selectors.user_may_take_part``).
+
+    Only the sign-up page makes these, the one way a stranger makes an account.  Accounts the
+    platform's operators make (``createsuperuser``, management commands, the demo, the admin,
+    test factories) and every account older than this table have none, so they count as
+    confirmed with no step to forget.  Confirming deletes the row.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, primary_key=True, on_delete=models.CASCADE,
+                                related_name="pending_confirmation")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user}: e-mail address not confirmed"
 
 
 class ApiToken(models.Model):

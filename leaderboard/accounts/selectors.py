@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db.models import Q, QuerySet
+from django.http import HttpRequest
 
 from leaderboard.accounts.models import (
     ApiToken,
@@ -14,12 +16,53 @@ from leaderboard.accounts.models import (
     Membership,
     MembershipEvent,
     MembershipEventKind,
+    PendingConfirmation,
     Role,
     Team,
     TeamInvite,
 )
 from leaderboard.challenges.models import Challenge
 from leaderboard.challenges.selectors import user_is_organizer  # noqa: F401  (lives with challenges)
+from leaderboard.core.errors import PermissionDenied
+
+
+def request_client_address(request: HttpRequest | None) -> str:
+    """The address a request came from: the one place that decides it (the login throttle counts by it).
+
+    Behind a reverse proxy every request comes from the proxy's address, so CLIENT_ADDRESS_HEADER
+    names the header the proxy sets; its last entry is the one the proxy itself appended (entries
+    before it are whatever the client sent, and a client could forge them).
+    """
+    if request is None:
+        return "unknown"
+    header = settings.CLIENT_ADDRESS_HEADER
+    if header:
+        forwarded = str(request.META.get(header, "")).split(",")[-1].strip()
+        if forwarded:
+            return forwarded
+    return str(request.META.get("REMOTE_ADDR") or "unknown")
+
+
+def user_email_confirmed(*, user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Whether the account's e-mail address is confirmed (see ``PendingConfirmation``)."""
+    return bool(user.is_authenticated) and not PendingConfirmation.objects.filter(user_id=user.pk).exists()
+
+
+TAKE_PART_REFUSAL = ("confirm your e-mail address first: follow the link we mailed you, or ask for a new one "
+                     "with \"Send the link again\" at the top of the page")
+
+
+def user_may_take_part(*, user: AbstractBaseUser | AnonymousUser) -> bool:
+    """The one rule for who may create or join a team, accept an invitation, or submit (a file, a
+    system, through the API): an active account whose e-mail address is confirmed.  An unconfirmed
+    address costs nothing to make, and every team has its own quotas and storage."""
+    return bool(user.is_active) and user_email_confirmed(user=user)
+
+
+def user_take_part_check(*, user: AbstractBaseUser | AnonymousUser) -> None:
+    """``PermissionDenied`` saying what to do unless ``user_may_take_part``."""
+    if not user_may_take_part(user=user):
+        raise PermissionDenied(TAKE_PART_REFUSAL)
 
 
 def team_of_user(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> Team | None:

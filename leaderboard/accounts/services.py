@@ -12,11 +12,12 @@ import smtplib
 from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
+from django.core import signing
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import IntegrityError, connection, transaction
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -28,12 +29,18 @@ from leaderboard.accounts.models import (
     Membership,
     MembershipEvent,
     MembershipEventKind,
+    PendingConfirmation,
     Role,
     Team,
     TeamInvite,
     TeamKind,
 )
-from leaderboard.accounts.selectors import user_email_in_use
+from leaderboard.accounts.selectors import (
+    request_client_address,
+    user_email_confirmed,
+    user_email_in_use,
+    user_take_part_check,
+)
 from leaderboard.challenges.models import Challenge
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
 from leaderboard.rankings.versions import board_changed
@@ -45,12 +52,24 @@ def _new_join_code() -> str:
     return secrets.token_urlsafe(12)
 
 
+# One answer for every name a team cannot have: empty, too long, or another team's.  A clash is
+# not a 409 of its own, and does not say whose name it is: an anonymous team's name is known
+# to its members and the organizers only, and a distinct answer would confirm a guess at it.
+TEAM_NAME_RULE = "choose another name: a team's name has 1 to 100 characters and is one no other team of this challenge has"
+
+
+def _team_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise ServiceError(TEAM_NAME_RULE, field="name")
+    return name
+
+
 def team_create(
     *, challenge: Challenge, owner: User, name: str, is_anonymous: bool = False, affiliation: str = ""
 ) -> Team:
-    name = name.strip()
-    if not name:
-        raise ServiceError("a team needs a name", field="name")
+    user_take_part_check(user=owner)
+    name = _team_name(name)
     try:
         with transaction.atomic():
             team = Team.objects.create(
@@ -65,11 +84,12 @@ def team_create(
     except IntegrityError:
         if Membership.objects.filter(user=owner, challenge=challenge).exists():
             raise Conflict("you are already in a team for this challenge") from None
-        raise Conflict(f"a team called {name!r} already exists in this challenge", field="name") from None
+        raise ServiceError(TEAM_NAME_RULE, field="name") from None
     return team
 
 
 def team_join(*, user: User, join_code: str) -> Team:
+    user_take_part_check(user=user)  # before the code is looked up: no unconfirmed account tries codes
     team = Team.objects.filter(join_code=join_code.strip(), kind=TeamKind.PARTICIPANT).first()
     if team is None:
         raise NotFound("no team has that join code; ask the team's owner for a fresh one", field="join_code")
@@ -93,6 +113,7 @@ def _team_full_check(team: Team) -> None:
 
 def _member_add(*, team: Team, user: User, by: User | None) -> Membership:
     """Add ``user`` to ``team`` as a member, within the challenge's team size; call inside a transaction."""
+    user_take_part_check(user=user)
     _lock_team(team)
     _team_full_check(team)
     try:
@@ -130,17 +151,13 @@ def team_update(*, team: Team, actor: User, is_anonymous: bool | None = None, af
 
 def team_rename(*, team: Team, actor: User, name: str) -> Team:
     _require_owner(team, actor)
-    name = name.strip()
-    if not name:
-        raise ServiceError("a team needs a name", field="name")
-    if len(name) > 100:
-        raise ServiceError("a team's name has at most 100 characters", field="name")
+    name = _team_name(name)
     try:
         with transaction.atomic():
             Team.objects.filter(pk=team.pk).update(name=name)
             board_changed(challenge_id=team.challenge_id)
     except IntegrityError:
-        raise Conflict(f"a team called {name!r} already exists in this challenge", field="name") from None
+        raise ServiceError(TEAM_NAME_RULE, field="name") from None
     team.name = name
     return team
 
@@ -325,12 +342,120 @@ def team_invites_match(*, user: User) -> int:
     ).update(invited_user=user)
 
 
-# The account itself.
+# The account itself: sign-up, the confirmation of its e-mail address, changes of the address.
+
+_CONFIRM_SALT = "readerboard.accounts.confirm-email"
+
+
+def _site(site_url: str) -> str:
+    return site_url.rstrip("/")
+
+
+def _account_mail(*, address: str, subject: str, body: str) -> bool:
+    """Send one account mail to ``address``, at most EMAIL_CONFIRM_MAIL_LIMIT per window per address
+    (sign-up, the address's "you have an account" notice and "send the link again" share the count,
+    so nobody makes the platform mail someone over and over).  False if not sent."""
+    try:
+        throttle_reserve([(f"mail:{address.strip().casefold()}"[:200], settings.EMAIL_CONFIRM_MAIL_LIMIT)],
+                         window_s=settings.EMAIL_CONFIRM_MAIL_WINDOW_S, refusal="{seconds}")
+    except TooManyAttempts:
+        return False
+    try:
+        send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [address])
+    except (OSError, smtplib.SMTPException):
+        # As with invitations: the account stands without the mail; "send the link again" retries.
+        logger.warning("could not send an account mail (%s)", subject, exc_info=True)
+        return False
+    return True
+
+
+def email_confirmation_token(*, user: User) -> str:
+    """A signed, timestamped token for confirming ``user``'s current address (a link sent to an
+    earlier address confirms nothing once the address changed)."""
+    return signing.dumps({"u": user.pk, "e": user.email.strip().casefold()}, salt=_CONFIRM_SALT)
+
+
+def user_confirmation_send(*, user: User, site_url: str) -> None:
+    """Mail ``user`` a link that confirms its address; ``TooManyAttempts`` if that address had its
+    share of mails in the window.  Nothing to do for a confirmed account."""
+    if user_email_confirmed(user=user) or not user.email:
+        return
+    link = f"{_site(site_url)}{reverse('email-confirm', kwargs={'token': email_confirmation_token(user=user)})}"
+    days = max(1, settings.EMAIL_CONFIRM_TIMEOUT // (24 * 60 * 60))
+    body = (
+        f"Someone (we hope you) made the Readerboard account \"{user.get_username()}\" with this address.\n\n"
+        f"To confirm the address, open this link (it works for {days} day{'s' if days != 1 else ''}):\n\n{link}\n\n"
+        "Until then the account can log in, but not create or join a team or submit.\n"
+        "If it was not you, ignore this message: the account stays unconfirmed.\n"
+    )
+    if not _account_mail(address=user.email, subject="Confirm your e-mail address for Readerboard", body=body):
+        window_min = max(1, settings.EMAIL_CONFIRM_MAIL_WINDOW_S // 60)
+        raise TooManyAttempts(
+            f"We have sent as many links to {user.email} as we send in {window_min} minutes (or the mail server "
+            "did not take the message): look for the last one, or try again later.",
+            retry_after=settings.EMAIL_CONFIRM_MAIL_WINDOW_S)
+
+
+def _address_taken_mail(*, owner: User, site_url: str) -> None:
+    base = _site(site_url)
+    body = (
+        "Someone (perhaps you) tried to sign up on Readerboard with this address, which already has an "
+        f"account: \"{owner.get_username()}\".\n\n"
+        f"Log in: {base}{reverse('login')}\n"
+        f"Forgot the password? Set a new one: {base}{reverse('password_reset')}\n\n"
+        "If it was not you, ignore this message: nothing has changed.\n"
+    )
+    _account_mail(address=owner.email, subject="Sign-up with your Readerboard address", body=body)
+
+
+def user_sign_up(*, user: User, site_url: str) -> User | None:
+    """Make the account ``user`` (unsaved, its password set) unconfirmed, and mail it the link.
+
+    An address another account has makes no account: that account's owner is mailed instead,
+    and the caller answers exactly as for a new account, so sign-up tells nobody which addresses
+    have accounts.  Returns the new account, or None.
+    """
+    user.email = user.email.strip()
+    with transaction.atomic():
+        owner = User.objects.filter(email__iexact=user.email).order_by("pk").first() if user.email else None
+        if owner is None:
+            user.save()
+            PendingConfirmation.objects.create(user=user)
+    if owner is not None:
+        _address_taken_mail(owner=owner, site_url=site_url)
+        return None
+    try:
+        user_confirmation_send(user=user, site_url=site_url)
+    except TooManyAttempts:
+        pass  # the account waits; the owner asks for the link again once logged in
+    return user
+
+
+def user_email_confirm(*, token: str) -> User:
+    """Confirm the address a link from ``user_confirmation_send`` was for; the account may then take
+    part, and invitations waiting for the address are addressed to it.  Confirming again is
+    harmless.  ``ServiceError`` saying what to do for a link that is expired, altered, or for an
+    address the account no longer has."""
+    try:
+        data = signing.loads(token, salt=_CONFIRM_SALT, max_age=settings.EMAIL_CONFIRM_TIMEOUT)
+    except signing.SignatureExpired:
+        raise ServiceError("This link has expired: log in and ask for a new one with \"Send the link again\".") from None
+    except signing.BadSignature:
+        raise ServiceError("This link is not one we sent: copy the whole link from the mail, or log in and ask "
+                           "for a new one.") from None
+    user = User.objects.filter(pk=data.get("u"), is_active=True).first() if isinstance(data, dict) else None
+    if user is None or user.email.strip().casefold() != data.get("e"):
+        raise ServiceError("This link is for an address the account no longer has: log in and ask for a new one.")
+    with transaction.atomic():
+        PendingConfirmation.objects.filter(user=user).delete()
+        team_invites_match(user=user)
+    return user
 
 
 def user_email_change(*, request: HttpRequest, user: User, email: str, password: str) -> User:
     """Set ``user``'s e-mail address, confirmed with the password (a borrowed session alone must not
-    be able to redirect password resets); refused if another account has it, in any case."""
+    be able to redirect password resets); refused if another account has it, in any case.  An
+    account not yet confirmed is mailed a link for the new address (the old link stops working)."""
     email = email.strip()
     try:
         validate_email(email)
@@ -344,28 +469,68 @@ def user_email_change(*, request: HttpRequest, user: User, email: str, password:
             raise Conflict("another account uses this e-mail address", field="email")
         User.objects.filter(pk=user.pk).update(email=email)
         user.email = email
-        team_invites_match(user=user)
+        confirmed = user_email_confirmed(user=user)
+        if confirmed:
+            team_invites_match(user=user)
+    if not confirmed:
+        try:
+            user_confirmation_send(user=user, site_url=request.build_absolute_uri("/"))
+        except TooManyAttempts:
+            pass  # the page offers "send the link again", which says why it cannot
     return user
 
 
-# Failed logins are counted per username and per client address in a sliding window, in the
-# database so that every web process (and the API) agrees.
+# Failed logins are counted per (client, username) pair and per client in a sliding window, never
+# per username alone: a limit per username lets anyone keep its owner out of login and the token
+# exchange (issue 22).  A browser that logged in to an account before carries a signed device
+# cookie; its attempts on that account count on the cookie alone, so nobody elsewhere (nor behind
+# the same proxy address) can lock it out.  The counts are rows in the database, so that every web
+# process (and the API) agrees.
+
+DEVICE_COOKIE = "rb_device"
+_DEVICE_SALT = "readerboard.accounts.login-device"
+# Rows older than the longest window of any throttle are of no use to any count.
+_THROTTLE_KEEP_S = 24 * 60 * 60
 
 
-def _client_address(request: HttpRequest | None) -> str:
-    if request is None:
-        return "unknown"
-    header = settings.CLIENT_ADDRESS_HEADER
-    if header:
-        forwarded = request.META.get(header, "").split(",")[-1].strip()
-        if forwarded:
-            return forwarded
-    return str(request.META.get("REMOTE_ADDR") or "unknown")
-
-
-def _throttle_keys(request: HttpRequest | None, username: str) -> list[str]:
+def _username_key(username: str) -> str:
     # Case-folded: "Alice" and "alice" share a count, so changing case buys no extra guesses.
-    return [f"user:{username.strip().casefold()}"[:200], f"addr:{_client_address(request)}"[:200]]
+    return username.strip().casefold()
+
+
+def _device_nonce(request: HttpRequest | None, username: str) -> str | None:
+    """The nonce of the request's device cookie if it was issued to this username, else None."""
+    if request is None:
+        return None
+    value = request.get_signed_cookie(DEVICE_COOKIE, default=None, salt=_DEVICE_SALT,
+                                      max_age=settings.LOGIN_DEVICE_COOKIE_AGE_S)
+    if not value:
+        return None
+    owner, _, nonce = str(value).rpartition("|")
+    return nonce if nonce and owner == _username_key(username) else None
+
+
+def login_device_cookie_set(response: HttpResponse, *, user: User) -> None:
+    """Mark the browser (or script) that just logged in as ``user`` as a known device of it."""
+    response.set_signed_cookie(
+        DEVICE_COOKIE, f"{_username_key(user.get_username())}|{secrets.token_urlsafe(12)}", salt=_DEVICE_SALT,
+        max_age=settings.LOGIN_DEVICE_COOKIE_AGE_S, httponly=True, samesite="Lax",
+        secure=settings.SESSION_COOKIE_SECURE,
+    )
+
+
+def login_throttle_rules(request: HttpRequest | None, username: str) -> list[tuple[str, int]]:
+    """The counts an attempt to log in as ``username`` goes against, each with its limit.
+
+    A known device: its own count only.  Anyone else: the (client, username) pair, and the client
+    across usernames (with a higher limit: a shared machine or a campus address has several users).
+    """
+    device = _device_nonce(request, username)
+    if device:
+        return [(f"device:{device}", settings.LOGIN_FAILURE_LIMIT)]
+    client = request_client_address(request)
+    return [(f"pair:{client}|{_username_key(username)}"[:200], settings.LOGIN_FAILURE_LIMIT),
+            (f"addr:{client}"[:200], settings.LOGIN_FAILURE_CLIENT_LIMIT)]
 
 
 def _throttle_lock(keys: list[str]) -> None:
@@ -383,11 +548,10 @@ def _throttle_lock(keys: list[str]) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"readerboard-login:{key}"])
 
 
-def _retry_after(keys: list[str], now: dt.datetime) -> int:
-    """Seconds until every key is below the limit again; 0 if it is already."""
-    limit, window = settings.LOGIN_FAILURE_LIMIT, dt.timedelta(seconds=settings.LOGIN_FAILURE_WINDOW_S)
+def _retry_after(rules: list[tuple[str, int]], now: dt.datetime, window: dt.timedelta) -> int:
+    """Seconds until every key is below its limit again; 0 if it is already."""
     wait = 0.0
-    for key in keys:
+    for key, limit in rules:
         recent = list(
             LoginFailure.objects.filter(key=key, at__gt=now - window).order_by("-at").values_list("at", flat=True)[:limit]
         )
@@ -397,28 +561,38 @@ def _retry_after(keys: list[str], now: dt.datetime) -> int:
     return math.ceil(wait)
 
 
-def login_attempt(*, request: HttpRequest | None, username: str, password: str) -> User | None:
-    """The user if the password is right, else None; ``TooManyAttempts`` without checking it once
-    LOGIN_FAILURE_LIMIT attempts failed within the window for this username or from this address.
-
-    Unknown usernames are counted and answered exactly as wrong passwords, so neither the answer nor
-    the throttle tells whether an account exists.  Each attempt is recorded as a failure *before*
-    the password is checked (and the record removed if it was right): concurrent attempts, in any
-    process, see each other, so no more than the limit are ever checked in a window.
-    """
-    keys = _throttle_keys(request, username)
+def throttle_reserve(rules: list[tuple[str, int]], *, window_s: int, refusal: str) -> list[int]:
+    """Count one attempt against every key of ``rules`` (key, limit within ``window_s``) and return
+    the rows recorded; ``TooManyAttempts`` (``refusal`` with ``{seconds}`` filled in), recording
+    nothing, if any key is at its limit.  The one throttle of the accounts app: logins on every path,
+    and confirmation mails.  Recorded first, checked after: concurrent attempts, in any process,
+    see each other, so no more than the limit ever pass in a window."""
+    keys = [key for key, _ in rules]
     with transaction.atomic():
         _throttle_lock(keys)
         now = timezone.now()
-        LoginFailure.objects.filter(at__lte=now - dt.timedelta(seconds=settings.LOGIN_FAILURE_WINDOW_S)).delete()
-        retry_after = _retry_after(keys, now)
+        LoginFailure.objects.filter(at__lte=now - dt.timedelta(seconds=_THROTTLE_KEEP_S)).delete()
+        retry_after = _retry_after(rules, now, dt.timedelta(seconds=window_s))
         if retry_after:
-            raise TooManyAttempts(
-                f"Too many failed attempts to log in with this username or from this address: "
-                f"try again in {retry_after} seconds.",
-                retry_after=retry_after,
-            )
-        reserved = [LoginFailure.objects.create(key=key).pk for key in keys]
+            raise TooManyAttempts(refusal.format(seconds=retry_after), retry_after=retry_after)
+        return [LoginFailure.objects.create(key=key).pk for key in keys]
+
+
+def login_attempt(*, request: HttpRequest | None, username: str, password: str) -> User | None:
+    """The user if the password is right, else None; ``TooManyAttempts`` without checking it once
+    the attempt's counts (``login_throttle_rules``) are at their limits within the window.
+
+    Every path that checks a password comes here (the login page, the admin's, the API's token
+    exchange, the e-mail change).  Unknown usernames are counted and answered exactly as wrong
+    passwords, so neither the answer nor the throttle tells whether an account exists.  Each
+    attempt is recorded as a failure *before* the password is checked (and the record removed if
+    it was right), so no more than the limit are ever checked in a window.
+    """
+    reserved = throttle_reserve(
+        login_throttle_rules(request, username), window_s=settings.LOGIN_FAILURE_WINDOW_S,
+        refusal="Too many failed attempts to log in with this username from this address, or from this "
+                "address: try again in {seconds} seconds.",
+    )
     user = authenticate(request, username=username, password=password)
     if user is not None:
         LoginFailure.objects.filter(pk__in=reserved).delete()

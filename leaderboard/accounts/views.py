@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -32,19 +31,21 @@ from leaderboard.accounts.selectors import (
     team_invites_pending,
     team_members,
     team_of_user,
+    user_email_confirmed,
     user_memberships,
 )
 from leaderboard.accounts.services import (
     API_TOKEN_LIMIT,
+    TEAM_NAME_RULE,
     api_token_create,
     api_token_revoke,
     api_token_rotate,
+    login_device_cookie_set,
     team_create,
     team_invite_accept,
     team_invite_cancel,
     team_invite_create,
     team_invite_decline,
-    team_invites_match,
     team_join,
     team_leave,
     team_member_remove,
@@ -52,7 +53,10 @@ from leaderboard.accounts.services import (
     team_rename,
     team_rotate_join_code,
     team_update,
+    user_confirmation_send,
     user_email_change,
+    user_email_confirm,
+    user_sign_up,
 )
 from leaderboard.challenges.models import Challenge
 from leaderboard.core.errors import NotFound, ServiceError
@@ -75,22 +79,56 @@ def _next_url(request: HttpRequest) -> str | None:
 @sensitive_post_parameters("password1", "password2")
 @require_http_methods(["GET", "POST"])
 def signup(request: HttpRequest) -> HttpResponse:
+    """Make an unconfirmed account and mail it the link; not logged in, so that an address that has
+    an account already (its owner is mailed instead, and no account is made) answers the same."""
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome, {user.username}.")
-        if team_invites_match(user=user):
-            messages.info(request, "Teams have invited you: answer on your profile page.")
+        user_sign_up(user=form.save(commit=False), site_url=request.build_absolute_uri("/"))
+        messages.success(request, f"We sent a link to {form.cleaned_data['email']}: open it to confirm the address, "
+                                  "then log in. Until it is confirmed, the account can log in but not join a team or submit.")
         next_url = _next_url(request)
         return HttpResponseRedirect(next_url) if next_url else redirect("home")
     return render(request, "accounts/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET"])
+def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """The link mailed at sign-up.  GET confirms (a link opened from a mail is a GET); confirming
+    twice is harmless, and the link does not log in: only the password does."""
+    try:
+        user = user_email_confirm(token=token)
+    except ServiceError as exc:
+        return render(request, "accounts/email_confirm.html", {"error": exc.message}, status=exc.status_code)
+    invites = team_invites_for_user(user=user).exists()
+    return render(request, "accounts/email_confirm.html", {"confirmed": user, "invites": invites,
+                                                           "is_them": request.user.pk == user.pk})
+
+
+@login_required
+@require_http_methods(["POST"])
+def email_confirm_resend(request: HttpRequest) -> HttpResponse:
+    """"Send the link again", from the notice an unconfirmed account sees at the top of every page."""
+    user: User = request.user  # type: ignore[assignment]
+    try:
+        user_confirmation_send(user=user, site_url=request.build_absolute_uri("/"))
+        if user_email_confirmed(user=user):
+            messages.info(request, "Your e-mail address is confirmed already.")
+        else:
+            messages.success(request, f"We sent a new link to {user.email}: the one before it works too, until it expires.")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    return HttpResponseRedirect(_next_url(request) or reverse("profile"))
 
 
 class LoginView(auth_views.LoginView):
     """Django's login page through the failure throttle: past the limit, 429 and Retry-After."""
 
     form_class = ThrottledAuthenticationForm
+
+    def form_valid(self, form: ThrottledAuthenticationForm) -> HttpResponse:  # type: ignore[override]
+        response = super().form_valid(form)
+        login_device_cookie_set(response, user=form.get_user())
+        return response
 
     def form_invalid(self, form: ThrottledAuthenticationForm) -> HttpResponse:  # type: ignore[override]
         response = super().form_invalid(form)
@@ -204,7 +242,8 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
 
 
 class TeamCreateForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    # Checked by the service alone, so that every name a team cannot have gets its one answer.
+    name = forms.CharField(required=False, widget=forms.TextInput(attrs={"maxlength": 100, "required": True}))
     affiliation = forms.CharField(max_length=200, required=False)
     is_anonymous = forms.BooleanField(required=False, label="Appear as 'Anonymous' on public boards")
 
@@ -308,7 +347,7 @@ def _team_remove(request: HttpRequest, team: Team) -> None:
 def _team_rename(request: HttpRequest, team: Team) -> None:
     form = RenameForm(request.POST)
     if not form.is_valid():
-        raise ServiceError("a team's name has 1 to 100 characters", field="name")
+        raise ServiceError(TEAM_NAME_RULE, field="name")
     team_rename(team=team, actor=request.user, name=form.cleaned_data["name"])  # type: ignore[arg-type]
     messages.success(request, f"The team is now called {team.name}.")
 

@@ -87,6 +87,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "leaderboard.accounts.context_processors.account_notice",
             ],
         },
     },
@@ -256,10 +257,19 @@ DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "readerboard@localhost")
 PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT_S", 24 * 60 * 60)
 
 # Failed logins (the login page, the admin's and the API's password exchange): once LIMIT have
-# failed within WINDOW_S for one username, or from one client address, further attempts are
-# refused unchecked until the oldest of them is WINDOW_S old (accounts.services.login_attempt).
+# failed within WINDOW_S for one username from one client address (or CLIENT_LIMIT from one
+# client address), further attempts from there are refused unchecked until the oldest of them is
+# WINDOW_S old; a browser that logged in to the account before counts on its own, so no client
+# locks a user out for everyone (accounts.services.login_attempt).
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_FAILURE_CLIENT_LIMIT = env_int("LOGIN_FAILURE_CLIENT_LIMIT", 30)
 LOGIN_FAILURE_WINDOW_S = env_int("LOGIN_FAILURE_WINDOW_S", 60)
+LOGIN_DEVICE_COOKIE_AGE_S = env_int("LOGIN_DEVICE_COOKIE_AGE_S", 180 * 24 * 60 * 60)
+# A sign-up's e-mail address is confirmed by a signed link, valid this long; at most LIMIT
+# confirmation (or "this address has an account") mails go to one address per WINDOW_S.
+EMAIL_CONFIRM_TIMEOUT = env_int("EMAIL_CONFIRM_TIMEOUT_S", 3 * 24 * 60 * 60)
+EMAIL_CONFIRM_MAIL_LIMIT = env_int("EMAIL_CONFIRM_MAIL_LIMIT", 3)
+EMAIL_CONFIRM_MAIL_WINDOW_S = env_int("EMAIL_CONFIRM_MAIL_WINDOW_S", 60 * 60)
 # Behind a reverse proxy every request comes from the proxy's address, so one attacker would
 # lock everybody out: name the header the proxy sets (e.g. HTTP_X_FORWARDED_FOR); its last
 # entry, the one the proxy itself appended, is taken as the client's address.

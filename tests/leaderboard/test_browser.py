@@ -9,12 +9,14 @@ them the test is skipped, except in CI (``CI=true``), where their absence is a f
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core import mail
 
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
@@ -65,13 +67,22 @@ def test_a_new_participant_signs_up_submits_and_tops_the_board(
     before = board_rows(driver)
     assert [row[1] for row in before] == ["Charlie's"]
 
-    # Sign up through the form; the new user is logged in.
+    # Sign up through the form, open the link it mails to confirm the address, and log in.
     driver.get(f"{base}/accounts/signup/")
     driver.find_element(By.ID, "id_username").send_keys("erin")
     driver.find_element(By.ID, "id_email").send_keys("erin@example.org")
     driver.find_element(By.ID, "id_password1").send_keys("a-long-browser-pw-42")
     driver.find_element(By.ID, "id_password2").send_keys("a-long-browser-pw-42")
     driver.find_element(By.ID, "signup-submit").click()
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "We sent a link to erin@example.org"))
+    link = re.search(r"https?://\S+/accounts/confirm/\S+/", mail.outbox[-1].body)
+    assert link, mail.outbox[-1].body
+    driver.get(link.group(0))
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "is confirmed"))
+    driver.get(f"{base}/accounts/login/")
+    driver.find_element(By.ID, "id_username").send_keys("erin")
+    driver.find_element(By.ID, "id_password").send_keys("a-long-browser-pw-42")
+    driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
     wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "header.top nav"), "erin"))
 
     # Create a team on the team page.
