@@ -210,3 +210,55 @@ def test_under_the_selected_rule_the_team_picks_its_board_submission(
     driver.get(f"{base}/c/demo/submissions/")
     assert "(selected)" in main_text(driver)
     screenshot(driver, "submissions-list-selected-rule")
+
+
+def test_a_new_account_confirms_its_address_from_the_notice_and_the_mail(
+    cast: Cast, live_server: Any, chromium: Any
+) -> None:
+    """Issue 22: a new account is told to confirm its address on every page, may ask for the link
+    again, is refused a team until then, and takes part once the link is opened."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver, base = chromium, live_server.url
+    wait = WebDriverWait(driver, WAIT_SECONDS)
+    driver.get(f"{base}/accounts/signup/")
+    screenshot(driver, "signup")
+    for field, value in (("id_username", "erin"), ("id_email", "erin@example.org"),
+                         ("id_password1", NEW_PASSWORD), ("id_password2", NEW_PASSWORD)):
+        driver.find_element(By.ID, field).send_keys(value)
+    driver.find_element(By.ID, "signup-submit").click()
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "We sent a link to erin@example.org"))
+    screenshot(driver, "signed-up")
+    assert not driver.find_elements(By.ID, "profile-link")  # not logged in by signing up
+
+    log_in(driver, base, "erin", NEW_PASSWORD)
+    wait.until(ec.presence_of_element_located((By.ID, "confirm-notice")))
+    assert "cannot create or join a team or submit" in driver.find_element(By.ID, "confirm-notice").text
+    screenshot(driver, "unconfirmed-notice")
+    driver.find_element(By.ID, "confirm-resend").click()
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "We sent a new link"))
+    assert len(mail.outbox) == 2 and mail.outbox[-1].to == ["erin@example.org"]
+    screenshot(driver, "unconfirmed-link-sent-again")
+
+    driver.get(f"{base}/c/demo/team/")
+    driver.find_element(By.ID, "id_name").send_keys("Birch Readers")
+    driver.find_element(By.ID, "create-team").click()
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "confirm your e-mail address first"))
+    screenshot(driver, "unconfirmed-team-refused")
+
+    driver.get(f"{base}/accounts/confirm/not-a-link-we-sent/")
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "This link does not work"))
+    screenshot(driver, "confirm-link-bad")
+    link = re.search(r"https?://\S+/accounts/confirm/\S+/", mail.outbox[-1].body)
+    assert link, mail.outbox[-1].body
+    driver.get(link.group(0))
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "is confirmed"))
+    assert not driver.find_elements(By.ID, "confirm-notice")
+    screenshot(driver, "confirmed")
+
+    driver.get(f"{base}/c/demo/team/")
+    driver.find_element(By.ID, "id_name").send_keys("Birch Readers")
+    driver.find_element(By.ID, "create-team").click()
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "You are in Birch Readers"))
