@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from leaderboard.accounts.models import ApiToken, Membership, Team
+from leaderboard.accounts.models import ApiToken, Membership, PendingConfirmation, Team
 from leaderboard.rankings.admin import BoardShownAdmin
 
 
@@ -30,3 +30,16 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: object) -> bool:
         return False  # a key made here would have to be shown to the administrator
+
+
+@admin.register(PendingConfirmation)
+class PendingConfirmationAdmin(admin.ModelAdmin):
+    """Accounts whose address awaits its link; deleting a row confirms the account by hand (an
+    operator who knows the address is right)."""
+
+    list_display = ("user", "created_at")
+    search_fields = ("user__username", "user__email")
+    readonly_fields = ("user", "created_at")
+
+    def has_add_permission(self, request: object) -> bool:
+        return False  # only the sign-up page and address changes make these

@@ -105,7 +105,9 @@ def team_invites_for_user(*, user: AbstractBaseUser, challenge: Challenge | None
     the account had it (matched here, so an address set today finds last week's invitation)."""
     addressed = Q(invited_user_id=user.pk)
     email = getattr(user, "email", "")
-    if email:
+    # By address only once the account has shown it reads that address: else anyone could sign
+    # up with someone's address and read (or decline) the invitations sent to it.
+    if email and user_email_confirmed(user=user):
         addressed |= Q(invited_user__isnull=True, email__iexact=email)
     invites = TeamInvite.objects.filter(addressed, status=InviteStatus.PENDING)
     if challenge is not None:

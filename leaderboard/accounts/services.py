@@ -298,7 +298,8 @@ def _invite_for(*, invite_id: int, user: User) -> TeamInvite:
     ).first()
     if invite is not None and (
         invite.invited_user_id == user.pk
-        or (invite.invited_user_id is None and user.email and invite.email.casefold() == user.email.casefold())
+        or (invite.invited_user_id is None and user.email and invite.email.casefold() == user.email.casefold()
+            and user_email_confirmed(user=user))  # as team_invites_for_user: a confirmed address only
     ):
         return invite
     # The same answer for an invitation that does not exist and for one to someone else.
@@ -334,8 +335,8 @@ def team_invite_cancel(*, team: Team, actor: User, invite_id: int) -> None:
 
 def team_invites_match(*, user: User) -> int:
     """Address to ``user`` the waiting invitations sent to its e-mail address before it had an
-    account with it (at sign-up, after an address change).  Returns how many."""
-    if not user.email:
+    account with it (once the address is confirmed).  Returns how many."""
+    if not user.email or not user_email_confirmed(user=user):
         return 0
     return TeamInvite.objects.filter(
         invited_user__isnull=True, email__iexact=user.email, status=InviteStatus.PENDING
@@ -454,8 +455,12 @@ def user_email_confirm(*, token: str) -> User:
 
 def user_email_change(*, request: HttpRequest, user: User, email: str, password: str) -> User:
     """Set ``user``'s e-mail address, confirmed with the password (a borrowed session alone must not
-    be able to redirect password resets); refused if another account has it, in any case.  An
-    account not yet confirmed is mailed a link for the new address (the old link stops working)."""
+    be able to redirect password resets); refused if another account has it, in any case.
+
+    A new address is unconfirmed until its link is opened, whatever the account was before: else
+    one mailbox would confirm account after account, each moving on to an address nobody reads.
+    The link for the new address is mailed (one for an earlier address stops working).
+    """
     email = email.strip()
     try:
         validate_email(email)
@@ -467,12 +472,12 @@ def user_email_change(*, request: HttpRequest, user: User, email: str, password:
     with transaction.atomic():
         if user_email_in_use(email=email, exclude=user):
             raise Conflict("another account uses this e-mail address", field="email")
+        changed = email.casefold() != user.email.strip().casefold()
         User.objects.filter(pk=user.pk).update(email=email)
         user.email = email
-        confirmed = user_email_confirmed(user=user)
-        if confirmed:
-            team_invites_match(user=user)
-    if not confirmed:
+        if changed:
+            PendingConfirmation.objects.get_or_create(user=user)
+    if not user_email_confirmed(user=user):
         try:
             user_confirmation_send(user=user, site_url=request.build_absolute_uri("/"))
         except TooManyAttempts:

@@ -152,7 +152,11 @@ def profile(request: HttpRequest) -> HttpResponse:
             try:
                 user_email_change(request=request, user=user, email=form.cleaned_data["email"],
                                   password=form.cleaned_data["password"])
-                messages.success(request, "Your e-mail address is changed.")
+                if user_email_confirmed(user=user):
+                    messages.success(request, "Your e-mail address is changed.")
+                else:
+                    messages.success(request, f"Your e-mail address is changed. We sent a link to {user.email}: open "
+                                              "it to confirm the address; until then you cannot join a team or submit.")
                 return redirect("profile")
             except ServiceError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)

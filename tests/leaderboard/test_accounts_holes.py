@@ -278,3 +278,29 @@ def test_a_name_an_anonymous_team_has_is_refused_as_any_other_name_a_team_cannot
     texts = [[str(m) for m in r.context["messages"]] for r in renamed]
     assert texts[0] == texts[1] == [TEAM_NAME_RULE]
     assert not TeamInvite.objects.exists() and Team.objects.get(pk=cast.alpha.pk).name == "Alpha"
+
+
+def test_a_new_address_is_unconfirmed_until_its_link_is_opened(cast: Cast) -> None:
+    """Else one mailbox would confirm account after account, each moving on to an unread address."""
+    alice = cast.client("alice")
+    assert alice.post("/accounts/profile/", {"email": "nobody-reads@example.org", "password": "alice-pw"}
+                      ).status_code == 302
+    assert not user_may_take_part(user=cast.alice)
+    assert 'id="confirm-notice"' in alice.get("/").content.decode()
+    assert alice.post("/c/demo/team/", {"action": "rename", "name": "Alpha"}).status_code == 302  # still its team
+    refused = alice.post("/c/demo/submit/", {"phase": cast.dev.pk, "file": io.BytesIO(b"{}")})
+    assert refused.status_code == 403
+    assert mail.outbox[-1].to == ["nobody-reads@example.org"]
+    assert Client().get(link_in(mail.outbox[-1])).status_code == 200
+    assert user_may_take_part(user=cast.alice)
+
+
+def test_an_unconfirmed_account_cannot_read_or_answer_invitations_sent_to_its_address(cast: Cast) -> None:
+    invite = team_invite_create(team=cast.alpha, actor=cast.alice, invitee="victim@example.org")
+    squatter = Client()
+    sign_up(squatter, username="squatter", email="victim@example.org")
+    log_in(squatter, "squatter", PASSWORD)
+    assert "Alpha" not in squatter.get("/accounts/profile/").content.decode()
+    squatter.post(f"/accounts/invites/{invite.pk}/", {"action": "decline"})
+    invite.refresh_from_db()
+    assert invite.status == "pending" and invite.invited_user is None

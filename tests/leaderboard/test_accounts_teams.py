@@ -367,6 +367,10 @@ def test_an_address_set_on_the_profile_finds_an_earlier_invitation(cast: Cast) -
     dave = cast.client("dave")
     assert not dave.get("/accounts/profile/").context["invites"]
     dave.post("/accounts/profile/", {"email": "DAVE.D@example.org", "password": "dave-pw"})
+    # Once the new address is confirmed (test_accounts_holes).
+    link = re.search(r"http://testserver(/accounts/confirm/\S+/)", mail.outbox[-1].body)
+    assert link and mail.outbox[-1].to == ["DAVE.D@example.org"]
+    dave.get(link.group(1))
     invites = dave.get("/accounts/profile/").context["invites"]
     assert [i.team.name for i in invites] == ["Alpha"]
 
