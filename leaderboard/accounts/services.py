@@ -357,7 +357,7 @@ def _account_mail(*, address: str, subject: str, body: str) -> bool:
     (sign-up, the address's "you have an account" notice and "send the link again" share the count,
     so nobody makes the platform mail someone over and over).  False if not sent."""
     try:
-        throttle_reserve([(f"mail:{address.strip().casefold()}"[:200], settings.EMAIL_CONFIRM_MAIL_LIMIT)],
+        throttle_reserve([(f"{_MAIL_KEY}{address.strip().casefold()}"[:200], settings.EMAIL_CONFIRM_MAIL_LIMIT)],
                          window_s=settings.EMAIL_CONFIRM_MAIL_WINDOW_S, refusal="{seconds}")
     except TooManyAttempts:
         return False
@@ -494,8 +494,16 @@ def user_email_change(*, request: HttpRequest, user: User, email: str, password:
 
 DEVICE_COOKIE = "rb_device"
 _DEVICE_SALT = "readerboard.accounts.login-device"
-# Rows older than the longest window of any throttle are of no use to any count.
-_THROTTLE_KEEP_S = 24 * 60 * 60
+_MAIL_KEY = "mail:"  # the confirmation mails' counts; every other key counts logins
+
+
+def _throttle_prune(now: dt.datetime) -> None:
+    """Drop the rows no count needs (older than their throttle's window): a guessing run leaves no
+    lasting table behind."""
+    login_window = dt.timedelta(seconds=settings.LOGIN_FAILURE_WINDOW_S)
+    mail_window = dt.timedelta(seconds=settings.EMAIL_CONFIRM_MAIL_WINDOW_S)
+    LoginFailure.objects.filter(at__lte=now - login_window).exclude(key__startswith=_MAIL_KEY).delete()
+    LoginFailure.objects.filter(key__startswith=_MAIL_KEY, at__lte=now - mail_window).delete()
 
 
 def _username_key(username: str) -> str:
@@ -576,7 +584,7 @@ def throttle_reserve(rules: list[tuple[str, int]], *, window_s: int, refusal: st
     with transaction.atomic():
         _throttle_lock(keys)
         now = timezone.now()
-        LoginFailure.objects.filter(at__lte=now - dt.timedelta(seconds=_THROTTLE_KEEP_S)).delete()
+        _throttle_prune(now)
         retry_after = _retry_after(rules, now, dt.timedelta(seconds=window_s))
         if retry_after:
             raise TooManyAttempts(refusal.format(seconds=retry_after), retry_after=retry_after)

@@ -13,6 +13,7 @@ The cast is conftest's: alice owns Alpha with bob; charlie owns Charlie's; dave 
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import re
@@ -24,8 +25,9 @@ from django.contrib.auth.models import User
 from django.core import mail, signing
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
-from leaderboard.accounts.models import Membership, PendingConfirmation, Team, TeamInvite
+from leaderboard.accounts.models import LoginFailure, Membership, PendingConfirmation, Team, TeamInvite
 from leaderboard.accounts.selectors import request_client_address, user_may_take_part
 from leaderboard.accounts.services import (
     DEVICE_COOKIE,
@@ -107,6 +109,17 @@ def test_the_client_address_is_the_last_entry_of_the_proxy_header(cast: Cast, se
     assert log_in(Client(**proxy, HTTP_X_FORWARDED_FOR="10.0.0.1"), "oscar", "oscar-pw") == 302
     request = Client(**forging).get("/").wsgi_request
     assert request_client_address(request) == "10.6.6.6"
+
+
+def test_the_throttle_keeps_each_row_for_its_own_window_only(cast: Cast) -> None:
+    guess(3, username="alice", address="10.0.0.1")
+    sign_up(Client())
+    an_old_minute = timezone.now() - dt.timedelta(seconds=settings.LOGIN_FAILURE_WINDOW_S + 1)
+    LoginFailure.objects.update(at=an_old_minute)
+    guess(1, username="bob", address="10.0.0.2")
+    # The old login rows are gone; the mail's row counts on for its hour.
+    assert sorted(LoginFailure.objects.values_list("key", flat=True)) == [
+        "addr:10.0.0.2", "mail:erin@example.org", "pair:10.0.0.2|bob"]
 
 
 # --------------------------------------------------------------------------- confirmed addresses
