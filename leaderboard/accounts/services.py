@@ -11,6 +11,7 @@ import smtplib
 
 from django.conf import settings
 from django.contrib.auth import authenticate
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import User
 from django.core import signing
 from django.core.exceptions import ValidationError
@@ -523,7 +524,7 @@ def _device_nonce(request: HttpRequest | None, username: str) -> str | None:
     return nonce if nonce and owner == _username_key(username) else None
 
 
-def login_device_cookie_set(response: HttpResponse, *, user: User) -> None:
+def login_device_cookie_set(response: HttpResponse, *, user: AbstractBaseUser) -> None:
     """Mark the browser (or script) that just logged in as ``user`` as a known device of it."""
     response.set_signed_cookie(
         DEVICE_COOKIE, f"{_username_key(user.get_username())}|{secrets.token_urlsafe(12)}", salt=_DEVICE_SALT,
