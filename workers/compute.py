@@ -6,7 +6,10 @@ It needs three settings from its environment and no others: ``READERBOARD_BROKER
 broker it takes runs from), ``READERBOARD_API_URL`` (the web app, whose ``/internal/v1/`` it
 talks to) and ``READERBOARD_WORKER_TOKEN`` (made with ``manage.py worker_token_create``).
 Optional: ``READERBOARD_WORK_DIR`` (its run folders), ``READERBOARD_CONTAINER_RUNTIME``
-(``runsc`` for gVisor), ``READERBOARD_RUN_IMAGE_REPOSITORY``.  No Django, no database URL, no
+(``runsc`` for gVisor), ``READERBOARD_RUN_IMAGE_REPOSITORY``, and for runs on hidden data
+``READERBOARD_HIDDEN_RUNTIME`` (default ``runsc``), ``READERBOARD_HIDDEN_ISOLATION`` (default on)
+and ``READERBOARD_HOST_LOCK`` (default ``/run/readerboard-compute.lock``, one file for all the
+host's compute workers: see ``workers.runner.sandbox_choose``).  No Django, no database URL, no
 private storage, no gold: it fetches the answer-free inputs and the system of each run it is
 given, and hands back outputs, log and figures; scoring happens on the platform's side.
 
@@ -29,7 +32,7 @@ from celery.signals import worker_ready
 from workers.celery_settings import SHARED
 from workers.internal_api import HttpTransport
 from workers.run_system import ComputeConfig, leftovers_remove, run_ticket, worker_name
-from workers.runner import PlatformError
+from workers.runner import DEFAULT_HOST_LOCK, HiddenRuns, PlatformError
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +61,9 @@ def config() -> ComputeConfig:
         work_dir=Path(_env("WORK_DIR", "/var/lib/readerboard-compute")),
         run_image_repository=_env("RUN_IMAGE_REPOSITORY", "readerboard-run"),
         runtime=_env("CONTAINER_RUNTIME", ""),
+        hidden=HiddenRuns(runtime=_env("HIDDEN_RUNTIME", "runsc"),
+                          isolate=_env("HIDDEN_ISOLATION", "1").lower() not in ("0", "false", "no", "off"),
+                          lock_path=Path(_env("HOST_LOCK", str(DEFAULT_HOST_LOCK)))),
     )
 
 

@@ -138,6 +138,7 @@ class ComputeConfig:
     work_dir: Path
     run_image_repository: str
     runtime: str = ""  # "" = the engine's default, unless the challenge forces one
+    hidden: runner.HiddenRuns = runner.HiddenRuns()  # how runs on hidden data are sandboxed apart
 
 
 def run_failure_classify(exc: Exception) -> RunFailure:
@@ -294,7 +295,10 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
     submission_id, attempt = ticket.submission_id, ticket.attempt
     input_dir, system_dir, command = run_prepare(transport, ticket, run_dir)
     output_dir = run_dir / "output"
-    with run_image(transport, ticket, config, run_dir, client) as image, \
+    sandbox = runner.sandbox_choose(hidden=ticket.hidden_data, challenge_runtime=ticket.runtime,
+                                    worker_runtime=config.runtime, policy=config.hidden)
+    with run_image(transport, ticket, config, run_dir, client) as loaded, \
+            runner.sandboxed(client, loaded, sandbox, config.hidden, keep_copy=loaded == ticket.base_image) as image, \
             runner.output_area(output_dir, ticket.limits.output_mb) as capped:
         spec = runner.RunSpec(
             image=image,
@@ -303,7 +307,7 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
             output_dir=output_dir,
             system_dir=system_dir,
             limits=ticket.limits,
-            runtime=ticket.runtime or config.runtime or None,
+            runtime=sandbox.runtime,
             gpus=ticket.gpus,
             labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt),
                     LABEL_WORKER: worker_name()},
@@ -338,7 +342,7 @@ def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeCon
     fmt = ticket.protocol["format"]
     datasets = [dialogs_of_file(fmt, input_dir / item.name, gold=False) for item in ticket.inputs]
     outcome = RunOutcome(exit_code=0, timed_out=False, oom_killed=False, output_too_large=False, duration_s=0.0,
-                         logs="", runtime=ticket.runtime or config.runtime or "default")
+                         logs="", runtime=base.runtime or "default")
     logs = []
     for mode in ticket.protocol["modes"]:
         golds = [RemoteGold(transport, ticket, mode, d, [len(dialog.turns) for dialog in dialogs])

@@ -18,9 +18,14 @@ turning that into a verdict a person can act on is the platform's job.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import io
+import json
 import logging
 import os
+import secrets
 import subprocess
+import tarfile
 import tempfile
 import threading
 import time
@@ -76,6 +81,240 @@ class RunSpec:
     labels: dict[str, str] = field(default_factory=dict)
     gpus: int = 0  # GPUs requested from the engine (NVIDIA runtime's device request); 0: none
     environment: dict[str, str] = field(default_factory=dict)  # the platform's, on top of the usual ones
+
+
+# --------------------------------------------------------------------------- runs on hidden data
+#
+# A run on hidden data (``RunTicket.hidden_data``, decided on the platform's side by
+# ``phase_runs_on_hidden_data``) must leave nothing that a run whose output its team reads (a dev
+# run's log, figures, outputs) can read later or at the same time.  Measured (tests/benchmarks/
+# README.md, "Page-cache channel"): the files of the image a system runs on are the same host inodes
+# for every container started from it (overlay lower layer), so their page-cache state carries a
+# bit per file from one run to the next, and gVisor alone does not stop it (a hidden run under runsc
+# cannot evict, but its reads still fill the host's cache of the shared files: 254 of 256 bits).
+# So a hidden run gets, by ``sandbox_choose``:
+#   * its own copy of the image (``hidden_copy``): the same files under inodes no other run reads;
+#     the copy's pages are evicted before and after each hidden run, so every hidden run starts alike;
+#   * the hidden runtime (gVisor by default): /proc, /sys and mountinfo are the sandbox's own, and
+#     what it does reaches the host kernel through gVisor (no host processes, no host tmpfs);
+#   * the host to itself (``host_slot``): no other run of any team runs beside it on the host, so
+#     load, memory, disk and CPU contention are not shared while it runs.
+
+HIDDEN_COPY_REPOSITORY = "readerboard-hidden"
+# On a hidden copy: the id of the image it copies.  deploy/images/build.sh makes the base image's.
+HIDDEN_COPY_LABEL = "org.readerboard.hidden-copy"
+# The file that makes the copy's layer content (and so its layer, its inodes) its own: a random
+# token, so nobody can build an image whose layer is byte for byte the copy's and share it.
+HIDDEN_COPY_MARKER = ".readerboard-hidden-copy"
+DEFAULT_HOST_LOCK = Path("/run/readerboard-compute.lock")
+
+
+@dataclass(frozen=True)
+class HiddenRuns:
+    """How this worker runs systems on hidden data (the compute worker's environment).
+
+    ``runtime``: READERBOARD_HIDDEN_RUNTIME (default ``runsc``; empty for the worker's default).
+    ``isolate``: READERBOARD_HIDDEN_ISOLATION (default on): the private image copy and the host to
+    itself; off only for trials and for the test that shows the channel is there without it.
+    ``lock_path``: READERBOARD_HOST_LOCK, a file every compute worker of a host opens (the same one).
+    """
+
+    runtime: str = "runsc"
+    isolate: bool = True
+    lock_path: Path = DEFAULT_HOST_LOCK
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """What the run is given beyond its limits: the runtime, and for a hidden run its own copy of
+    the image and the host to itself."""
+
+    runtime: str | None
+    hidden: bool
+    private_image: bool
+    exclusive: bool
+
+
+def sandbox_choose(*, hidden: bool, challenge_runtime: str, worker_runtime: str, policy: HiddenRuns) -> Sandbox:
+    """The one place that decides how a run is sandboxed; every run path calls it.
+
+    The challenge's runtime, where it forces one, is kept (an organizer may need runc, for GPUs);
+    otherwise a hidden run gets the hidden runtime and every other run the worker's default.  The
+    private copy and the exclusive host follow from ``hidden`` alone, whatever the runtime.
+    """
+    if challenge_runtime:
+        runtime = challenge_runtime
+    elif hidden and policy.runtime:
+        runtime = policy.runtime
+    else:
+        runtime = worker_runtime
+    isolate = hidden and policy.isolate
+    return Sandbox(runtime=runtime or None, hidden=hidden, private_image=isolate, exclusive=isolate)
+
+
+def hidden_copy_reference(image_id: str) -> str:
+    return f"{HIDDEN_COPY_REPOSITORY}:{image_id.removeprefix('sha256:')}"
+
+
+def _dockerfile_value(value: str) -> str:
+    """A value for ENV/LABEL in a ``docker import --change`` line: double-quoted, as a Dockerfile reads it."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _import_changes(config: dict[str, Any], source_id: str) -> list[str]:
+    """The image's run configuration as Dockerfile lines: ``docker import`` keeps only the files."""
+    changes = []
+    for item in config.get("Env") or []:
+        name, _, value = item.partition("=")
+        changes.append(f"ENV {name}={_dockerfile_value(value)}")
+    if config.get("Entrypoint"):
+        changes.append(f"ENTRYPOINT {json.dumps(config['Entrypoint'])}")
+    if config.get("Cmd"):
+        changes.append(f"CMD {json.dumps(config['Cmd'])}")
+    if config.get("WorkingDir"):
+        changes.append(f"WORKDIR {config['WorkingDir']}")
+    if config.get("User"):
+        changes.append(f"USER {config['User']}")
+    for name, value in (config.get("Labels") or {}).items():
+        if name != HIDDEN_COPY_LABEL:
+            changes.append(f"LABEL {_dockerfile_value(name)}={_dockerfile_value(value)}")
+    changes.append(f"LABEL {HIDDEN_COPY_LABEL}={source_id}")
+    return changes
+
+
+def _marker_tar() -> bytes:
+    data = (secrets.token_hex(32) + "\n").encode("ascii")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(HIDDEN_COPY_MARKER)
+        info.size, info.mode = len(data), 0o444
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def hidden_copy(client: docker.DockerClient, image: str) -> str:
+    """The reference of ``image``'s hidden copy: its files flattened into one layer of their own
+    (a random marker file in it), its run configuration kept.  Made when missing (``docker export``
+    of a created, never started container, then ``docker import``), kept while it is current."""
+    try:
+        source = client.api.inspect_image(image)
+    except docker.errors.ImageNotFound:
+        raise PlatformError(f"the image {image} is not in the engine") from None
+    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+        raise PlatformError(f"the engine failed: {exc}") from None
+    source_id = source["Id"]
+    reference = hidden_copy_reference(source_id)
+    try:
+        copy = client.api.inspect_image(reference)
+        if (copy["Config"].get("Labels") or {}).get(HIDDEN_COPY_LABEL) == source_id:
+            return reference
+    except docker.errors.ImageNotFound:
+        pass
+    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+        raise PlatformError(f"the engine failed: {exc}") from None
+    started = time.monotonic()
+    container = None
+    try:
+        # Created only, never started: the command is never run.
+        container = client.containers.create(source_id, entrypoint=["/nonexistent"], command=[],
+                                             network_mode="none", labels={HIDDEN_COPY_LABEL: source_id})
+        container.put_archive("/", _marker_tar())
+        repository, _, tag = reference.partition(":")
+        client.api.import_image(src=container.export(chunk_size=1024 * 1024), repository=repository, tag=tag,
+                                changes=_import_changes(source["Config"] or {}, source_id), stream_src=True)
+    except docker.errors.APIError as exc:
+        logger.error("hidden copy of %s not made: %s", image, exc.explanation or exc)
+        if exc.is_client_error():
+            # The engine refuses the image's own configuration (an odd ENV or LABEL): the image's fault.
+            raise ImageError("the image cannot be copied for a run on hidden data: the engine refuses its "
+                             "configuration (ENV, LABEL, WORKDIR or USER)") from None
+        raise PlatformError("the engine could not copy the image for a run on hidden data") from None
+    except requests.exceptions.RequestException as exc:
+        raise PlatformError(f"the engine failed: {exc}") from None
+    finally:
+        if container is not None:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+    logger.info("hidden copy %s of %s made in %.1fs", reference, image, time.monotonic() - started)
+    return reference
+
+
+def image_pages_evict(client: docker.DockerClient, image: str) -> int:
+    """Drop the page cache of every file of ``image``'s own layer (a hidden copy has one), so that
+    whatever a run left there is gone; the number of files, 0 where the layer cannot be reached
+    (a storage driver without an upper directory, an engine on another host)."""
+    try:
+        upper = (client.api.inspect_image(image).get("GraphDriver") or {}).get("Data", {}).get("UpperDir", "")
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        upper = ""
+    if not upper or not os.path.isdir(upper):
+        logger.warning("the layer of %s is not on this host's disk: its pages are not evicted", image)
+        return 0
+    count = 0
+    for folder, _dirs, files in os.walk(upper):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue  # a symlink, a socket, a fifo: no pages of its own
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                count += 1
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    return count
+
+
+@contextlib.contextmanager
+def host_slot(path: Path, *, exclusive: bool) -> Iterator[None]:
+    """Hold this host for the run: shared by runs not on hidden data, alone for a run on hidden data.
+
+    Two ``flock`` files: the turnstile, taken in turn by every run before its slot, so that a hidden
+    run waiting for the host keeps new runs from starting meanwhile (it is not starved by a stream
+    of shared holders), and the slot itself.  Waiting happens under the run's lease (lease_kept).
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        slot = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        turnstile = os.open(path.with_name(path.name + ".turnstile"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise PlatformError(f"the host's run lock {path} cannot be opened: {exc.strerror}") from None
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(slot, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        yield
+    finally:
+        os.close(slot)  # closing releases the lock
+        os.close(turnstile)
+
+
+@contextlib.contextmanager
+def sandboxed(client: docker.DockerClient, image: str, sandbox: Sandbox, policy: HiddenRuns, *,
+              keep_copy: bool) -> Iterator[str]:
+    """Enter the sandbox ``sandbox_choose`` chose: yields the image the container is created from.
+
+    A hidden run holds the host alone, runs its own copy of ``image`` (made if missing), with the
+    copy's pages evicted before and after.  ``keep_copy``: the copy is the base image's, kept for the
+    next hidden run on this host; a team's image's copy is removed after the run.
+    """
+    with host_slot(policy.lock_path, exclusive=sandbox.exclusive):
+        if not sandbox.private_image:
+            yield image
+            return
+        copy = hidden_copy(client, image)
+        try:
+            image_pages_evict(client, copy)
+            yield copy
+        finally:
+            image_pages_evict(client, copy)
+            if not keep_copy:
+                image_remove(client, copy)
 
 
 def engine() -> docker.DockerClient:

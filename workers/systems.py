@@ -110,7 +110,9 @@ def _main_thread() -> bool:
 
 def local_config() -> ComputeConfig:
     return ComputeConfig(work_dir=Path(settings.RUNS_DIR), run_image_repository=settings.RUN_IMAGE_REPOSITORY,
-                         runtime=settings.CONTAINER_RUNTIME)
+                         runtime=settings.CONTAINER_RUNTIME,
+                         hidden=runner.HiddenRuns(runtime=settings.HIDDEN_RUNTIME, isolate=settings.HIDDEN_ISOLATION,
+                                                  lock_path=settings.HOST_LOCK))
 
 
 def system_evaluate(submission_id: int) -> None:

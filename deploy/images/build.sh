@@ -2,6 +2,9 @@
 # Build Readerboard's container images in the local Docker engine, without a container registry:
 #   readerboard/python:bookworm   Debian bookworm minbase + python3, made with debootstrap + docker import
 #   readerboard/baseline:latest   the extractive baseline system (deploy/images/baseline), FROM the above
+#   readerboard-hidden:<id>       the base image's hidden copy: the same files in one layer of their own
+#                                 (a random marker file in it), which runs on hidden data run instead
+#                                 (workers.runner.hidden_copy makes it the same way where it is missing)
 # Run as root (debootstrap needs it). Idempotent: an image whose org.readerboard.recipe label matches
 # the current recipe is kept. Downloads are cached in var/images/ (delete it to refresh the packages).
 # Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian; used when the packages are not
@@ -137,6 +140,36 @@ build_baseline() {
   done_step "built $BASELINE_IMAGE"
 }
 
+# ------------------------------------------------------------------ the base image's hidden copy
+# Runs on hidden data must not share a page of the page cache with runs whose output a team reads:
+# every container of one image reads the same host inodes (its overlay lower layers).  The copy is
+# the base image flattened (docker export of a created, never started container) and imported as a
+# layer of its own; a random marker file makes its content, so its layer and inodes, unique (an
+# identical tar would be the same layer).  workers/runner.py finds it by the source image's id.
+HIDDEN_REPOSITORY=readerboard-hidden
+HIDDEN_LABEL=org.readerboard.hidden-copy
+build_hidden_copy() {
+  local src; src=$(image_id "$BASE_IMAGE")
+  local ref="$HIDDEN_REPOSITORY:${src#sha256:}"
+  if [ "${FORCE:-0}" != 1 ] && \
+     [ "$(docker image inspect -f "{{index .Config.Labels \"$HIDDEN_LABEL\"}}" "$ref" 2>/dev/null)" = "$src" ]; then
+    done_step "hidden copy of $BASE_IMAGE up to date"
+    return
+  fi
+  local work; work=$(mktemp -d)
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/marker"; echo >> "$work/marker"
+  chmod 0444 "$work/marker"
+  local cid; cid=$(docker create --network none --entrypoint /nonexistent "$src")
+  local changes=(); local c
+  for c in "${IMPORT_CHANGES[@]}" "LABEL $LABEL=$base_recipe" "LABEL $HIDDEN_LABEL=$src"; do changes+=(--change "$c"); done
+  docker cp "$work/marker" "$cid:/.readerboard-hidden-copy" \
+    && docker export "$cid" | docker import "${changes[@]}" --message "hidden copy of $BASE_IMAGE (deploy/images/build.sh)" \
+      - "$ref" >/dev/null \
+    || { docker rm -f "$cid" >/dev/null; rm -rf "$work"; die "the hidden copy of $BASE_IMAGE could not be made"; }
+  docker rm -f "$cid" >/dev/null; rm -rf "$work"
+  done_step "made the hidden copy of $BASE_IMAGE"
+}
+
 # ------------------------------------------------------------------ main
 command -v docker >/dev/null || die "the docker CLI is not installed"
 timeout 20 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 \
@@ -151,8 +184,13 @@ done_step "docker engine $(docker version --format '{{.Server.Version}}') reacha
 if [ "${FORCE:-0}" != 1 ] && [ "$(image_recipe "$BASE_IMAGE")" = "$base_recipe" ]; then
   done_step "$BASE_IMAGE up to date (recipe $base_recipe)"
 else
+  old_base=$(image_id "$BASE_IMAGE")
   build_base
+  # The copy of the image the tag pointed to before is of no use now.
+  [ -n "$old_base" ] && [ "$old_base" != "$(image_id "$BASE_IMAGE")" ] \
+    && docker rmi "$HIDDEN_REPOSITORY:${old_base#sha256:}" >/dev/null 2>&1 || true
 fi
+build_hidden_copy
 
 base_id=$(image_id "$BASE_IMAGE")
 baseline_recipe=$( { echo "$base_id"; cat deploy/images/baseline/Dockerfile deploy/images/baseline/baseline.py; } \
@@ -163,7 +201,7 @@ else
   build_baseline "$baseline_recipe"
 fi
 
-for img in "$BASE_IMAGE" "$BASELINE_IMAGE"; do
+for img in "$BASE_IMAGE" "$BASELINE_IMAGE" "$HIDDEN_REPOSITORY:$(image_id "$BASE_IMAGE" | cut -d: -f2)"; do
   say "$(printf '%-30s %s  %s MB' "$img" "$(image_id "$img" | cut -c8-19)" \
     "$(( $(docker image inspect -f '{{.Size}}' "$img") / 1000000 ))")"
 done

@@ -219,6 +219,12 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
 # whose lease is older than RUN_LEASE_S lost its worker and is re-queued, at most
 # MAX_RUN_ATTEMPTS times in all.  The reaper (Celery beat) looks every REAP_EVERY_S.
 CONTAINER_RUNTIME = env("CONTAINER_RUNTIME", "")  # "" = the engine's default (runc); or "runsc"
+# Runs on hidden data (workers.runner.sandbox_choose): their runtime ("" = CONTAINER_RUNTIME), and
+# whether they get their own image copy and the host to themselves (off only for trials); the lock
+# file every compute worker of one host shares.
+HIDDEN_RUNTIME = env("HIDDEN_RUNTIME", "runsc")
+HIDDEN_ISOLATION = env_bool("HIDDEN_ISOLATION", True)
+HOST_LOCK = Path(env("HOST_LOCK", "/run/readerboard-compute.lock"))
 # Only the run folders inside are opened up, for the sandbox's user (workers/systems.py).
 RUNS_DIR = private_dir(Path(env("RUNS_DIR", str(VAR_DIR / "runs"))))
 RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))

@@ -317,6 +317,7 @@ def run_ticket_build(plan: RunPlan) -> RunTicket:
         max_bundle_uncompressed=settings.MAX_BUNDLE_UNCOMPRESSED_BYTES,
         max_image_uncompressed=settings.MAX_IMAGE_UNCOMPRESSED_BYTES,
         protocol=protocol,
+        hidden_data=plan.hidden_data,
     )
 
 

@@ -191,6 +191,7 @@ def system_run_plan(*, submission: Submission) -> RunPlan:
         runtime=system.runtime,
         limits=system.limits,
         datasets=datasets,
+        hidden_data=phase_runs_on_hidden_data(phase=phase),
     )
 
 

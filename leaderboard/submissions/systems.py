@@ -208,6 +208,9 @@ class RunPlan:
     runtime: str
     limits: Limits
     datasets: list[RunDataset]
+    # The run reads data its team never sees (``phase_runs_on_hidden_data``, the one rule): the worker
+    # then sandboxes it apart (``workers.runner.sandbox_choose``).
+    hidden_data: bool = False
 
     def manifest(self) -> dict[str, Any]:
         return {
@@ -296,6 +299,8 @@ class RunTicket:
     # The interactive protocol (issue 11), None for a batch run: {"modes": [...], "format": "quac"
     # or "coqa"}.  The system answers turn by turn; the gold comes from the trusted side, turn by turn.
     protocol: dict[str, Any] | None = None
+    # As RunPlan.hidden_data: the worker gives the run its own image copy, runtime and host.
+    hidden_data: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,171 @@
+"""Issue 22, section 2: a run on hidden data cannot pass bits to its team's next dev run through the
+page cache of the image's files (or any host state the worker isolates).
+
+The probe (``channels/page_cache_probe.py``) is the attack as it was made: a dev run evicts the
+probe's files of the base image; a test-phase run evicts them again and reads those whose bit (from
+its hidden input) is 1; the team's next dev run times a first-byte read of each and prints the bits
+in its log.  The runs are made by ``runner.run_container`` with the sandbox the worker's own
+``sandbox_choose`` / ``sandboxed`` give a run (as ``workers.run_system._run`` does): under the
+platform's settings it decodes at chance; with the protection switched off, nearly every bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import threading
+import time
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from leaderboard.submissions.compute import run_ticket_build
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
+from tests.leaderboard.conftest import Cast
+from workers import runner
+from workers.systems import local_config
+
+PROBE = Path(__file__).resolve().parent / "channels" / "page_cache_probe.py"
+LIMITS = Limits(cpus=1, memory_mb=256, pids=64, time_limit_s=60, log_bytes=64 * 1024)
+BITS = 256
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o755)  # the sandbox's user reads it
+    return path
+
+
+def _run(engine: docker.DockerClient, tmp_path: Path, name: str, *, hidden: bool, policy: runner.HiddenRuns,
+         args: list[str], secret: str = "") -> str:
+    """One run of the probe as the worker runs a bundle on the base image: the sandbox from
+    ``sandbox_choose`` for the run's data, entered by ``sandboxed``; its log."""
+    base = tmp_path / name
+    system_dir, input_dir, output_dir = _folder(base / "system"), _folder(base / "input"), _folder(base / "output")
+    (system_dir / "probe.py").write_text(PROBE.read_text())
+    (input_dir / "bits.txt").write_text(secret)
+    for f in (system_dir / "probe.py", input_dir / "bits.txt"):
+        f.chmod(0o644)
+    output_dir.chmod(0o777)
+    config = local_config()
+    sandbox = runner.sandbox_choose(hidden=hidden, challenge_runtime="", worker_runtime=config.runtime, policy=policy)
+    with runner.sandboxed(engine, DEFAULT_BASE_IMAGE, sandbox, policy, keep_copy=True) as image:
+        spec = runner.RunSpec(image=image, command=["python3", "-S", "-I", "/system/probe.py", *args],
+                              input_dir=input_dir, output_dir=output_dir, system_dir=system_dir, limits=LIMITS,
+                              runtime=sandbox.runtime, labels={"readerboard.test": f"page-cache-{name}"})
+        outcome, aborted = runner.run_container(engine, spec, output_capped=False, heartbeat=lambda: True,
+                                                heartbeat_every=60)
+    assert not aborted and outcome.exit_code == 0, outcome.logs
+    return outcome.logs
+
+
+def _decoded(engine: docker.DockerClient, tmp_path: Path, policy: runner.HiddenRuns) -> tuple[int, str]:
+    """Bits of a hidden secret the team's dev run decodes, and the dev run's calibration line."""
+    order = ["1"] * (BITS // 2) + ["0"] * (BITS // 2)  # balanced: chance is one half
+    secrets.SystemRandom().shuffle(order)
+    secret = "".join(order)
+    _run(engine, tmp_path, "dev-evict", hidden=False, policy=policy, args=["evict"])
+    _run(engine, tmp_path, "test-set", hidden=True, policy=policy, args=["set", "/input/bits.txt"], secret=secret)
+    log = _run(engine, tmp_path, "dev-read", hidden=False, policy=policy, args=["read"])
+    [bits] = [line.split()[1] for line in log.splitlines() if line.startswith("BITS ")]
+    calibration = next(line for line in log.splitlines() if line.startswith("CALIBRATION"))
+    assert len(bits) == BITS
+    return sum(a == b for a, b in zip(secret, bits, strict=True)), calibration
+
+
+@pytest.fixture
+def copy_made_here(engine: docker.DockerClient):  # type: ignore[no-untyped-def]
+    """The base image's hidden copy is deploy/images/build.sh's; one the test run made is removed after."""
+    reference = runner.hidden_copy_reference(engine.images.get(DEFAULT_BASE_IMAGE).id)
+    existed = runner.image_exists(engine, reference)
+    yield
+    if not existed:
+        runner.image_remove(engine, reference)
+
+
+@pytest.mark.docker
+def test_a_hidden_run_cannot_signal_its_teams_next_dev_run_through_the_page_cache(
+    engine: docker.DockerClient, tmp_path: Path, copy_made_here: None
+) -> None:
+    policy = dataclasses.replace(local_config().hidden, lock_path=tmp_path / "host.lock")
+    assert policy.isolate, "the platform's settings switch the protection off"
+    right, calibration = _decoded(engine, tmp_path, policy)
+    print(f"\nprotected ({runner.sandbox_choose(hidden=True, challenge_runtime='', worker_runtime='', policy=policy)})"
+          f": {right} of {BITS} bits; dev run {calibration}")
+    assert right <= 0.6 * BITS, f"{right} of {BITS} bits crossed from the hidden run to the dev run ({calibration})"
+
+
+@pytest.mark.docker
+def test_without_the_protection_the_same_probe_carries_the_bits(
+    engine: docker.DockerClient, tmp_path: Path
+) -> None:
+    """The probe works: hidden runs on the shared image under runc carry nearly every bit."""
+    policy = runner.HiddenRuns(runtime="", isolate=False, lock_path=tmp_path / "host.lock")
+    right, calibration = _decoded(engine, tmp_path, policy)
+    print(f"\nunprotected: {right} of {BITS} bits; dev run {calibration}")
+    assert right >= 0.9 * BITS, f"only {right} of {BITS} bits decoded without the protection ({calibration})"
+
+
+def test_the_sandbox_of_a_run_follows_whether_it_is_on_hidden_data() -> None:
+    policy = runner.HiddenRuns()
+    hidden = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=policy)
+    assert (hidden.runtime, hidden.private_image, hidden.exclusive) == ("runsc", True, True)
+    dev = runner.sandbox_choose(hidden=False, challenge_runtime="", worker_runtime="", policy=policy)
+    assert (dev.runtime, dev.private_image, dev.exclusive) == (None, False, False)
+    # A challenge that forces a runtime keeps it; the copy and the host to itself stay.
+    forced = runner.sandbox_choose(hidden=True, challenge_runtime="runc", worker_runtime="", policy=policy)
+    assert (forced.runtime, forced.private_image, forced.exclusive) == ("runc", True, True)
+
+
+@pytest.mark.django_db
+def test_the_ticket_says_a_run_is_on_hidden_data_by_the_platforms_one_rule(cast: Cast) -> None:
+    for phase, hidden in ((cast.dev, False), (cast.test, True)):
+        submission = Submission.objects.create(team=cast.alpha, phase=phase, kind="code_bundle", attempts=1)
+        assert system_run_plan(submission=submission).hidden_data is hidden
+    plan = system_run_plan(submission=submission)
+    assert run_ticket_build(dataclasses.replace(plan, upload_path="")).hidden_data is True
+
+
+def test_a_hidden_run_has_the_host_to_itself(tmp_path: Path) -> None:
+    """While a hidden run holds the host, no other run starts on it, and one waiting does not
+    let new runs in ahead of it."""
+    lock = tmp_path / "host.lock"
+    events: list[str] = []
+
+    def shared(name: str) -> None:
+        with runner.host_slot(lock, exclusive=False):
+            events.append(name)
+
+    with runner.host_slot(lock, exclusive=True):
+        other = threading.Thread(target=shared, args=("dev",))
+        other.start()
+        time.sleep(0.3)
+        assert events == []  # the dev run waits
+    other.join(5)
+    assert events == ["dev"]
+
+    release = threading.Event()
+
+    def exclusive() -> None:
+        with runner.host_slot(lock, exclusive=True):
+            events.append("hidden")
+            release.wait(5)
+
+    with runner.host_slot(lock, exclusive=False):  # a dev run holds the host
+        hidden = threading.Thread(target=exclusive)
+        hidden.start()
+        time.sleep(0.2)
+        late = threading.Thread(target=shared, args=("late dev",))
+        late.start()
+        time.sleep(0.2)
+        assert events == ["dev"]  # neither the hidden run nor the dev run that came after it
+    time.sleep(0.3)
+    assert events == ["dev", "hidden"]  # the hidden run went first, and holds the host alone
+    release.set()
+    hidden.join(5)
+    late.join(5)
+    assert events == ["dev", "hidden", "late dev"]
