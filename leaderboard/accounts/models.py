@@ -26,6 +26,9 @@ class Team(models.Model):
     # reason (disqualified); the team sees the reason on its pages.
     disqualified_reason = models.CharField(max_length=300, blank=True)
     hidden = models.BooleanField(default=False)
+    # Made in a challenge whose spec says ``teams: {approval: required}`` and not yet approved by an
+    # organizer (in the console): the team cannot submit, and its page says so.
+    approval_pending = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -34,6 +37,19 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ChallengeTeamRules(models.Model):
+    """How a challenge takes its teams, from its spec's ``teams:`` mapping (kept by the accounts app,
+    which alone reads it).  No row: the defaults (no approval)."""
+
+    challenge = models.OneToOneField("challenges.Challenge", primary_key=True, on_delete=models.CASCADE,
+                                     related_name="team_rules")
+    # A new team waits for an organizer's approval before it may submit.
+    approval_required = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.challenge}: approval {'required' if self.approval_required else 'off'}"
 
 
 class Role(models.TextChoices):

@@ -59,10 +59,17 @@ def user_may_take_part(*, user: AbstractBaseUser | AnonymousUser) -> bool:
     return bool(user.is_active) and user_email_confirmed(user=user)
 
 
-def user_take_part_check(*, user: AbstractBaseUser | AnonymousUser) -> None:
-    """``PermissionDenied`` saying what to do unless ``user_may_take_part``."""
+TEAM_APPROVAL_REFUSAL = ("your team waits for the organizers' approval: this challenge approves each team before "
+                         "it submits; you will be able to submit once they have")
+
+
+def user_take_part_check(*, user: AbstractBaseUser | AnonymousUser, team: Team | None = None) -> None:
+    """``PermissionDenied`` saying what to do unless ``user_may_take_part`` (and, given the team it
+    acts for, unless that team is approved where its challenge asks for approval)."""
     if not user_may_take_part(user=user):
         raise PermissionDenied(TAKE_PART_REFUSAL)
+    if team is not None and team.approval_pending:
+        raise PermissionDenied(TEAM_APPROVAL_REFUSAL)
 
 
 def team_of_user(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> Team | None:

@@ -25,6 +25,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from leaderboard.accounts.models import (
     ApiToken,
+    ChallengeTeamRules,
     InviteStatus,
     LoginFailure,
     Membership,
@@ -43,6 +44,7 @@ from leaderboard.accounts.selectors import (
     user_take_part_check,
 )
 from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.spec import SpecError
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
 from leaderboard.rankings.versions import board_changed
 
@@ -66,6 +68,25 @@ def _team_name(name: str) -> str:
     return name
 
 
+def team_rules_parse(raw: object, *, where: str) -> bool:
+    """Whether a spec's ``teams:`` mapping (``{approval: required | off}``, absent: off) asks for
+    each new team to be approved by an organizer before it submits."""
+    if raw is None:
+        return False
+    approval = raw.get("approval", "off") if isinstance(raw, dict) else None
+    if approval not in ("required", "off"):
+        raise SpecError(f"{where}: expected {{approval: required}} or {{approval: off}}, found {raw!r}")
+    return approval == "required"
+
+
+def team_rules_set(*, challenge: Challenge, approval_required: bool) -> None:
+    """Keep the challenge's team rules (at every load of its spec).  Switching approval on holds
+    new teams only; switching it off releases the teams still waiting."""
+    ChallengeTeamRules.objects.update_or_create(challenge=challenge, defaults={"approval_required": approval_required})
+    if not approval_required:
+        Team.objects.filter(challenge=challenge, approval_pending=True).update(approval_pending=False)
+
+
 def team_create(
     *, challenge: Challenge, owner: User, name: str, is_anonymous: bool = False, affiliation: str = ""
 ) -> Team:
@@ -79,6 +100,8 @@ def team_create(
                 is_anonymous=is_anonymous,
                 affiliation=affiliation,
                 join_code=_new_join_code(),
+                approval_pending=ChallengeTeamRules.objects.filter(
+                    challenge=challenge, approval_required=True).exists(),
             )
             Membership.objects.create(team=team, user=owner, challenge=challenge, role=Role.OWNER)
             MembershipEvent.objects.create(team=team, user=owner, event=MembershipEventKind.CREATED, by=owner)

@@ -17,6 +17,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
+from leaderboard.accounts.services import team_rules_parse, team_rules_set
 from leaderboard.challenges.models import (
     BREAKDOWN_MIN_QUESTIONS,
     SYSTEM_KINDS,
@@ -118,6 +119,7 @@ def challenge_load(
     )
     max_team_size = _max_team_size(spec.get("max_team_size"), f"{slug}.max_team_size")
     breakdown_min_questions = _breakdown_min_questions(spec.get("breakdowns"), f"{slug}.breakdowns")
+    team_approval = team_rules_parse(spec.get("teams"), where=f"{slug}.teams")
 
     with transaction.atomic():
         previous_scope = Challenge.objects.filter(slug=slug).values_list("ranking_scope", flat=True).first()
@@ -143,6 +145,7 @@ def challenge_load(
                 "breakdown_min_questions": breakdown_min_questions,
             },
         )
+        team_rules_set(challenge=challenge, approval_required=team_approval)
         for username in spec.get("staff", []) or []:
             user = User.objects.filter(username=username).first()
             if user is None:

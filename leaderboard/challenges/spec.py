@@ -68,6 +68,8 @@ SPEC_KEYS: Keys = {
     "ranking": {"splits": None, "datasets": None, "incomplete": None},
     "sealed_aggregates": None,
     "max_team_size": None,
+    # Checked by the accounts app (accounts.services.team_rules_parse).
+    "teams": {"approval": None},
     # Checked by the loader (services._breakdown_min_questions).
     "breakdowns": {"min_questions": None},
     "systems": SYSTEMS_KEYS,

@@ -162,6 +162,12 @@ ACTIONS: dict[tuple[str, str], Action] = {
             perform=lambda s, who, d: services.submission_requalify(submission=s, actor=who, reason=d["reason"]),
         ),
         Action(
+            "approve", "teams", "Approve the team",
+            consequences=lambda t: [f"{t.name} may submit from now on; its team page no longer says it waits."],
+            problem=lambda t: "" if t.approval_pending else "the team is approved already",
+            perform=lambda t, who, d: services.team_approve(team=t, actor=who, reason=d["reason"]),
+        ),
+        Action(
             "disqualify", "teams", "Disqualify the team",
             consequences=lambda t: [
                 f"Every row of {t.name} stays on the boards, unranked, marked \"disqualified:\" with your reason, "

@@ -124,6 +124,13 @@ def team_disqualify(*, team: Team, actor: AbstractBaseUser, reason: str) -> Team
                           refusal="the team is disqualified already" if team.disqualified_reason else None)
 
 
+def team_approve(*, team: Team, actor: AbstractBaseUser, reason: str) -> Team:
+    """Let a team of a challenge that approves its teams (``teams: {approval: required}``) submit."""
+    return _team_moderate(team=team, actor=actor, reason=reason, action="team.approve",
+                          changes={"approval_pending": False},
+                          refusal=None if team.approval_pending else "the team is approved already")
+
+
 def team_requalify(*, team: Team, actor: AbstractBaseUser, reason: str) -> Team:
     return _team_moderate(team=team, actor=actor, reason=reason, action="team.requalify",
                           changes={"disqualified_reason": ""},

@@ -113,7 +113,7 @@ def submission_check_can_submit(
         raise ServiceError("this team does not take part in that challenge")
     if not Membership.objects.filter(team=team, user=user).exists():
         raise PermissionDenied("only members of the team can submit for it")
-    user_take_part_check(user=user)  # the one rule of who may take part (an unconfirmed address may not)
+    user_take_part_check(user=user, team=team)  # the one rule of who may take part (confirmed, approved)
     started = now or timezone.now()
     if started < phase.opens_at:
         raise ServiceError(f"the phase {phase.name!r} opens at {phase.opens_at:%Y-%m-%d %H:%M} UTC")

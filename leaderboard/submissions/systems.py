@@ -17,11 +17,13 @@ The contract a system follows (README "Submitting a system"):
 
 from __future__ import annotations
 
+import bz2
 import errno
 import gzip
 import hashlib
 import io
 import json
+import lzma
 import os
 import posixpath
 import re
@@ -30,10 +32,11 @@ import struct
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, ClassVar, Protocol, Self
 
 from scoring import inputs
 
@@ -387,15 +390,195 @@ class ImageArchive:
     uncompressed_bytes: int
 
 
-def open_tar(path: str | os.PathLike[str]) -> tarfile.TarFile:
-    try:
-        return tarfile.open(path, mode="r:*")
-    except tarfile.ReadError:
-        # tarfile's own message lists every compression it tried; the cause is simpler.
-        raise ArchiveError("not a tar archive: upload what `docker save IMAGE -o image.tar` writes "
-                           "(gzip allowed)") from None
-    except (tarfile.TarError, OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ArchiveError(f"not a readable tar archive: {exc}") from None
+# What tarfile reads on its own account, before any entry reaches the checks here (issue 22): it
+# reads a GNU long-name/long-link or pax header's body into memory whole, up to the 8 GiB its size
+# field allows (a 1 MiB gzipped upload took the web process to 1.1 GiB), and copies a global pax
+# header into every later entry.  docker save (Go's archive/tar) writes pax headers of a few
+# hundred bytes for long names, one per entry at most, none global, no sparse files.
+MAX_TAR_EXTENDED_HEADER_BYTES = 64 * 1024
+# Every byte tarfile reads for headers in one archive (its 512-byte blocks, extended headers' bodies,
+# GNU sparse maps): 1,000 entries (MAX_IMAGE_MEMBERS) take about 0.5 MiB of it.
+MAX_TAR_HEADER_BYTES = 2 * 1024 * 1024
+# Extended headers in a row (GNU tar writes a long name and a long link, pax one header): tarfile
+# reads a chain by recursion, each level holding its header.
+_TAR_EXTENDED_IN_A_ROW = 4
+# pax records one entry may carry (path, linkpath, size, times, owner: docker save writes under ten).
+_TAR_PAX_RECORDS = 64
+_TAR_EXTENDED_KINDS = {
+    tarfile.GNUTYPE_LONGNAME: "GNU long-name", tarfile.GNUTYPE_LONGLINK: "GNU long-link",
+    tarfile.XHDTYPE: "pax extended", tarfile.SOLARIS_XHDTYPE: "Solaris extended", tarfile.XGLTYPE: "pax global",
+}
+# tarfile.open("r:*") tells these apart by trying each; the stream is opened here instead, so that
+# what tarfile reads is the uncompressed archive and passes through _TarHeaderGuard.  xz is refused:
+# its decoder allocates the dictionary the stream names (up to 1.5 GiB), and LZMAFile takes no memory
+# limit; gzip's window is 32 KiB and bzip2's blocks under 4 MiB.
+_TAR_COMPRESSIONS = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+_NOT_A_TAR = "upload what `docker save IMAGE -o image.tar` writes (gzip allowed)"
+
+
+class _TarHeaderGuard:
+    """The uncompressed archive as tarfile reads it, bounding what it reads on its own account.
+
+    Two checks, so that no header tarfile understands can cost more memory than the bounds
+    above: each header block tarfile parses is checked before it reads the header's body
+    (:meth:`header_check`, called from :class:`_CheckedTarInfo`'s ``frombuf``), and every read it
+    makes outside a member's bytes is bounded in size and, over the archive, in total: whatever
+    a later Python's tarfile reads for headers, it cannot read more.  A member's bytes are read
+    by the checks here, through :class:`_MemberData`, in bounded chunks of their own.
+    """
+
+    def __init__(self, stream: IO[bytes], *, compressed: bool) -> None:
+        self._stream = stream
+        self._where = " of the uncompressed archive" if compressed else ""
+        self.member_data = False  # True while _MemberData reads a member's bytes
+        self._header_bytes = 0
+        self._headers = 0
+        self._extended_in_a_row = 0
+        self._pax_body_next = ""  # where the pax header whose body tarfile reads next is
+
+    def read(self, size: int = -1, /) -> bytes:
+        if not self.member_data:
+            if size < 0 or size > MAX_TAR_EXTENDED_HEADER_BYTES:
+                raise ArchiveError(f"a header at byte {self._stream.tell():,}{self._where} is {size:,} bytes long; "
+                                   f"a header may be at most {MAX_TAR_EXTENDED_HEADER_BYTES // 1024} KiB: {_NOT_A_TAR}")
+            self._header_bytes += size
+            if self._header_bytes > MAX_TAR_HEADER_BYTES:
+                raise ArchiveError(f"the archive's headers add up to more than {MAX_TAR_HEADER_BYTES // 2**20} MiB "
+                                   f"by byte {self._stream.tell():,}{self._where} (extended headers or sparse "
+                                   f"maps; docker save writes about 1 KiB per entry): {_NOT_A_TAR}")
+            if self._pax_body_next:
+                # tarfile reads a pax header's body right after its block, and then, for GNU.sparse.*
+                # records, a sparse map (version 1.0: from the data area, joining 512-byte reads).
+                where, self._pax_body_next = self._pax_body_next, ""
+                data = self._stream.read(size)
+                if b" GNU.sparse." in data:
+                    raise ArchiveError(f"{where} makes the next entry a sparse file, which docker save never "
+                                       f"writes: {_NOT_A_TAR}")
+                return data
+        return self._stream.read(size)
+
+    def header_check(self, info: tarfile.TarInfo) -> None:
+        """Refuse a header tarfile has just parsed before it reads what the header announces."""
+        self._headers += 1
+        where = f"header {self._headers} (at byte {self._stream.tell() - tarfile.BLOCKSIZE:,}{self._where})"
+        kind = _TAR_EXTENDED_KINDS.get(info.type)
+        if kind is None:
+            self._extended_in_a_row = 0
+            if info.type == tarfile.GNUTYPE_SPARSE:
+                raise ArchiveError(f"{where} is a GNU sparse file ({info.name[:200]!r}), which docker save never "
+                                   f"writes: {_NOT_A_TAR}")
+            return
+        self._extended_in_a_row += 1
+        if info.size > MAX_TAR_EXTENDED_HEADER_BYTES:
+            raise ArchiveError(f"{where} is a {kind} header of {info.size:,} bytes; an extended header may be at "
+                               f"most {MAX_TAR_EXTENDED_HEADER_BYTES // 1024} KiB (docker save writes a few "
+                               f"hundred bytes): {_NOT_A_TAR}")
+        if info.type == tarfile.XGLTYPE:
+            # tarfile copies a global header into every later entry: 64 KiB of it, 1,000 times.
+            raise ArchiveError(f"{where} is a pax global header, which docker save never writes: {_NOT_A_TAR}")
+        if self._extended_in_a_row > _TAR_EXTENDED_IN_A_ROW:
+            raise ArchiveError(f"{where} is extended header {self._extended_in_a_row} in a row before an entry; "
+                               f"at most {_TAR_EXTENDED_IN_A_ROW}: {_NOT_A_TAR}")
+        if info.type in (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE):
+            self._pax_body_next = f"the {kind} header {where.removeprefix('header ')}"
+
+    def write(self, data: bytes, /) -> int:
+        raise io.UnsupportedOperation("an uploaded archive is read only")
+
+    def tell(self) -> int:
+        return self._stream.tell()
+
+    def seek(self, pos: int, whence: int = 0, /) -> int:
+        return self._stream.seek(pos, whence)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class _CheckedTarInfo(tarfile.TarInfo):
+    """tarfile's TarInfo, whose every header (``fromtarfile`` parses each with ``frombuf``, extended
+    ones included) is checked by the archive's guard before tarfile processes it."""
+
+    __slots__ = ()
+    guard: ClassVar[_TarHeaderGuard | None] = None  # set on the subclass made for one archive
+
+    @classmethod
+    def frombuf(cls, buf: bytes | bytearray, encoding: str, errors: str) -> Self:
+        info = super().frombuf(buf, encoding, errors)
+        if cls.guard is not None:
+            cls.guard.header_check(info)
+        return info
+
+
+def _tarinfo_for(guard: _TarHeaderGuard) -> type[tarfile.TarInfo]:
+    class _ArchiveTarInfo(_CheckedTarInfo):
+        __slots__ = ()
+
+    _ArchiveTarInfo.guard = guard
+    return _ArchiveTarInfo
+
+
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class _MemberData:
+    """A member's bytes, read for a check here (each call bounded by its caller), not a header."""
+
+    def __init__(self, guard: _TarHeaderGuard, fh: IO[bytes]) -> None:
+        self._guard = guard
+        self._fh = fh
+
+    def read(self, size: int = -1, /) -> bytes:
+        self._guard.member_data = True
+        try:
+            return self._fh.read(size)
+        finally:
+            self._guard.member_data = False
+
+
+def _member_open(tar: tarfile.TarFile, member: tarfile.TarInfo) -> _MemberData | None:
+    """A regular member's bytes in an archive of :func:`open_tar` (None for anything else)."""
+    guard = tar.fileobj
+    if not isinstance(guard, _TarHeaderGuard):
+        raise TypeError("open the archive with open_tar")
+    fh = tar.extractfile(member) if member.isfile() else None
+    return None if fh is None else _MemberData(guard, fh)
+
+
+@contextmanager
+def open_tar(path: str | os.PathLike[str]) -> Iterator[tarfile.TarFile]:
+    """An uploaded tar archive (plain, gzip, bzip2 or xz), every header tarfile reads bounded
+    (:class:`_TarHeaderGuard`); read its members' bytes with :func:`_member_open`."""
+    with ExitStack() as stack:
+        try:
+            raw = stack.enter_context(open(path, "rb"))
+            magic = raw.read(6)
+            raw.seek(0)
+        except OSError as exc:
+            raise ArchiveError(f"not a readable tar archive: {exc.strerror or exc}") from None
+        compression = next((kind for start, kind in _TAR_COMPRESSIONS if magic.startswith(start)), "")
+        stream: IO[bytes] = raw
+        if compression == "gzip":
+            stream = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[arg-type]
+        elif compression == "bzip2":
+            stream = stack.enter_context(bz2.BZ2File(raw))
+        elif compression == "xz":
+            raise ArchiveError("the archive is xz-compressed, which is not accepted (its decoder's memory is "
+                               "what the archive asks for, up to 1.5 GiB): upload it uncompressed or gzipped "
+                               "(`docker save IMAGE | gzip > image.tar.gz`)")
+        guard = _TarHeaderGuard(stream, compressed=bool(compression))
+        tarinfo = _tarinfo_for(guard)
+        try:
+            tar = tarfile.open(fileobj=guard, mode="r:", tarinfo=tarinfo)
+        except tarfile.ReadError:
+            # tarfile's own message lists every compression it tried; the cause is simpler.
+            raise ArchiveError(f"not a tar archive{' inside the ' + compression if compression else ''}: "
+                               f"{_NOT_A_TAR}") from None
+        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+            raise ArchiveError(f"not a readable tar archive: {exc}") from None
+        with tar:
+            yield tar
 
 
 def _member_name(name: str) -> str:
@@ -427,6 +610,14 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
                 name = _member_name(member.name)
                 if name.startswith("/") or ".." in PurePosixPath(name).parts:
                     raise ArchiveError(f"unsafe member name in the archive: {member.name!r}")
+                if len(member.pax_headers) > _TAR_PAX_RECORDS:
+                    # Each entry keeps its records (a 60 KiB header of tiny ones is 1.4 MiB of dict).
+                    raise ArchiveError(f"{member.name[:200]!r} carries {len(member.pax_headers)} pax records; "
+                                       f"at most {_TAR_PAX_RECORDS} (docker save writes a few): {_NOT_A_TAR}")
+                if member.sparse is not None:
+                    # A pax sparse map (GNU.sparse.*): docker save never writes one.
+                    raise ArchiveError(f"{member.name[:200]!r} is a sparse file, which docker save never writes: "
+                                       f"{_NOT_A_TAR}")
                 if member.issym() or member.islnk():
                     # docker save stores a layer that occurs twice once, and links to it.
                     links[name] = _link_target(name, member)
@@ -435,7 +626,7 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
                 if total > max_uncompressed:
                     raise ArchiveError(f"the archive expands past {max_uncompressed} bytes (the image size limit)")
                 members[name] = member
-                fh: IO[bytes] | None = tar.extractfile(member) if member.isfile() else None
+                fh: _Readable | None = _member_open(tar, member)
                 if fh is not None and member.size <= _SMALL_MEMBER and kept + member.size <= _SMALL_MEMBERS_BYTES:
                     kept += member.size
                     small[name] = fh.read()
@@ -444,7 +635,7 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
                     digest = _blob_digest(fh, room=max_uncompressed - total + member.size)
                     total += max(0, digest.inflated_bytes - member.size)  # a gzipped layer counts expanded
                     digests[name] = digest
-        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
             raise ArchiveError(f"the archive is damaged or truncated: {exc}") from None
         for link, target in links.items():
             if target in members and link not in members:
@@ -469,7 +660,7 @@ def image_archive_inspect(path: str | os.PathLike[str], *, max_uncompressed: int
                 raise ArchiveError(f"manifest.json names {name!r}, which is not in the archive")
         if members[config_name].size > MAX_IMAGE_JSON_BYTES:
             raise ArchiveError(f"{config_name} (the image's config) is over {MAX_IMAGE_JSON_BYTES // 1024} KiB")
-        extracted = tar.extractfile(members[config_name]) if config_name not in small else None
+        extracted = _member_open(tar, members[config_name]) if config_name not in small else None
         if extracted is None and config_name not in small:
             raise ArchiveError(f"{config_name} is not a file")
         raw_config = small[config_name] if extracted is None else extracted.read(MAX_IMAGE_JSON_BYTES + 1)
@@ -536,7 +727,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _OTHER_MAGIC = {b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
 
 
-def _blob_digest(fh: IO[bytes], *, room: int) -> _BlobDigest:
+def _blob_digest(fh: _Readable, *, room: int) -> _BlobDigest:
     """sha256 of a member as stored and, when gzipped, of its content (a diff_id is the digest of
     the uncompressed layer tar); the content may expand to ``room`` bytes at most."""
     raw = hashlib.sha256()
@@ -589,7 +780,7 @@ def _link_target(name: str, member: tarfile.TarInfo) -> str:
 
 def _tar_json(tar: tarfile.TarFile, member: tarfile.TarInfo, name: str, *, data: bytes | None = None) -> Any:
     """A member's JSON; ``data``: its bytes, when they were read already."""
-    fh = tar.extractfile(member) if data is None else io.BytesIO(data)
+    fh: _Readable | None = _member_open(tar, member) if data is None else io.BytesIO(data)
     if fh is None or member.size > MAX_IMAGE_JSON_BYTES:
         raise ArchiveError(f"{name} is not a small file (at most {MAX_IMAGE_JSON_BYTES // 1024} KiB)")
     try:
@@ -619,7 +810,7 @@ def image_archive_untagged(src_path: str | os.PathLike[str], dst: BinaryIO, *, r
                 info.size = len(data)
                 out.addfile(info, _BytesReader(data))
                 continue
-            out.addfile(member, src.extractfile(member) if member.isfile() else None)
+            out.addfile(member, _member_open(src, member))
 
 
 def run_image_reference(repository: str, submission_id: int, attempt: int) -> str:
@@ -712,19 +903,27 @@ def _bundle_protocol(archive: zipfile.ZipFile) -> str:
 def _zip_directory_check(path: str | os.PathLike[str]) -> None:
     """Refuse a zip whose central directory is too big, from its end record, before ``ZipFile``
     builds an entry object for each file (300,000 empty entries cost 158 MiB that way)."""
+    # The end records as ZipFile itself reads them (issue 22): a record of its own finding could differ
+    # from the one ZipFile uses (a record without a comment is taken from the file's last 22 bytes
+    # before any search; a ZIP64 record, when present, overrides the classic one's counts).
+    end_records = getattr(zipfile, "_EndRecData", None)
     try:
         with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            tail_start = max(0, size - (65535 + 22))  # the end record and its comment, at most
-            fh.seek(tail_start)
-            tail = fh.read()
-    except OSError:
+            if end_records is not None:
+                record = end_records(fh)
+                if record is None:
+                    return  # not a zip (or a damaged one): ZipFile's refusal says so
+                entries, directory = int(record[4]), int(record[5])  # _ECD_ENTRIES_TOTAL, _ECD_SIZE
+            else:  # a Python whose zipfile has no such function: the classic record, searched for
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - (65535 + 22)))  # the end record and its comment, at most
+                tail = fh.read()
+                at = tail.rfind(b"PK\x05\x06")
+                if at < 0 or len(tail) - at < 22:
+                    return
+                entries, directory = struct.unpack("<HI", tail[at + 10:at + 16])
+    except (OSError, zipfile.BadZipFile, struct.error):
         return  # ZipFile says what is wrong
-    at = tail.rfind(b"PK\x05\x06")
-    if at < 0 or len(tail) - at < 22:
-        return  # not a zip (or a damaged one): ZipFile's refusal says so
-    entries, directory = struct.unpack("<HI", tail[at + 10:at + 16])
     if entries == 0xFFFF or directory == 0xFFFFFFFF:
         raise ArchiveError(f"too many files in the bundle (a ZIP64 directory); at most {MAX_BUNDLE_MEMBERS}")
     if entries > MAX_BUNDLE_MEMBERS:

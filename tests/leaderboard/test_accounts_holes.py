@@ -17,6 +17,7 @@ import datetime as dt
 import io
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,8 +37,11 @@ from leaderboard.accounts.services import (
     team_invite_create,
     team_update,
 )
+from leaderboard.challenges.models import AuditEntry
+from leaderboard.challenges.services import challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.submissions.models import Submission
-from tests.leaderboard.conftest import Cast, gold_predictions
+from tests.leaderboard.conftest import SPEC, Cast, gold_predictions
 
 PASSWORD = "Correct-horse-battery-staple-9"
 INVALID_LOGIN = "Please enter a correct username and password"
@@ -317,3 +321,67 @@ def test_an_unconfirmed_account_cannot_read_or_answer_invitations_sent_to_its_ad
     squatter.post(f"/accounts/invites/{invite.pk}/", {"action": "decline"})
     invite.refresh_from_db()
     assert invite.status == "pending" and invite.invited_user is None
+
+
+# --------------------------------------------------------------------------- teams approved per challenge
+
+
+def approval_on(cast: Cast, tmp_path: Path, setting: str = "{approval: required}") -> None:
+    """Load the cast's challenge again with ``teams:`` in its spec, as an organizer would."""
+    spec = tmp_path / "demo-teams.yaml"
+    spec.write_text(SPEC + f"teams: {setting}\n")
+    challenge_load(spec_path=spec)
+
+
+def test_a_challenge_that_approves_teams_holds_a_new_one_until_an_organizer_does(cast: Cast, tmp_path: Path) -> None:
+    approval_on(cast, tmp_path)
+    dave = cast.client("dave")
+    assert dave.post("/c/demo/team/", {"action": "create", "name": "Dave's"}).status_code == 302
+    team = Team.objects.get(name="Dave's")
+    assert team.approval_pending
+    assert 'id="team-approval"' in dave.get("/c/demo/team/").content.decode()
+    for channel in ("web", "api"):
+        file = io.BytesIO(json.dumps(gold_predictions("dev")).encode())
+        file.name = "preds.json"
+        if channel == "web":
+            refused = dave.post("/c/demo/submit/", {"phase": cast.dev.pk, "file": file})
+            body = refused.content.decode()
+        else:
+            refused = dave.post("/api/v1/challenges/demo/submissions/", {"phase": "dev", "file": file})
+            body = refused.json()["detail"]
+        assert refused.status_code == 403 and "waits for the organizers&#x27; approval" in body.replace("'", "&#x27;")
+    assert not Submission.objects.exists()
+    # Teams made before approval was switched on are not held.
+    assert not Team.objects.get(pk=cast.alpha.pk).approval_pending
+
+    # Only an organizer approves, in the console, with a reason kept in the audit log.
+    action = f"/c/demo/console/teams/{team.pk}/approve/"
+    assert cast.client("alice").post(action, {"reason": "me"}).status_code == 404
+    oscar = cast.client("oscar")
+    console = oscar.get("/c/demo/console/teams/").content.decode()
+    assert f'id="pending-team-{team.pk}"' in console and f'id="approve-team-{team.pk}"' in console
+    assert oscar.post(action, {"reason": "known lab"}).status_code == 302
+    team.refresh_from_db()
+    assert not team.approval_pending
+    assert AuditEntry.objects.filter(action="team.approve", reason="known lab").exists()
+    assert 'id="team-approval"' not in dave.get("/c/demo/team/").content.decode()
+    file = io.BytesIO(json.dumps(gold_predictions("dev")).encode())
+    file.name = "preds.json"
+    assert dave.post("/c/demo/submit/", {"phase": cast.dev.pk, "file": file}).status_code == 302
+    assert Submission.objects.filter(team=team).exists()
+
+
+def test_switching_approval_off_releases_the_teams_waiting(cast: Cast, tmp_path: Path) -> None:
+    approval_on(cast, tmp_path)
+    cast.client("dave").post("/c/demo/team/", {"action": "create", "name": "Dave's"})
+    assert Team.objects.get(name="Dave's").approval_pending
+    approval_on(cast, tmp_path, "{approval: off}")
+    assert not Team.objects.get(name="Dave's").approval_pending
+
+
+@pytest.mark.parametrize("setting", ["{approval: maybe}", "required", "{approval: [required]}"])
+def test_a_teams_setting_that_is_neither_required_nor_off_fails_the_load(
+    cast: Cast, tmp_path: Path, setting: str
+) -> None:
+    with pytest.raises(SpecError, match=r"demo\.teams: expected \{approval: required\}"):
+        approval_on(cast, tmp_path, setting)
