@@ -74,6 +74,8 @@ def team_rules_parse(raw: object, *, where: str) -> bool:
     if raw is None:
         return False
     approval = raw.get("approval", "off") if isinstance(raw, dict) else None
+    if approval is False:
+        approval = "off"  # YAML reads an unquoted off as false
     if approval not in ("required", "off"):
         raise SpecError(f"{where}: expected {{approval: required}} or {{approval: off}}, found {raw!r}")
     return approval == "required"

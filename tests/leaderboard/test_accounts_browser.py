@@ -16,11 +16,12 @@ from django.conf import settings
 from django.core import mail
 
 from leaderboard.accounts.models import Membership, Role
-from leaderboard.accounts.services import team_invite_create
+from leaderboard.accounts.services import team_create, team_invite_create
+from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.models import Status
 from leaderboard.submissions.services import submission_create_predictions
 from tests.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-teams"
 NEW_PASSWORD = "Correct-horse-battery-staple-9"
@@ -262,3 +263,39 @@ def test_a_new_account_confirms_its_address_from_the_notice_and_the_mail(
     driver.find_element(By.ID, "id_name").send_keys("Birch Readers")
     driver.find_element(By.ID, "create-team").click()
     wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "You are in Birch Readers"))
+
+
+def test_a_team_waits_for_approval_and_an_organizer_approves_it(
+    cast: Cast, live_server: Any, chromium: Any, tmp_path: Path
+) -> None:
+    """Issue 22: ``teams: {approval: required}`` holds a new team until an organizer approves it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    spec = tmp_path / "demo-teams.yaml"
+    spec.write_text(SPEC + "teams: {approval: required}\n")
+    challenge_load(spec_path=spec)
+    team = team_create(challenge=cast.challenge, owner=cast.dave, name="Dave's Readers")
+    driver, base = chromium, live_server.url
+    wait = WebDriverWait(driver, WAIT_SECONDS)
+    log_in(driver, base, "dave", "dave-pw")
+    wait.until(ec.presence_of_element_located((By.ID, "profile-link")))
+    driver.get(f"{base}/c/demo/team/")
+    assert "waits for the organizers' approval" in driver.find_element(By.ID, "team-approval").text
+    screenshot(driver, "team-waiting-for-approval")
+
+    driver.delete_all_cookies()
+    log_in(driver, base, "oscar", "oscar-pw")
+    wait.until(ec.presence_of_element_located((By.ID, "profile-link")))
+    driver.get(f"{base}/c/demo/console/teams/")
+    assert driver.find_element(By.ID, f"pending-team-{team.pk}").text == "waits for approval"
+    screenshot(driver, "console-teams-approval")
+    driver.find_element(By.ID, f"approve-team-{team.pk}").click()
+    driver.find_element(By.ID, "id_reason").send_keys("known lab")
+    screenshot(driver, "console-approve-confirm")
+    driver.find_element(By.ID, "confirm").click()
+    wait.until(ec.url_to_be(f"{base}/c/demo/console/teams/"))
+    assert not driver.find_elements(By.ID, f"pending-team-{team.pk}")
+    team.refresh_from_db()
+    assert not team.approval_pending
