@@ -8,7 +8,8 @@ requests after the one it answered.  Each mode runs in a container of its own: n
 learned in a gold-history run can carry into its own-history run.
 
 How a run ends, in a fixed vocabulary (``Conversation.verdict``): ``finished``; ``turn_time_limit``
-(no answer within the time per turn); ``not_json``; ``wrong_id`` / ``wrong_shape`` (a response that
+(no answer within the time per turn); ``not_json``; ``answer_refused`` (an answer the platform cannot
+take: ``answers_json.answer_refusal``); ``wrong_id`` / ``wrong_shape`` (a response that
 is not an answer to the current request); ``closed`` (stdout closed, or the system exited, before
 the last answer); ``output_after_end`` (it wrote more after the last answer); ``time_limit`` (the
 run's own limit); ``memory_limit`` (killed for memory before its last answer); ``not_started`` (the
@@ -32,6 +33,7 @@ from typing import Any
 import docker
 import docker.errors
 
+from leaderboard.submissions.answers_json import answer_refusal
 from scoring.dialogs import ProtocolError, Session
 from workers import runner
 
@@ -206,6 +208,15 @@ def _play(sock: socket.socket, frames: _Frames, sessions: Sequence[Session], res
             except (UnicodeDecodeError, json.JSONDecodeError):
                 result.reason = f"the response to request {result.turns_answered + 1} is not a JSON line"
                 return "not_json"
+            # The one rule for answers (answers_json.answer_refusal), before the answer leaves the
+            # worker: one the platform cannot store ends the mode as the system's doing, in the
+            # platform's words (a code point and a position, never the text), instead of a turn the
+            # trusted side refuses, which would stop the run as the platform's fault.
+            answer = response.get("answer") if isinstance(response, dict) else None
+            problem = answer_refusal(answer) if isinstance(answer, str) else None
+            if problem is not None:
+                result.reason = f"turn {session.position + 1}: {problem}"
+                return "answer_refused"
             # Measured before the answer is handed on: on the platform, that is a call to the trusted
             # side (the gold to reveal), which is not the system's time.
             latency = time.monotonic() - sent

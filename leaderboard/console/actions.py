@@ -29,6 +29,8 @@ from leaderboard.console.selectors import (
 from leaderboard.core.errors import NotFound
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.rerun import submission_rerun, submission_rerun_problem
+from leaderboard.submissions.selectors import submissions_held_for_review
+from leaderboard.submissions.system_services import submission_hold_release
 
 TEAM_READS = "The team reads this reason (on its submission's page), and it is kept in the audit log."
 EVERYONE_READS = "Everyone who reads the board reads this reason, the team too; it is kept in the audit log."
@@ -126,6 +128,18 @@ ACTIONS: dict[tuple[str, str], Action] = {
             "rerun", "submissions", "Run again",
             consequences=_rerun_consequences, problem=submission_rerun_problem,
             perform=lambda s, who, d: submission_rerun(submission=s, by=who, reason=d["reason"]),
+        ),
+        Action(
+            "release", "submissions", "Release the held run",
+            consequences=lambda s: [
+                "Its team's runs on hidden data ended by a platform failure more often today than the challenge "
+                "allows (systems: platform_failures_per_day), and such runs are not counted: this run waited for "
+                "your look. Check the failed runs' errors on their pages first.",
+                "Released, it takes its place in the systems queue and runs like any other; the team's other held "
+                "runs stay held.",
+            ],
+            problem=lambda s: "" if submissions_held_for_review(submission_ids=[s.pk]) else "it is not held for review",
+            perform=lambda s, who, d: submission_hold_release(submission=s, actor=who, reason=d["reason"]),
         ),
         Action(
             "hide", "submissions", "Hide from the public boards",

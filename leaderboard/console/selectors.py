@@ -159,6 +159,8 @@ class Waiting:
     due_at: dt.datetime | None = None
     # Its team is at its running limit: it starts when one of the team's runs ends.
     held_back: bool = False
+    # Waits for an organizer's look (too many platform failures of its team today): released here.
+    held_for_review: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,13 +250,14 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
     runs = run_queue_order(queue=run_queue_of(challenge), now=now)
     totals["systems"] = len(runs)
     held = {run.submission_id for run in runs if run.held_back}
+    review = {run.submission_id for run in runs if run.held_for_review}
     positions.update({run.submission_id: n for n, run in enumerate(runs, 1) if run.challenge_id == challenge.pk})
     ours = {s.pk: s for s in Submission.objects.filter(pk__in=positions).select_related("team", "phase")}
     queues = []
     for key, name in QUEUE_NAMES.items():
         waiting = [
             Waiting(positions[pk], ours[pk], ours[pk].dispatched_at if (ours[pk].dispatched_at or now) > now else None,
-                    held_back=pk in held)
+                    held_back=pk in held, held_for_review=pk in review)
             for pk in sorted(positions, key=positions.__getitem__) if pk in ours and _queue_of(ours[pk].kind) == key
         ]
         if key == "systems":  # the broker queue the challenge's runs go to, which compute workers consume

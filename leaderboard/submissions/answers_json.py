@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -78,6 +79,104 @@ class NotJson(JsonRejected):
 
 class WrongShape(JsonRejected):
     """JSON, but not the expected shape (or a key twice): refused where it starts."""
+
+
+class AnswerRefused(WrongShape):
+    """Valid JSON of the right shape, holding an answer the platform cannot store, score or show
+    (``answer_refusal``): the team's to fix, never the platform's fault."""
+
+
+# --------------------------------------------------------------------------- what an answer may be
+
+# The longest string an answer holds (a span, a short free-form text, one of MRC2018's answers): a
+# longer one is refused, not cut (it would be scored as something the system did not say), and
+# scoring it (ROUGE-L's longest common subsequence) would cost time in proportion to its length.
+ANSWER_MAX_CHARS = 4000
+# What no store takes or no page shows: a lone surrogate (U+D800-U+DFFF, which ``"\ud800"`` spells in
+# valid JSON; UTF-8 cannot encode it, and Postgres refuses it), NUL (Postgres text and jsonb refuse
+# it) and the other C0 and C1 control characters and DEL.  Tab, line feed and carriage return are
+# text a span of a passage may hold, and are taken.
+_REFUSED_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _char_problem(text: str) -> str | None:
+    """Why a string cannot be stored (None if it can): the first refused character, by code point and
+    position (never the text itself: on hidden data an answer may carry what the system read)."""
+    if len(text) > ANSWER_MAX_CHARS:
+        return f"is {len(text)} characters long; an answer is at most {ANSWER_MAX_CHARS} characters"
+    bad = _REFUSED_CHAR.search(text)
+    if bad is None:
+        return None
+    point = ord(bad.group())
+    what = ("a lone surrogate (not a character: UTF-8 cannot encode it)" if 0xD800 <= point <= 0xDFFF
+            else "NUL" if point == 0 else "a control character")
+    return (f"holds {what}, U+{point:04X}, at character {bad.start() + 1}; an answer is text without "
+            "control characters (tab and line breaks are allowed)")
+
+
+def answer_refusal(answer: Any) -> str | None:
+    """What the platform cannot take in one answer, in words that name no byte of it; None if it can.
+
+    The one rule for every path an answer comes by (a prediction file, a system's output, an
+    interactive turn): a string, or an object (where the challenge's answers have fields) whose
+    fields hold strings, numbers or lists of them, two lists deep at most (the shape
+    ``AnswersReader`` reads); every string of it, field names too, at most ``ANSWER_MAX_CHARS``
+    characters of text without control characters or lone surrogates; no NaN or infinity (JSON
+    has none, and neither database stores them in JSON).  What the suite's format asks beyond this
+    (which fields, which labels) is the suite's ``check_predictions``.
+    """
+    if isinstance(answer, str):
+        problem = _char_problem(answer)
+        return None if problem is None else f"the answer {problem}"
+    if isinstance(answer, dict):
+        for name, value in answer.items():
+            if not isinstance(name, str):
+                return "an answer's field names are strings"
+            problem = _char_problem(name)
+            if problem is not None:
+                return f"a field name of the answer {problem}"
+            problem = _field_refusal(value, depth=0)
+            if problem is not None:
+                return f"field {shown(name)} of the answer {problem}"
+        return None
+    if isinstance(answer, list):
+        return "the answer should be a string (or an object, where the challenge's answers have fields), found list"
+    # In the suites' words (check_predictions), which a number met there before this rule.
+    return f"the answer should be a string, found {type(answer).__name__}"
+
+
+def _field_refusal(value: Any, *, depth: int) -> str | None:
+    if isinstance(value, str):
+        problem = _char_problem(value)
+        if problem is None:
+            return None
+        return f"holds a string that {problem}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "holds NaN or an infinity, which JSON has not"
+    if isinstance(value, (bool, int, float)) or value is None:
+        return None
+    if isinstance(value, list):
+        if depth >= 2:
+            return "nests lists more than two deep"
+        for item in value:
+            problem = _field_refusal(item, depth=depth + 1)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, dict):
+        return "holds an object; an answer's fields hold strings, numbers or lists of them"
+    return f"holds {type(value).__name__}; an answer's fields hold strings, numbers or lists of them"
+
+
+def answers_refusal(by_qid: Mapping[str, Any], *, where: str) -> AnswerRefused | None:
+    """The first answer of ``{qid: answer}`` the platform cannot take, as the refusal to raise, named by
+    ``where`` and its qid (the caller's ``where`` decides what a team reads: on hidden data it reads
+    the verdict only); None if every answer can be taken."""
+    for qid, answer in by_qid.items():
+        problem = answer_refusal(answer)
+        if problem is not None:
+            return AnswerRefused(f"{where}, id {shown(qid)}: {problem}")
+    return None
 
 
 @dataclass

@@ -62,6 +62,10 @@ class RunFields(serializers.Serializer[Any]):
     run_seconds = serializers.FloatField(allow_null=True, help_text="whole seconds on hidden data")
     peak_memory_mb = serializers.IntegerField(allow_null=True)
     log_available = serializers.BooleanField()
+    held_for_review = serializers.CharField(
+        help_text="why a queued run on hidden data waits for an organizer's review before it runs ('' if it "
+                  "does not); on hidden data a run the platform failed shows no figure (run time, memory, exit, "
+                  "start and end), only its verdict")
 
 
 def submission_payload(submission: Submission, *, is_organizer: bool, breakdowns: bool = False) -> dict[str, Any]:
@@ -69,15 +73,19 @@ def submission_payload(submission: Submission, *, is_organizer: bool, breakdowns
     since each costs a bootstrap when first asked) its scores by slice too."""
     data = dict(SubmissionOutput(submission).data)
     report = submission_run_report(submission=submission, is_organizer=is_organizer)
-    seconds = submission.run_seconds
+    # Every figure from the report, which decides what this caller may see of them.
     data.update(
         failure_reason=report.reason,
         exit=report.exit,
-        run_seconds=None if seconds is None else (seconds if report.full else round(seconds)),
-        peak_memory_mb=submission.peak_memory_mb,
+        run_seconds=report.run_seconds,
+        peak_memory_mb=report.peak_memory_mb,
         log_available=report.log is not None,
+        held_for_review=report.held,
     )
-    if not report.full:
+    if report.figures_withheld:
+        # A run on hidden data the platform failed: not even when it started and ended.
+        data["started_at"] = data["finished_at"] = None
+    elif not report.full:
         # Their difference is the run time plus a steady overhead: to the microsecond it would
         # tell the team what whole seconds of run_seconds hide (a channel a system controls).
         for field in ("started_at", "finished_at"):

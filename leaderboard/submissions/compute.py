@@ -38,7 +38,7 @@ from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
 from leaderboard.core.errors import ServiceError
 from leaderboard.core.tasks import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
 from leaderboard.submissions.models import Status, Submission, WorkerToken
-from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
 from leaderboard.submissions.services import run_queue_of
 from leaderboard.submissions.system_services import submission_run_gold_stamp
 from leaderboard.submissions.systems import (
@@ -138,6 +138,9 @@ class QueuedRun:
     held_back: bool = False
     # Backing off after a platform fault: no worker takes it before then.
     due_at: dt.datetime | None = None
+    # Waits for an organizer's look (``selectors.submissions_held_for_review``): no worker takes it
+    # until one releases it.
+    held_for_review: bool = False
 
 
 def run_queue_order(*, queue: str, now: dt.datetime | None = None) -> list[QueuedRun]:
@@ -147,7 +150,8 @@ def run_queue_order(*, queue: str, now: dt.datetime | None = None) -> list[Queue
     ``max_running_per_team`` waits; among the others the team with the fewest runs running goes
     first, then the team whose last run started longest ago (never run: first), then the oldest
     submission.  Each pick counts as one more run of its team, started now; the runs still held back
-    by their team's limit follow, and then those backing off, by when they are due.  The console's
+    by their team's limit follow, then those backing off, by when they are due, and last those held
+    for an organizer's look (a team whose hidden-data runs the platform failed too often).  The console's
     queue and a team's queue position read this, so what they say is what the workers do.
     """
     now = now or timezone.now()
@@ -162,6 +166,9 @@ def run_queue_order(*, queue: str, now: dt.datetime | None = None) -> list[Queue
     )
     if not queued:
         return []
+    review = submissions_held_for_review(submission_ids=[row[0] for row in queued], now=now)
+    held_for_review = [row for row in queued if row[0] in review]
+    queued = [row for row in queued if row[0] not in review]
     teams = {team for _, team, _, _, _ in queued}
     running = Counter(systems.filter(status=Status.RUNNING, team_id__in=teams).values_list("team_id", flat=True))
     never = dt.datetime.min.replace(tzinfo=dt.UTC)
@@ -194,6 +201,7 @@ def run_queue_order(*, queue: str, now: dt.datetime | None = None) -> list[Queue
     held = sorted((entry for runs in by_team.values() for entry in runs), key=lambda e: e[0])
     order += [QueuedRun(row[0], row[1], row[2], row[3], held_back=True) for _, row in held]
     order += [QueuedRun(row[0], row[1], row[2], row[3], due_at=row[4]) for row in later]
+    order += [QueuedRun(row[0], row[1], row[2], row[3], held_for_review=True) for row in held_for_review]
     return order
 
 
@@ -207,8 +215,8 @@ def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | Non
     now = now or timezone.now()
     order = run_queue_order(queue=queue, now=now)
     for run in order:
-        if run.held_back or run.due_at is not None:
-            break  # the rest are held back by their team's limit or backing off
+        if run.held_back or run.due_at is not None or run.held_for_review:
+            break  # the rest are held back by their team's limit, backing off or held for review
         claimed = Submission.objects.filter(pk=run.submission_id, status=Status.QUEUED,
                                             attempts=run.attempts).update(
             status=Status.RUNNING,
@@ -221,7 +229,8 @@ def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | Non
             submission = Submission.objects.select_related("phase__challenge").get(pk=run.submission_id)
             submission_run_gold_stamp(submission=submission)
             return Claim(system_run_plan(submission=submission))
-    return Claim(None, held_back=any(run.due_at is None for run in order))
+    # A run held for review is sent again when an organizer releases it, not retried meanwhile.
+    return Claim(None, held_back=any(run.due_at is None and not run.held_for_review for run in order))
 
 
 def run_dispatch_again(submission_id: int) -> None:

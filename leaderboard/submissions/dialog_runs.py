@@ -24,14 +24,12 @@ from django.db import IntegrityError, transaction
 from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.suites import TURN_BUCKETS, DatasetResult, turn_metric
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.answers_json import answer_refusal
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import score_dataset
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Dialog, Mode, Revealed, dialogs_of_file, reveal
 
-# An answer is a span or a short free-form text; a longer one is refused, not cut (it would be
-# scored as something the system did not say).
-ANSWER_MAX_CHARS = 4000
 _ACTS = {"yesno": frozenset({"y", "n", "x"}), "followup": frozenset({"y", "n", "m"})}
 
 
@@ -96,8 +94,11 @@ def _dialog_of(submission: Submission, dataset: int, dialog: int) -> Dialog:
 def _answer_checked(answer: Any) -> dict[str, str]:
     if not isinstance(answer, dict) or not isinstance(answer.get("answer"), str):
         raise TurnRefused('an answer is {"answer": "...", "yesno": "y|n|x", "followup": "y|n|m"}')
-    if len(answer["answer"]) > ANSWER_MAX_CHARS:
-        raise TurnRefused(f"an answer is at most {ANSWER_MAX_CHARS} characters")
+    # The one rule for answers on every path (the compute worker applies it before it sends a turn,
+    # so a system's answer the rule refuses ends its mode as the system's fault there, not here).
+    problem = answer_refusal(answer["answer"])
+    if problem is not None:
+        raise TurnRefused(problem)
     taken = {"answer": answer["answer"]}
     for key, allowed in _ACTS.items():
         value = answer.get(key, "x" if key == "yesno" else "n")

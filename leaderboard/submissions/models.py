@@ -35,6 +35,10 @@ class FailureCause(models.TextChoices):
     PLATFORM = "platform", "the platform"
 
 
+# The tail of a platform fault's traceback kept for the organizers (``Submission.failure_detail``).
+FAILURE_DETAIL_CHARS = 20_000
+
+
 class Verdict(models.TextChoices):
     """How a run ended, in a fixed vocabulary.
 
@@ -48,6 +52,8 @@ class Verdict(models.TextChoices):
     OUTPUT_MISSING = "output_missing", "output missing"
     OUTPUT_NOT_JSON = "output_not_json", "output not valid JSON"
     OUTPUT_WRONG_SHAPE = "output_wrong_shape", "output of the wrong shape"
+    # Valid JSON of the right shape with an answer no store takes (answers_json.answer_refusal).
+    ANSWER_REFUSED = "answer_refused", "an answer the platform cannot take"
     UNKNOWN_IDS = "unknown_ids", "unknown ids present"
     ANSWERS_MISSING = "answers_missing", "answers missing"
     OUTPUT_TOO_LARGE = "output_too_large", "output over the size limit"
@@ -69,6 +75,8 @@ class Submission(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.SUBMITTED)
     failure_reason = models.TextField(blank=True)
     failure_cause = models.CharField(max_length=16, choices=FailureCause.choices, blank=True, default="")
+    # A platform fault's traceback (the tail of it), for the organizers' page only: never a team's.
+    failure_detail = models.TextField(blank=True)
     verdict = models.CharField(max_length=32, choices=Verdict.choices, blank=True, default="")
     # The dataset a verdict is about (output missing for X...), shown by its public label.
     verdict_dataset = models.ForeignKey(
@@ -120,6 +128,12 @@ class Submission(models.Model):
     log_notes = models.JSONField(default=list, blank=True)
     log_released_at = models.DateTimeField(null=True, blank=True)
     log_released_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # A run on hidden data held for an organizer's look (its team's platform failures passed the
+    # challenge's ``platform_failures_per_day``: compute.run_queue_order) that an organizer let go.
+    hold_released_at = models.DateTimeField(null=True, blank=True)
+    hold_released_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 

@@ -117,7 +117,8 @@ def _requeued(current: Submission, *, reason: str) -> ScoreHistory | None:
     # Conditional on the status read: a worker or another organizer that moved it meanwhile wins.
     moved = Submission.objects.filter(pk=current.pk, status=current.status, attempts=current.attempts).update(
         status=Status.QUEUED, attempts=0, queued_at=now, dispatched_at=now, started_at=None, finished_at=None,
-        failure_reason="", failure_cause="", verdict=Verdict.NONE, verdict_dataset=None, primary_score=None,
+        failure_reason="", failure_detail="", failure_cause="", verdict=Verdict.NONE, verdict_dataset=None,
+        primary_score=None,
         scoring_version="", worker="", lease_expires_at=None, exit_code=None, run_seconds=None,
         peak_memory_mb=None, runtime="", log="", log_notes=[], log_released_at=None, log_released_by=None,
     )

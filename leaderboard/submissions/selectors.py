@@ -17,6 +17,7 @@ from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
 from leaderboard.challenges.models import (
     SYSTEM_KINDS,
+    Challenge,
     Dataset,
     DatasetFile,
     Phase,
@@ -357,6 +358,17 @@ class RunReport:
     log_notes: tuple[str, ...] = ()
     # Where in ``log`` the platform cut bytes out (the page marks the place), if it did.
     log_cut: int | None = None
+    # The figures as numbers, for the API: the same visibility as the texts above (None: not shown).
+    run_seconds: float | None = None
+    peak_memory_mb: int | None = None
+    # A run on hidden data the platform failed: its team sees none of its figures (run time,
+    # memory, exit status, start and end), only that the platform failed it.
+    figures_withheld: bool = False
+    # A platform fault's traceback: the organizers' only.
+    detail: str = ""
+    # Held for an organizer's look before it runs (its team's platform failures on hidden data
+    # passed the challenge's platform_failures_per_day): what the team reads, else "".
+    held: str = ""
 
     @property
     def log_head(self) -> str:
@@ -404,6 +416,10 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
     hidden = phase_runs_on_hidden_data(phase=submission.phase)
     full = is_organizer or not hidden
     ran = submission.kind in SYSTEM_KINDS and submission.attempts > 0
+    # Whatever figures a system set before the platform failed its run went out for free (the run
+    # is not counted): on hidden data its team sees none of them.  This one decision serves every
+    # surface (page, API, lists), which read the figures from here only.
+    withheld = not full and submission.status == Status.FAILED and submission.failure_cause == FailureCause.PLATFORM
     if full:
         reason = submission.failure_reason
         if reason and submission.failure_cause == FailureCause.PLATFORM and "quota" not in reason:
@@ -422,6 +438,11 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
         reason = verdict_sentence(verdict=submission.verdict, dataset=submission.verdict_dataset,
                                   cause=submission.failure_cause)
     peak = "" if submission.peak_memory_mb is None else f"{submission.peak_memory_mb} MiB"
+    seconds = submission.run_seconds
+    run_seconds = None if seconds is None else (seconds if full else float(round(seconds)))
+    peak_mb = submission.peak_memory_mb
+    if withheld:
+        exit_text, run_time, peak, run_seconds, peak_mb = "", "", "", None, None
     released = submission.log_released_at is not None
     notes: tuple[str, ...] = ()
     cut = None
@@ -435,7 +456,23 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
         log = None
         note = ("This run read hidden test data, so its log is shown to the organizers only; "
                 "they can release it to your team.")
-    return RunReport(hidden, full, reason, exit_text, run_time, peak, log, note, notes, cut)
+    return RunReport(hidden, full, reason, exit_text, run_time, peak, log, note, notes, cut,
+                     run_seconds=run_seconds, peak_memory_mb=peak_mb, figures_withheld=withheld,
+                     detail=submission.failure_detail if is_organizer else "",
+                     held=submission_hold_note(submission=submission))
+
+
+def submission_hold_note(*, submission: Submission) -> str:
+    """What a queued run held for an organizer's look says to everyone who sees it ("" if not held)."""
+    if submission.status != Status.QUEUED or submission.kind not in SYSTEM_KINDS:
+        return ""
+    # The rule the queue's order and every claim apply (compute.run_queue_order), so the note says
+    # what workers do.
+    if submission.pk not in submissions_held_for_review(submission_ids=[submission.pk]):
+        return ""
+    return ("Held for the organizers' review before it runs: more of your team's runs on hidden data than the "
+            "challenge allows in a day ended by a platform failure, which is not counted. An organizer "
+            "releases it once they have looked.")
 
 
 def _platform_notes(raw: object, *, log_length: int) -> tuple[tuple[str, ...], int | None]:
@@ -471,3 +508,67 @@ def submission_score_history(*, submission: Submission, is_organizer: bool) -> l
             row["label"] = metric_label(suite, str(row.get("metric", "")), per_dataset=bool(row.get("dataset")),
                                         extra=extra)
     return entries
+
+
+# Platform failures of a team's runs on hidden data are counted over the quota's day.
+HOLD_WINDOW = QUOTA_WINDOW
+
+
+def team_platform_failures(*, team_ids: Collection[int], now: dt.datetime | None = None) -> dict[int, int]:
+    """Per team, its runs on hidden data that ended failed by the platform's fault within the last
+    day: each was free (not counted), so each may have carried what its system set for nothing."""
+    now = now or timezone.now()
+    failed = (Submission.objects.filter(team_id__in=list(team_ids), kind__in=SYSTEM_KINDS, status=Status.FAILED,
+                                        failure_cause=FailureCause.PLATFORM, finished_at__gte=now - HOLD_WINDOW)
+              .select_related("phase").only("team_id", "phase"))
+    hidden: dict[int, bool] = {}
+    counts: dict[int, int] = {}
+    for submission in failed:
+        if submission.phase_id not in hidden:
+            hidden[submission.phase_id] = phase_runs_on_hidden_data(phase=submission.phase)
+        if hidden[submission.phase_id]:
+            counts[submission.team_id] = counts.get(submission.team_id, 0) + 1
+    return counts
+
+
+def submissions_held_for_review(*, submission_ids: Collection[int], now: dt.datetime | None = None) -> set[int]:
+    """Which of these queued runs wait for an organizer's look before any worker takes them.
+
+    A run on hidden data whose team had more of its hidden-data runs failed by the platform within
+    the last day than its challenge's ``platform_failures_per_day`` (systems settings; default 3),
+    unless an organizer released it (``hold_released_at``).  Whatever causes them, such failures
+    are runs its team does not pay for; held, they cannot go on for free.  The one rule that
+    ``compute.run_queue_order``, ``submission_run_claim`` and the pages apply.
+    """
+    if not submission_ids:
+        return set()
+    candidates = list(Submission.objects.filter(pk__in=list(submission_ids), status=Status.QUEUED,
+                                                kind__in=SYSTEM_KINDS, hold_released_at__isnull=True)
+                      .values_list("pk", "team_id", "phase_id"))
+    if not candidates:
+        return set()
+    failures = team_platform_failures(team_ids={team for _, team, _ in candidates}, now=now)
+    # Most teams have none: a claim then costs these two queries only.
+    failing = [row for row in candidates if failures.get(row[1], 0)]
+    if not failing:
+        return set()
+    phases = {p.pk: p for p in Phase.objects.filter(pk__in={phase for _, _, phase in failing})
+              .select_related("challenge")}
+    hidden: dict[int, bool] = {}
+    held: set[int] = set()
+    for pk, team, phase_id in failing:
+        phase = phases[phase_id]
+        if failures[team] <= _failures_allowed(phase.challenge):
+            continue
+        if phase_id not in hidden:
+            hidden[phase_id] = phase_runs_on_hidden_data(phase=phase)
+        if hidden[phase_id]:
+            held.add(pk)
+    return held
+
+
+def _failures_allowed(challenge: Challenge) -> int:
+    try:
+        return SystemSettings.from_json(challenge.system_settings).platform_failures_per_day
+    except ValueError:  # refused when the challenge was loaded; the default rather than an error here
+        return SystemSettings().platform_failures_per_day

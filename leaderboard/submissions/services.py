@@ -14,6 +14,7 @@ import logging
 import os
 import secrets
 import socket
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,8 +52,9 @@ from leaderboard.core.tasks import (
 )
 from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.alerts import submission_staff_alert
-from leaderboard.submissions.answers_json import Answers
+from leaderboard.submissions.answers_json import Answers, answers_refusal
 from leaderboard.submissions.models import (
+    FAILURE_DETAIL_CHARS,
     BoardEntry,
     FailureCause,
     QuestionScores,
@@ -199,7 +201,12 @@ def submission_create_predictions(
 
 
 def predictions_check(suite: Suite, answers: Answers, *, qids: Sequence[str], where: str) -> None:
-    """The suite's answer format, then the qids; both fail as an UploadError naming ``where``."""
+    """What the platform can take of each answer (``answers_refusal``: the rule a system's output
+    meets too, in the same words), the suite's answer format, then the qids; each fails as an
+    UploadError naming ``where``."""
+    refused = answers_refusal(answers.by_qid, where=where)
+    if refused is not None:
+        raise UploadError(refused.message)
     try:
         suite.check_predictions(answers.by_qid, where=where)
     except ScoringError as exc:
@@ -290,15 +297,22 @@ def submission_select(*, submission: Submission, user: User) -> Submission:
     return submission
 
 
+def failure_traceback(exc: BaseException) -> str:
+    """An exception's traceback as the organizers read it on the run's page (``failure_detail``)."""
+    return "".join(traceback.format_exception(exc))[-FAILURE_DETAIL_CHARS:]
+
+
 def submission_fail(
     submission_id: int, *, reason: str, cause: str, from_statuses: Iterable[str], verdict: str = "",
-    dataset: Dataset | None = None,
+    dataset: Dataset | None = None, detail: str = "",
 ) -> None:
     """Fail a submission: ``reason`` in full for organizers (and for teams on public data),
-    ``verdict`` and ``dataset`` for what a team may see of a run on hidden data."""
+    ``verdict`` and ``dataset`` for what a team may see of a run on hidden data; ``detail`` (a
+    platform fault's traceback) for the organizers only."""
     if Submission.objects.filter(pk=submission_id, status__in=list(from_statuses)).update(
         status=Status.FAILED, failure_reason=reason[:5000], failure_cause=cause, finished_at=timezone.now(),
         lease_expires_at=None, verdict=verdict, verdict_dataset=dataset,
+        failure_detail=detail[-FAILURE_DETAIL_CHARS:],
     ):
         board_changed_if_shown(submission_id)
 
@@ -343,6 +357,12 @@ def submission_evaluate(submission_id: int) -> None:
         )
         results = {}
         for scoring, f in targets:
+            # Checked at the upload already; again here, as the answers are read again from the
+            # stored file: what reaches the scorer is what the one rule takes.
+            refused = answers_refusal(per_dataset[scoring.slug].by_qid,
+                                      where=f"{submission.original_name or 'predictions'} [{scoring.slug}]")
+            if refused is not None:
+                raise UploadError(refused.message)
             results[scoring] = score_dataset(submission=submission, dataset_file=f,
                                              predictions=per_dataset[scoring.slug].by_qid)
         scores_write(submission=submission, results=results, gold={ds: f.sha256 for ds, f in targets})
@@ -359,7 +379,9 @@ def submission_evaluate(submission_id: int) -> None:
                         from_statuses=[Status.SCORING], verdict=Verdict.GOLD, dataset=scoring)
         submission_staff_alert(submission_id, reason=f"scoring failed on a prediction file that passed every "
                                                      f"check: {exc}")
-    except Exception:
+    except Exception as exc:
+        # What is left is the platform's (the answers passed the one rule, the gold's refusals are
+        # above): a bug, the disk, the database.  Its traceback is the organizers' (their page).
         logger.exception("submission %s: scoring failed", submission_id)
         submission_fail(
             submission_id,
@@ -367,6 +389,7 @@ def submission_evaluate(submission_id: int) -> None:
             cause=FailureCause.PLATFORM,
             from_statuses=[Status.SCORING],
             verdict=Verdict.PLATFORM,
+            detail=failure_traceback(exc),
         )
 
 

@@ -39,18 +39,20 @@ from django.utils import timezone
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import user_is_organizer
+from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.selectors import dataset_label
 from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
 from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert
-from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode
-from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
-from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
+from leaderboard.submissions.models import FAILURE_DETAIL_CHARS, FailureCause, Status, Submission, Verdict
+from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
 from leaderboard.submissions.services import (
     baseline_team_get_or_create,
     board_changed_if_shown,
+    failure_traceback,
     queue_for,
     quota_enforce_locked,
     score_dataset,
@@ -218,6 +220,8 @@ def baseline_system_submit(*, phase: Phase, team_name: str, path: str, kind: str
 def submission_run_claim(submission_id: int, *, worker: str) -> RunPlan | None:
     """Take a queued system for running; None if someone else has it or it is final."""
     now = timezone.now()
+    if submissions_held_for_review(submission_ids=[submission_id], now=now):
+        return None  # waits for an organizer's look; released, it is sent again (submission_hold_release)
     with transaction.atomic():
         current = Submission.objects.filter(pk=submission_id, status=Status.QUEUED, kind__in=SYSTEM_KINDS).first()
         if current is None:
@@ -321,6 +325,11 @@ def _output_predictions(suite: Suite, ds: RunDataset, outcome: RunOutcome, qids:
         raise _OutputRejected(Verdict.OUTPUT_NOT_JSON, ds, exc.message) from None
     except WrongShape as exc:
         raise _OutputRejected(Verdict.OUTPUT_WRONG_SHAPE, ds, exc.message) from None
+    # The rule a prediction file meets, in the same words: what no store takes (a lone surrogate,
+    # NUL) is the team's fault here, counted, and never reaches run_answers_store.
+    refused = answers_refusal(answers.by_qid, where=where)
+    if refused is not None:
+        raise _OutputRejected(Verdict.ANSWER_REFUSED, ds, refused.message)
     try:
         suite.check_predictions(answers.by_qid, where=where)
     except ScoringError as exc:
@@ -412,6 +421,11 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
                         from_statuses=[Status.SCORING], verdict=Verdict.GOLD)
         submission_staff_alert(submission_id, reason=f"scoring failed on output that passed every check: {exc}")
     except Exception as exc:
+        # After the system exited, with its output past every check the team's fault is decided by
+        # (the answers' own rule included): what fails now is the platform's code, disk or database.
+        # The traceback goes on the organizers' page; on hidden data the team sees no figure of the
+        # run (submission_run_report), and its team's next hidden runs wait for a look once such
+        # failures pass the challenge's platform_failures_per_day (compute.run_queue_order).
         logger.exception("submission %s: scoring the run's output failed", submission_id)
         submission_fail(
             submission_id,
@@ -419,6 +433,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
             cause=FailureCause.PLATFORM,
             from_statuses=[Status.SCORING],
             verdict=Verdict.PLATFORM,
+            detail=failure_traceback(exc),
         )
         # Not retried: the run would be repeated for a fault of the scoring code, likely again.
         submission_staff_alert(submission_id, reason=f"the platform failed while scoring this run's output: "
@@ -478,17 +493,46 @@ def _requeue_or_fail(
     The new status, or None when ``base`` (a conditional filter on the run's current
     state) no longer matches: someone else moved the run first.
     """
+    # The last attempt's traceback (if the fault has one) stays on the organizers' page.
+    kept = {"failure_detail": detail[-FAILURE_DETAIL_CHARS:]} if detail else {}
     if attempts < settings.MAX_RUN_ATTEMPTS:
         due = now + dt.timedelta(seconds=run_retry_delay_s(attempts))
-        if base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=due):
+        if base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=due, **kept):
             return Status.QUEUED
         return None
     if base.update(status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=now, lease_expires_at=None,
-                   failure_reason=failure_reason, verdict=Verdict.PLATFORM):
+                   failure_reason=failure_reason, verdict=Verdict.PLATFORM, **kept):
         board_changed_if_shown(submission_id)
         submission_staff_alert(submission_id, reason="\n\n".join(filter(None, [failure_reason, detail])))
         return Status.FAILED
     return None
+
+
+def submission_hold_release(*, submission: Submission, actor: User, reason: str) -> Submission:
+    """An organizer lets a run held for review go (``selectors.submissions_held_for_review``): it
+    takes its place in the queue again and is sent to the workers; recorded in the audit log."""
+    challenge = submission.phase.challenge
+    if not user_is_organizer(user=actor, challenge=challenge):
+        raise PermissionDenied("only the challenge's organizers can release a held run")
+    reason = audit_reason_clean(reason)
+    if submission.pk not in submissions_held_for_review(submission_ids=[submission.pk]):
+        raise ServiceError("it is not held for review")
+    with transaction.atomic():
+        Submission.objects.filter(pk=submission.pk, hold_released_at__isnull=True).update(
+            hold_released_at=timezone.now(), hold_released_by=actor)
+        audit_record(challenge=challenge, actor=actor, action="submission.hold_release",
+                     target=f"submission {submission.pk} ({submission.team.name}, {submission.phase.name})",
+                     reason=reason, details={"submission_id": submission.pk, "team_id": submission.team_id})
+        # Its message was taken and dropped while it was held: a new one, once this commits.
+        transaction.on_commit(lambda: _dispatch_again(submission.pk))
+    submission.refresh_from_db()
+    return submission
+
+
+def _dispatch_again(submission_id: int) -> None:
+    from leaderboard.submissions.compute import run_dispatch_again  # compute imports this module
+
+    run_dispatch_again(submission_id)
 
 
 def submission_log_release(*, submission: Submission, user: User) -> Submission:

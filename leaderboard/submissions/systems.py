@@ -108,6 +108,10 @@ DEFAULT_RUN_QUEUE = "cpu"
 # Systems of one team that may run at once (on all compute workers together), unless the challenge
 # says otherwise: a team's burst cannot hold every worker while other teams wait.
 DEFAULT_MAX_RUNNING_PER_TEAM = 2
+# Runs of one team on hidden data the platform may fail in a day (not counted, so free) before the
+# team's next hidden runs wait for an organizer's look (compute.run_queue_order), unless the
+# challenge says otherwise.
+DEFAULT_PLATFORM_FAILURES_PER_DAY = 3
 _QUEUE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 
@@ -127,13 +131,15 @@ class SystemSettings:
     # GPUs requested from the engine per run (Docker device requests, NVIDIA runtime); 0: none.
     gpus: int = 0
     max_running_per_team: int = DEFAULT_MAX_RUNNING_PER_TEAM
+    platform_failures_per_day: int = DEFAULT_PLATFORM_FAILURES_PER_DAY
 
     @classmethod
     def from_json(cls, raw: dict[str, Any] | None) -> SystemSettings:
         raw = dict(raw or {})
         limits = raw.pop("limits", {}) or {}
         unknown = sorted(set(limits) - set(Limits.__dataclass_fields__)) + sorted(
-            set(raw) - {"base_image", "runtime", "storage_mb_per_team", "queue", "gpus", "max_running_per_team"}
+            set(raw) - {"base_image", "runtime", "storage_mb_per_team", "queue", "gpus", "max_running_per_team",
+                        "platform_failures_per_day"}
         )
         if unknown:
             raise ValueError(f"unknown system settings: {', '.join(unknown)}")
@@ -150,6 +156,10 @@ class SystemSettings:
         running = raw.get("max_running_per_team", DEFAULT_MAX_RUNNING_PER_TEAM)
         if isinstance(running, bool) or not isinstance(running, int) or running <= 0:
             raise ValueError(f"max_running_per_team must be a positive whole number, not {running!r}")
+        failures = raw.get("platform_failures_per_day", DEFAULT_PLATFORM_FAILURES_PER_DAY)
+        if isinstance(failures, bool) or not isinstance(failures, int) or failures < 0:
+            raise ValueError(f"platform_failures_per_day must be a whole number (0: hold after the first), "
+                             f"not {failures!r}")
         return cls(
             base_image=str(raw.get("base_image") or DEFAULT_BASE_IMAGE),
             runtime=str(raw.get("runtime") or ""),
@@ -158,12 +168,14 @@ class SystemSettings:
             queue=queue,
             gpus=gpus,
             max_running_per_team=running,
+            platform_failures_per_day=failures,
         )
 
     def as_json(self) -> dict[str, Any]:
         return {"base_image": self.base_image, "runtime": self.runtime, "limits": asdict(self.limits),
                 "storage_mb_per_team": self.storage_mb_per_team, "queue": self.queue, "gpus": self.gpus,
-                "max_running_per_team": self.max_running_per_team}
+                "max_running_per_team": self.max_running_per_team,
+                "platform_failures_per_day": self.platform_failures_per_day}
 
 
 @dataclass(frozen=True)
