@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import secrets
+import stat
 import subprocess
 import tarfile
 import tempfile
@@ -255,9 +256,12 @@ def image_pages_evict(client: docker.DockerClient, image: str) -> int:
         for name in files:
             path = os.path.join(folder, name)
             try:
+                # Regular files only: a team's layer may hold device nodes, never opened by the worker.
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
-                continue  # a symlink, a socket, a fifo: no pages of its own
+                continue
             try:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
                 count += 1
