@@ -210,8 +210,9 @@ def zip_of_empty_files(path: Path, count: int) -> Path:
 
 
 def zip_lying_end_record(path: Path, count: int) -> Path:
-    """A zip of ``count`` empty files whose classic end record claims 1 file and a tiny directory,
-    while a ZIP64 end record (which ZipFile reads first) gives the real counts."""
+    """A zip of ``count`` (< 65,535: no ZIP64 records of its own) empty files whose classic end
+    record claims 1 file and a tiny directory, while a ZIP64 end record (which ZipFile reads
+    first) gives the real counts."""
     zip_of_empty_files(path, count)
     data = path.read_bytes()
     at = data.rfind(b"PK\x05\x06")

@@ -35,6 +35,11 @@ output limit ``Limits.output_mb``); growth = its ``VmHWM`` after the call - its 
 The same shapes at the output limit: ``[{}, ...]``, ``{"q": [{}, ...]}``, ``{"x0000000": "", ...}``
 and one answer of ASCII text ending in an emoji (as UTF-8, and escaped).
 
+**systems** (``--only systems``, issue 22): the same web process, the crafted system archives of
+``bench_system_inspect_memory`` (header bombs, global and chained pax headers, many entries, deep
+paths, sparse maps, huge configs and manifests, nested compression, zips) posted to
+``/api/v1/challenges/<slug>/systems/``; each must be refused (400) with its reason.
+
 Kept out of pytest: it is a script (``tests/benchmarks/README.md`` has the figures).
 """
 
@@ -74,7 +79,9 @@ MIB = 2**20
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="uploads,outputs", help="comma-separated: uploads, outputs")
+    parser.add_argument("--only", default="uploads,outputs",
+                        help="comma-separated: uploads, outputs, systems (the crafted system archives)")
+    parser.add_argument("--cases", default="", help="with systems: comma-separated case numbers (1-based)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     return parser.parse_args(argv)
@@ -129,7 +136,8 @@ def setup(tmp: Path, env: dict[str, str]) -> dict[str, Any]:
     """Load a one-dataset challenge with a user, a team and a token; read the limits."""
     challenge, token = bench_challenge(
         tmp, env, slug=SLUG, title="Upload memory benchmark", password="bench-upload-memory-pw",
-        phase="allowed_kinds: [predictions],\n     quota: {per_day: 1000, total: 1000, concurrent: 1000}",
+        phase="allowed_kinds: [predictions, docker_image, code_bundle],\n"
+              "     quota: {per_day: 1000, total: 1000, concurrent: 1000}",
     )
     from django.conf import settings
     from django.db import connections
@@ -194,7 +202,18 @@ def upload_files(tmp: Path, limit: int, cap: int, qid: str) -> list[tuple[str, P
     ]
 
 
-def run_uploads(tmp: Path) -> tuple[list[Figure], float]:
+def system_files(tmp: Path, numbers: set[int]) -> list[tuple[str, Path]]:
+    """The crafted archives of ``bench_system_inspect_memory`` (all, or the numbered ones)."""
+    from tests.benchmarks.bench_system_inspect_memory import cases
+
+    files = tmp / "systems"
+    files.mkdir()
+    return [(f"{n}. {what}", make()) for n, (what, make) in enumerate(cases(files), start=1)
+            if not numbers or n in numbers]
+
+
+def run_uploads(tmp: Path, *, systems: set[int] | None = None) -> tuple[list[Figure], float]:
+    """Post the worst prediction files, or with ``systems`` the crafted system archives."""
     broker_port, web_port = free_port(), free_port()
     env = environment(tmp, broker_port)
     procs: list[subprocess.Popen[bytes]] = []
@@ -206,7 +225,10 @@ def run_uploads(tmp: Path) -> tuple[list[Figure], float]:
         prepared = setup(tmp, env)
         print(f"upload limit {prepared['limit'] / MIB:g} MiB, archive cap {prepared['cap'] / MIB:g} MiB; "
               "writing the files...", flush=True)
-        cases = upload_files(tmp, prepared["limit"], prepared["cap"], prepared["qid"])
+        if systems is None:
+            cases = upload_files(tmp, prepared["limit"], prepared["cap"], prepared["qid"])
+        else:
+            cases = system_files(tmp, systems)
         web = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", f"127.0.0.1:{web_port}", "--noreload"],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=open(tmp / "web.log", "wb"),  # noqa: SIM115
@@ -217,8 +239,12 @@ def run_uploads(tmp: Path) -> tuple[list[Figure], float]:
 
         def post(path: Path) -> tuple[int, str]:
             conn = http.client.HTTPConnection("127.0.0.1", web_port, timeout=900)
-            ctype, length, chunks = multipart({"phase": "dev"}, "file", path)
-            conn.request("POST", url, body=chunks, headers={
+            fields = {"phase": "dev"}
+            if systems is not None:
+                fields["kind"] = "code_bundle" if path.suffix == ".zip" else "docker_image"
+            ctype, length, chunks = multipart(fields, "file", path)
+            target = url if systems is None else f"/api/v1/challenges/{SLUG}/systems/"
+            conn.request("POST", target, body=chunks, headers={
                 "Authorization": f"Token {prepared['token']}", "Content-Type": ctype, "Content-Length": str(length),
             })
             response = conn.getresponse()
@@ -232,7 +258,7 @@ def run_uploads(tmp: Path) -> tuple[list[Figure], float]:
 
         # Warm up: imports and the refusal's code path, so that the first request is not
         # charged with loading code.
-        small = tmp / "files" / "small.json"
+        small = tmp / "small.json"
         small.write_bytes(b'{"q": [{}, {}]}')
         post(small)
         time.sleep(0.5)
@@ -373,6 +399,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"uploads, in {tmp}", flush=True)
             uploads, idle = run_uploads(tmp)
             results.update(idle_rss_mib=round(idle, 1), uploads=[asdict(f) for f in uploads])
+        if "systems" in only:
+            print(f"system uploads, in {tmp}", flush=True)
+            numbers = {int(n) for n in args.cases.split(",") if n}
+            figures, idle = run_uploads(tmp, systems=numbers)
+            results.update(systems_idle_rss_mib=round(idle, 1), systems=[asdict(f) for f in figures])
         if "outputs" in only:
             print("outputs", flush=True)
             results["outputs"] = [asdict(f) for f in run_outputs(tmp)]
@@ -382,6 +413,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "uploads" in results:
         print(f"\nweb process (runserver --noreload, DEBUG off) after warm-up: VmRSS {results['idle_rss_mib']} MiB\n")
         table([Figure(**f) for f in results["uploads"]])
+    if "systems" in results:
+        print(f"\nweb process after warm-up: VmRSS {results['systems_idle_rss_mib']} MiB; crafted system uploads:\n")
+        table([Figure(**f) for f in results["systems"]])
     if "outputs" in results:
         print("\nsystems worker, decoding one dataset's output (a fresh process each):\n")
         table([Figure(**f) for f in results["outputs"]])
