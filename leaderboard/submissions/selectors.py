@@ -439,7 +439,7 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
                                   cause=submission.failure_cause)
     peak = "" if submission.peak_memory_mb is None else f"{submission.peak_memory_mb} MiB"
     seconds = submission.run_seconds
-    run_seconds = None if seconds is None else (seconds if full else float(round(seconds)))
+    run_seconds = None if seconds is None else (seconds if full else round(seconds))  # whole seconds: an int
     peak_mb = submission.peak_memory_mb
     if withheld:
         exit_text, run_time, peak, run_seconds, peak_mb = "", "", "", None, None

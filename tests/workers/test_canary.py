@@ -38,7 +38,7 @@ HIDDEN = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz", "d
 SEALED_NAMES = ("CoQA", "DROP")
 MODES = {"unknown_ids": "unknown_ids", "empty": "answers_missing", "exit_code": "crashed",
          "broken_json": "output_not_json", "timing": "output_missing", "log": "finished",
-         "mounts": "answers_missing"}
+         "mounts": "answers_missing", "refused_answer": "answer_refused"}
 
 
 def canary_record(slug: str) -> dict[str, object]:
@@ -127,6 +127,9 @@ def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform
         run = runs[mode]
         expected = Status.FINISHED if verdict == "finished" else Status.FAILED
         assert (run.status, run.verdict) == (expected, verdict), (mode, run.failure_reason, platform.logs())
+    # An answer the one rule refuses is the team's fault (counted), and its reason quotes no answer.
+    assert runs["refused_answer"].failure_cause == "participant"
+    assert CANARY not in runs["refused_answer"].failure_reason and "U+0000" in runs["refused_answer"].failure_reason
     # The hostile systems did read the canary: the organizer's records carry it.
     assert CANARY in runs["log"].log and CANARY in runs["unknown_ids"].failure_reason
 

@@ -9,6 +9,7 @@ MODE (set when the test bundles this script) picks the channel:
 - timing: sleep for a time computed from the hidden data, then answer nothing;
 - log: print every hidden input to stdout;
 - mounts: print what the mounts and the input files' metadata say (host paths, link counts, times).
+- refused_answer: answers quoting the hidden questions, one with a NUL (an answer the platform refuses).
 """
 
 import gzip
@@ -84,6 +85,16 @@ elif MODE == "mounts":
     for name in data:
         with open(os.path.join(OUTPUT, name), "w", encoding="utf-8") as out:
             out.write("{}")
+elif MODE == "refused_answer":
+    # Every question answered with its own text and context, then a NUL at a position computed from
+    # the hidden data: an answer the platform cannot store, whose refusal must carry none of it.
+    for name, found in data.items():
+        answers = {qid: f"{question} | {context[:300]}" for qid, question, context in found if qid}
+        first = next(iter(answers))
+        cut = sum(map(ord, everything)) % 50
+        answers[first] = answers[first][:cut] + "\u0000" + answers[first][cut:]
+        with open(os.path.join(OUTPUT, name), "w", encoding="utf-8") as out:
+            json.dump(answers, out)
 elif MODE == "timing":
     time.sleep((sum(map(ord, everything)) % 997) / 1000 + 1)
     sys.exit(0)
