@@ -560,8 +560,8 @@ def _member_open(tar: tarfile.TarFile, member: tarfile.TarInfo) -> _MemberData |
 
 @contextmanager
 def open_tar(path: str | os.PathLike[str]) -> Iterator[tarfile.TarFile]:
-    """An uploaded tar archive (plain, gzip, bzip2 or xz), every header tarfile reads bounded
-    (:class:`_TarHeaderGuard`); read its members' bytes with :func:`_member_open`."""
+    """An uploaded tar archive (plain, gzip or bzip2; xz is refused), every header tarfile reads
+    bounded (:class:`_TarHeaderGuard`); read its members' bytes with :func:`_member_open`."""
     with ExitStack() as stack:
         try:
             raw = stack.enter_context(open(path, "rb"))
