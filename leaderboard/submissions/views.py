@@ -30,6 +30,7 @@ from leaderboard.submissions.selectors import (
     submission_score_history,
     submission_visible_primary_score,
     submission_visible_scores,
+    submissions_held_for_review,
     submissions_of_team,
     submissions_on_board,
 )
@@ -144,7 +145,9 @@ def submission_list(request: HttpRequest, slug: str) -> HttpResponse:
     ]
     return render(
         request, "submissions/list.html",
-        {"challenge": challenge, "team": team, "submissions": submissions, "on_board": submissions_on_board(team=team)},
+        {"challenge": challenge, "team": team, "submissions": submissions, "on_board": submissions_on_board(team=team),
+         # Runs waiting for an organizer's look, marked in the list as on their pages.
+         "held": submissions_held_for_review(submission_ids=[s.pk for s, _ in submissions if s.status == "queued"])},
     )
 
 

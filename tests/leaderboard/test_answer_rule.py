@@ -236,6 +236,7 @@ def test_more_platform_failures_in_a_day_than_allowed_hold_the_next_hidden_run_u
     alice = cast.client("alice")
     assert 'id="held-for-review">Held for the organizers' in alice.get(f"/c/demo/submissions/{held.pk}/").content.decode()
     assert "review" in alice.get(f"/api/v1/submissions/{held.pk}/").json()["held_for_review"]
+    assert alice.get("/c/demo/submissions/").content.decode().count(">held for review</span>") == 1
     oscar = cast.client("oscar")
     queue_page = oscar.get("/c/demo/console/queue/").content.decode()
     assert "held for review" in queue_page and f"/submissions/{held.pk}/release/" in queue_page
