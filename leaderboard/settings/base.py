@@ -218,7 +218,9 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
 # Running systems.  A worker renews its lease on a run every RUN_HEARTBEAT_S; a run
 # whose lease is older than RUN_LEASE_S lost its worker and is re-queued, at most
 # MAX_RUN_ATTEMPTS times in all.  The reaper (Celery beat) looks every REAP_EVERY_S.
-CONTAINER_RUNTIME = env("CONTAINER_RUNTIME", "")  # "" = the engine's default (runc); or "runsc"
+# "runc" or "runsc"; "" = HIDDEN_RUNTIME for every run (the engine's default with HIDDEN_ISOLATION off):
+# a run its team reads under runc sees the host's counters an earlier hidden run moved.
+CONTAINER_RUNTIME = env("CONTAINER_RUNTIME", "")
 # Runs on hidden data (workers.runner.sandbox_choose): their runtime ("" = CONTAINER_RUNTIME), and
 # whether they get their own image copy and the host to themselves (off only for trials); the lock
 # file every compute worker of one host shares.

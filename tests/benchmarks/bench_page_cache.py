@@ -1,6 +1,6 @@
 """What a run on hidden data can leave on its host for its team's later or concurrent runs (issue 22, section 2).
 
-``python -m tests.benchmarks.bench_page_cache [--repeat 3] [--json OUT]``
+``python -m tests.benchmarks.bench_page_cache [--repeat 3] [--dev-runtime runc] [--json OUT]``
 
 Every run is made with ``workers.runner.sandbox_choose`` / ``sandboxed`` / ``run_container``, as the
 compute worker makes it, on the base image (``DEFAULT_BASE_IMAGE``).  Measured:
@@ -8,7 +8,7 @@ compute worker makes it, on the base image (``DEFAULT_BASE_IMAGE``).  Measured:
 * **page cache**: the probe (tests/workers/channels/page_cache_probe.py): a dev run evicts the probe's
   256 + 24 image files, a hidden run evicts them and reads those whose bit is 1, the next dev run
   times a first-byte read of each.  Bits decoded of 256, for each hidden runtime (runc, runsc) with
-  the protection (own image copy, host alone) on and off; dev runs get the worker's default (runc).
+  the protection (own image copy, host alone) on and off; dev runs under ``--dev-runtime``.
 * **cost**: the hidden copy of the base image (and of the baseline image, as a team's image is copied
   for each hidden run); evicting the copy's pages; the wall time of a trivial run (``python3 -c pass``),
   dev, hidden unprotected under runc, hidden protected, from entering the sandbox to the container's end.
@@ -84,6 +84,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="probe trials per setting, runs per timing")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument("--dev-runtime", default="runc",
+                        help="the worker's runtime for dev runs (default runc: the reader that can time the host's "
+                             "cache; empty: the platform's default, gVisor)")
     return parser.parse_args(argv)
 
 
@@ -103,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     limits = Limits(cpus=1, memory_mb=256, pids=600, time_limit_s=120, log_bytes=64 * 1024)
     work = Path(tempfile.mkdtemp(prefix="bench-page-cache-"))
     lock = work / "host.lock"
-    worker_runtime = os.environ.get("READERBOARD_CONTAINER_RUNTIME", "")
+    worker_runtime = args.dev_runtime
     results: dict[str, Any] = {}
 
     def policy(runtime: str, isolate: bool) -> runner.HiddenRuns:

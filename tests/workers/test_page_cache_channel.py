@@ -30,7 +30,7 @@ from workers import runner
 from workers.systems import local_config
 
 PROBE = Path(__file__).resolve().parent / "channels" / "page_cache_probe.py"
-LIMITS = Limits(cpus=1, memory_mb=256, pids=64, time_limit_s=60, log_bytes=64 * 1024)
+LIMITS = Limits(cpus=1, memory_mb=256, pids=400, time_limit_s=60, log_bytes=64 * 1024)
 BITS = 256
 
 
@@ -41,7 +41,8 @@ def _folder(path: Path) -> Path:
 
 
 def _run(engine: docker.DockerClient, tmp_path: Path, name: str, *, hidden: bool, policy: runner.HiddenRuns,
-         args: list[str], secret: str = "") -> str:
+         args: list[str], secret: str = "", worker_runtime: str | None = None,
+         command: list[str] | None = None) -> str:
     """One run of the probe as the worker runs a bundle on the base image: the sandbox from
     ``sandbox_choose`` for the run's data, entered by ``sandboxed``; its log."""
     base = tmp_path / name
@@ -52,9 +53,10 @@ def _run(engine: docker.DockerClient, tmp_path: Path, name: str, *, hidden: bool
         f.chmod(0o644)
     output_dir.chmod(0o777)
     config = local_config()
-    sandbox = runner.sandbox_choose(hidden=hidden, challenge_runtime="", worker_runtime=config.runtime, policy=policy)
+    worker = config.runtime if worker_runtime is None else worker_runtime
+    sandbox = runner.sandbox_choose(hidden=hidden, challenge_runtime="", worker_runtime=worker, policy=policy)
     with runner.sandboxed(engine, DEFAULT_BASE_IMAGE, sandbox, policy, keep_copy=True) as image:
-        spec = runner.RunSpec(image=image, command=["python3", "-S", "-I", "/system/probe.py", *args],
+        spec = runner.RunSpec(image=image, command=command or ["python3", "-S", "-I", "/system/probe.py", *args],
                               input_dir=input_dir, output_dir=output_dir, system_dir=system_dir, limits=LIMITS,
                               runtime=sandbox.runtime, labels={"readerboard.test": f"page-cache-{name}"})
         outcome, aborted = runner.run_container(engine, spec, output_capped=False, heartbeat=lambda: True,
@@ -63,14 +65,16 @@ def _run(engine: docker.DockerClient, tmp_path: Path, name: str, *, hidden: bool
     return outcome.logs
 
 
-def _decoded(engine: docker.DockerClient, tmp_path: Path, policy: runner.HiddenRuns) -> tuple[int, str]:
+def _decoded(engine: docker.DockerClient, tmp_path: Path, policy: runner.HiddenRuns,
+             worker_runtime: str | None = None) -> tuple[int, str]:
     """Bits of a hidden secret the team's dev run decodes, and the dev run's calibration line."""
     order = ["1"] * (BITS // 2) + ["0"] * (BITS // 2)  # balanced: chance is one half
     secrets.SystemRandom().shuffle(order)
     secret = "".join(order)
-    _run(engine, tmp_path, "dev-evict", hidden=False, policy=policy, args=["evict"])
-    _run(engine, tmp_path, "test-set", hidden=True, policy=policy, args=["set", "/input/bits.txt"], secret=secret)
-    log = _run(engine, tmp_path, "dev-read", hidden=False, policy=policy, args=["read"])
+    _run(engine, tmp_path, "dev-evict", hidden=False, policy=policy, args=["evict"], worker_runtime=worker_runtime)
+    _run(engine, tmp_path, "test-set", hidden=True, policy=policy, args=["set", "/input/bits.txt"], secret=secret,
+         worker_runtime=worker_runtime)
+    log = _run(engine, tmp_path, "dev-read", hidden=False, policy=policy, args=["read"], worker_runtime=worker_runtime)
     [bits] = [line.split()[1] for line in log.splitlines() if line.startswith("BITS ")]
     calibration = next(line for line in log.splitlines() if line.startswith("CALIBRATION"))
     assert len(bits) == BITS
@@ -88,12 +92,15 @@ def copy_made_here(engine: docker.DockerClient):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("worker_runtime", [None, "runc"], ids=["platform-settings", "dev-runs-under-runc"])
 def test_a_hidden_run_cannot_signal_its_teams_next_dev_run_through_the_page_cache(
-    engine: docker.DockerClient, tmp_path: Path, copy_made_here: None
+    engine: docker.DockerClient, tmp_path: Path, copy_made_here: None, worker_runtime: str | None
 ) -> None:
+    """Under the platform's settings; and with the worker's runtime set to runc, where the dev run
+    can time the host's cache (it cannot under gVisor): the hidden run's own image copy is what stops it."""
     policy = dataclasses.replace(local_config().hidden, lock_path=tmp_path / "host.lock")
     assert policy.isolate, "the platform's settings switch the protection off"
-    right, calibration = _decoded(engine, tmp_path, policy)
+    right, calibration = _decoded(engine, tmp_path, policy, worker_runtime)
     print(f"\nprotected ({runner.sandbox_choose(hidden=True, challenge_runtime='', worker_runtime='', policy=policy)})"
           f": {right} of {BITS} bits; dev run {calibration}")
     assert right <= 0.6 * BITS, f"{right} of {BITS} bits crossed from the hidden run to the dev run ({calibration})"
@@ -110,12 +117,52 @@ def test_without_the_protection_the_same_probe_carries_the_bits(
     assert right >= 0.9 * BITS, f"only {right} of {BITS} bits decoded without the protection ({calibration})"
 
 
+COUNTER = "import re; print('PROCESSES', re.search(r'^processes (\\d+)', open('/proc/stat').read(), re.M).group(1))"
+FORKS = "import os\nfor _ in range(300):\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\n"
+
+
+def _processes(engine: docker.DockerClient, tmp_path: Path, name: str, policy: runner.HiddenRuns,
+               worker_runtime: str | None) -> int:
+    log = _run(engine, tmp_path, name, hidden=False, policy=policy, args=[], worker_runtime=worker_runtime,
+               command=["python3", "-c", COUNTER])
+    return int(next(line.split()[1] for line in log.splitlines() if line.startswith("PROCESSES ")))
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("protected", [True, False], ids=["platform-settings", "protection-off"])
+def test_a_later_dev_run_reads_no_host_counter_a_hidden_run_moved(
+    engine: docker.DockerClient, tmp_path: Path, copy_made_here: None, protected: bool
+) -> None:
+    """/proc/stat's ``processes`` counts every fork on the host since boot.  Under the platform's
+    settings the dev run reads its sandbox's own counter, which no other run moves; with the
+    protection off (every run under runc) it reads the hidden run's 300 forks there."""
+    policy = dataclasses.replace(local_config().hidden, lock_path=tmp_path / "host.lock")
+    if not protected:
+        policy = runner.HiddenRuns(runtime="", isolate=False, lock_path=tmp_path / "host.lock")
+    worker_runtime = None if protected else ""
+    before = _processes(engine, tmp_path, "dev-before", policy, worker_runtime)
+    _run(engine, tmp_path, "test-forks", hidden=True, policy=policy, args=[], command=["python3", "-c", FORKS],
+         worker_runtime=worker_runtime)
+    after = _processes(engine, tmp_path, "dev-after", policy, worker_runtime)
+    print(f"\n{'protected' if protected else 'unprotected'}: processes {before} -> {after}")
+    if protected:
+        assert after == before
+    else:
+        assert after - before >= 300
+
+
 def test_the_sandbox_of_a_run_follows_whether_it_is_on_hidden_data() -> None:
     policy = runner.HiddenRuns()
     hidden = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=policy)
     assert (hidden.runtime, hidden.private_image, hidden.exclusive) == ("runsc", True, True)
+    # A run its team reads: gVisor too unless the worker names a runtime (else it reads the host's counters).
     dev = runner.sandbox_choose(hidden=False, challenge_runtime="", worker_runtime="", policy=policy)
-    assert (dev.runtime, dev.private_image, dev.exclusive) == (None, False, False)
+    assert (dev.runtime, dev.private_image, dev.exclusive) == ("runsc", False, False)
+    dev = runner.sandbox_choose(hidden=False, challenge_runtime="", worker_runtime="runc", policy=policy)
+    assert dev.runtime == "runc"
+    off = runner.HiddenRuns(runtime="", isolate=False)
+    unprotected = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=off)
+    assert (unprotected.runtime, unprotected.private_image, unprotected.exclusive) == (None, False, False)
     # A challenge that forces a runtime keeps it; the copy and the host to itself stay.
     forced = runner.sandbox_choose(hidden=True, challenge_runtime="runc", worker_runtime="", policy=policy)
     assert (forced.runtime, forced.private_image, forced.exclusive) == ("runc", True, True)
