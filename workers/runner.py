@@ -107,6 +107,8 @@ HIDDEN_COPY_LABEL = "org.readerboard.hidden-copy"
 # The file that makes the copy's layer content (and so its layer, its inodes) its own: a random
 # token, so nobody can build an image whose layer is byte for byte the copy's and share it.
 HIDDEN_COPY_MARKER = ".readerboard-hidden-copy"
+# On the copy of a team's image, made for one run and removed after it: one left is a dead worker's.
+HIDDEN_COPY_PER_RUN_LABEL = "org.readerboard.hidden-copy-per-run"
 DEFAULT_HOST_LOCK = Path("/run/readerboard-compute.lock")
 
 
@@ -168,7 +170,7 @@ def _dockerfile_value(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _import_changes(config: dict[str, Any], source_id: str) -> list[str]:
+def _import_changes(config: dict[str, Any], source_id: str, *, per_run: bool) -> list[str]:
     """The image's run configuration as Dockerfile lines: ``docker import`` keeps only the files."""
     changes = []
     for item in config.get("Env") or []:
@@ -183,9 +185,11 @@ def _import_changes(config: dict[str, Any], source_id: str) -> list[str]:
     if config.get("User"):
         changes.append(f"USER {config['User']}")
     for name, value in (config.get("Labels") or {}).items():
-        if name != HIDDEN_COPY_LABEL:
+        if name not in (HIDDEN_COPY_LABEL, HIDDEN_COPY_PER_RUN_LABEL):
             changes.append(f"LABEL {_dockerfile_value(name)}={_dockerfile_value(value)}")
     changes.append(f"LABEL {HIDDEN_COPY_LABEL}={source_id}")
+    if per_run:
+        changes.append(f"LABEL {HIDDEN_COPY_PER_RUN_LABEL}=1")
     return changes
 
 
@@ -199,7 +203,7 @@ def _marker_tar() -> bytes:
     return buffer.getvalue()
 
 
-def hidden_copy(client: docker.DockerClient, image: str) -> str:
+def hidden_copy(client: docker.DockerClient, image: str, *, per_run: bool = False) -> str:
     """The reference of ``image``'s hidden copy: its files flattened into one layer of their own
     (a random marker file in it), its run configuration kept.  Made when missing (``docker export``
     of a created, never started container, then ``docker import``), kept while it is current."""
@@ -228,7 +232,8 @@ def hidden_copy(client: docker.DockerClient, image: str) -> str:
         container.put_archive("/", _marker_tar())
         repository, _, tag = reference.partition(":")
         client.api.import_image(src=container.export(chunk_size=1024 * 1024), repository=repository, tag=tag,
-                                changes=_import_changes(source["Config"] or {}, source_id), stream_src=True)
+                                changes=_import_changes(source["Config"] or {}, source_id, per_run=per_run),
+                                stream_src=True)
     except docker.errors.APIError as exc:
         logger.error("hidden copy of %s not made: %s", image, exc.explanation or exc)
         if exc.is_client_error():
@@ -317,7 +322,11 @@ def sandboxed(client: docker.DockerClient, image: str, sandbox: Sandbox, policy:
         if not sandbox.private_image:
             yield image
             return
-        copy = hidden_copy(client, image)
+        # Alone on the host: a per-run copy still here is a dead worker's (its run is over).
+        for left in client.images.list(filters={"label": HIDDEN_COPY_PER_RUN_LABEL}):
+            for tag in left.tags:
+                image_remove(client, tag)
+        copy = hidden_copy(client, image, per_run=not keep_copy)
         try:
             image_pages_evict(client, copy)
             yield copy

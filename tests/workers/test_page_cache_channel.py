@@ -216,3 +216,24 @@ def test_a_hidden_run_has_the_host_to_itself(tmp_path: Path) -> None:
     hidden.join(5)
     late.join(5)
     assert events == ["dev", "hidden", "late dev"]
+
+
+@pytest.mark.docker
+def test_a_team_images_hidden_copy_shares_no_layer_and_lives_for_its_run_only(
+    engine: docker.DockerClient, tmp_path: Path, copy_made_here: None
+) -> None:
+    """A team's image (here the baseline image, as a team would submit it) is copied for each hidden
+    run: the copy has no layer of the image (so no inode), keeps its command, and is removed after the
+    run; a copy a dead worker left is removed by the next hidden run on the host."""
+    team = engine.images.get("readerboard/baseline:latest")
+    policy = dataclasses.replace(local_config().hidden, lock_path=tmp_path / "host.lock")
+    sandbox = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=policy)
+    with runner.sandboxed(engine, team.id, sandbox, policy, keep_copy=False) as image:
+        copy = engine.api.inspect_image(image)
+        assert image == runner.hidden_copy_reference(team.id)
+        assert not set(copy["RootFS"]["Layers"]) & set(team.attrs["RootFS"]["Layers"])
+        assert copy["Config"]["Entrypoint"] == team.attrs["Config"]["Entrypoint"]
+    assert not runner.image_exists(engine, image)
+    left = runner.hidden_copy(engine, team.id, per_run=True)  # as a worker killed in its run leaves it
+    with runner.sandboxed(engine, DEFAULT_BASE_IMAGE, sandbox, policy, keep_copy=True):
+        assert not runner.image_exists(engine, left)
