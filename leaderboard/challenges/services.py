@@ -114,8 +114,11 @@ def challenge_load(
     except (TypeError, ValueError) as exc:
         raise SpecError(f"{slug}.systems: {exc}") from None
     ranking_scope = _ranking_scope(spec.get("ranking"), spec.get("datasets"), f"{slug}.ranking")
+    # "all" by default: under "isolating" rows rank on the full average, so two rows with the same
+    # visible scores rank apart and probe submissions bisect a sealed score (issue 22, section 4).
+    # Without a sealed dataset the two are the same.
     sealed_aggregates = _choice(
-        str(spec.get("sealed_aggregates", SealedAggregates.ISOLATING)), SealedAggregates, f"{slug}.sealed_aggregates"
+        str(spec.get("sealed_aggregates", SealedAggregates.ALL)), SealedAggregates, f"{slug}.sealed_aggregates"
     )
     max_team_size = _max_team_size(spec.get("max_team_size"), f"{slug}.max_team_size")
     breakdown_min_questions = _breakdown_min_questions(spec.get("breakdowns"), f"{slug}.breakdowns")

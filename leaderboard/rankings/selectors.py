@@ -9,9 +9,11 @@ Two views of a board, at separate addresses (``view``):
 - the *organizer* view, for the challenge's organizers only: every name and
   every number, with the aggregates the public does not see listed.
 
-Rows rank on the full ranking average even where the public does not see it
-(the order is not a value), except under ``sealed_aggregates: all``, where the
-public board ranks on the average over the datasets it shows.  A row whose
+Under ``sealed_aggregates: all`` (the default) the public board ranks on the
+average over the datasets it shows: ranked on the full average, two rows with the
+same visible scores would rank apart, and the order would bound a sealed score.
+Under ``isolating`` rows rank on the full ranking average even where the public
+does not see it.  A row whose
 submission has an ``excluded_reason`` (a disqualified submission among them), or whose team
 an organizer disqualified, is shown unranked, with the reason; a team an organizer hid is on no
 public board, and unranked in the organizer view (a hidden submission represents its team nowhere:
@@ -151,6 +153,19 @@ class Board:
         return any(self.primary_key in row.sealed_keys for row in self.rows)
 
     @property
+    def ranking_line(self) -> str:
+        """What the rows rank on, in one sentence: the board page's header and the API's
+        ``ranking_note`` say the same."""
+        if self.ranks_on_shown:
+            how = (": sealed datasets are left out of the average until the organizers reveal them "
+                   "(their scores must not follow from it, nor from the order of the rows)")
+        elif self.ranks_on_withheld:
+            how = ", which orders the rows even where its value is sealed"
+        else:
+            how = ""
+        return f"Ranked by {self.ranked_by}{how}; equal scores share a rank."
+
+    @property
     def has_excluded(self) -> bool:
         return any(row.excluded_reason for row in self.rows)
 
@@ -210,6 +225,7 @@ def board_payload(board: Board) -> dict[str, Any]:
         "view": board.view,
         "ranked_by": board.primary_key.partition(":")[2],
         "ranking": board.ranked_by,
+        "ranking_note": board.ranking_line,
         # Aggregates the public does not see (in the organizer view: shown there, withheld elsewhere).
         "withheld": {label: AGGREGATE_SEALED_NOTE for label in board.withheld},
         "significance": {"status": board.significance.status, "method": SIGNIFICANCE_METHOD,
@@ -368,7 +384,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
         )
     primary = f"shown:{suite.primary_metric}" if shown_only else f"agg:{suite.primary_metric}"
     ranked_by = f"{primary_label} over the datasets shown" if shown_only else primary_label
-    if scope.description:
+    if scope.description and not (shown_only and scope.description.startswith("over every dataset")):
         ranked_by += f" ({scope.description.removeprefix('over ')})" if shown_only else f" {scope.description}"
     board = Board(
         phase=phase, columns=columns, rows=_ranked(rows), primary_key=primary, view=view, ranked_by=ranked_by,

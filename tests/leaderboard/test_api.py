@@ -122,8 +122,13 @@ def test_the_challenge_and_its_leaderboard_are_public(cast: Cast) -> None:
     board = client.get("/api/v1/challenges/demo/phases/test/leaderboard/").json()
     method = board.pop("significance")
     assert method["status"] == "none" and "paired bootstrap" in method["method"]  # no rows to compare
+    # A sealed dataset in the phase: by default (sealed_aggregates: all) the public board ranks on the
+    # datasets it shows, and says so.
     assert board == {"challenge": "demo", "phase": "test", "view": "public", "ranked_by": "macro_f1",
-                     "ranking": "Macro F1 over every dataset of this phase", "withheld": {}, "rows": []}
+                     "ranking": "Macro F1 over the datasets shown", "withheld": {}, "rows": [],
+                     "ranking_note": "Ranked by Macro F1 over the datasets shown: sealed datasets are left out of "
+                                     "the average until the organizers reveal them (their scores must not follow "
+                                     "from it, nor from the order of the rows); equal scores share a rank."}
 
 
 # --- the OpenAPI schema ------------------------------------------------------------------------------

@@ -212,6 +212,8 @@ title: Sealed significance
 metric_suite: mrqa
 ranking_rule: latest
 staff: [oscar]
+# Ranked on the full average, which is withheld (the default before issue 22).
+sealed_aggregates: isolating
 phases:
   - {{slug: test, name: Test, kind: test, portion: test, opens_at: 2020-01-01T00:00:00Z,
      closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [docker_image]}}

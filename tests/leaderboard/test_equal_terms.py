@@ -268,7 +268,8 @@ def test_a_sealed_dataset_a_row_did_not_answer_holds_no_secret_and_one_it_answer
     people: dict[str, User], tmp_path: Path
 ) -> None:
     """The missing dataset counts 0 for everyone to see; the disclosure rule still guards answered ones."""
-    challenge = load(tmp_path, "ranking: {incomplete: zero}", revealed=False)
+    # "isolating" (the default before issue 22): the full average ranks, withheld where it gives a value away.
+    challenge = load(tmp_path, "ranking: {incomplete: zero}\nsealed_aggregates: isolating", revealed=False)
     phase = challenge.phases.get()
     prediction_row(phase, team_create(challenge=challenge, owner=people["alice"], name="Files"), people["alice"])
     system_row(phase, team_create(challenge=challenge, owner=people["bob"], name="Systems"), COMPLETE)

@@ -49,6 +49,8 @@ slug: tagged
 title: Tagged
 metric_suite: mrqa
 staff: [oscar]
+# The public ranking on the full average, withheld where sealed (the default before issue 22).
+sealed_aggregates: isolating
 ranking: {splits: [II, III]}
 phases:
   - {slug: dev, name: Dev, kind: dev, portion: dev, opens_at: 2020-01-01T00:00:00Z,
