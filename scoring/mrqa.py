@@ -368,7 +368,7 @@ name without .jsonl.gz) and their unweighted means under "macro_average":
 the MRQA 2019 ranking score is macro_average.f1.
 
 example:
-  python -m scoring mrqa-macro BioASQ.jsonl.gz bioasq_pred.json DROP.jsonl.gz drop_pred.json
+  python -m scoring mrqa-macro first.jsonl.gz first_pred.json second.jsonl.gz second_pred.json
 """
 
 

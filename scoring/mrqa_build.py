@@ -791,8 +791,8 @@ then from the next (MRQA drew from the original test split first).  The same
 inputs, target and seed give the same files.
 
 example:
-  python -m scoring mrqa-partition DuoRC.jsonl.gz --dev-out DuoRC.dev.jsonl.gz \\
-      --test-out DuoRC.test.jsonl.gz --test-questions 1500 --seed 13
+  python -m scoring mrqa-partition dataset.jsonl.gz --dev-out dataset.dev.jsonl.gz \\
+      --test-out dataset.test.jsonl.gz --test-questions 1500 --seed 13
 """
 
 
