@@ -95,6 +95,7 @@ cat <<MSG
 
 MSG
 # DEBUG is off (leaderboard/settings/dev.py), so visitors get the site's error pages, never Django's
-# debug page; --insecure has runserver serve the static files anyway, as DEBUG would. A deployment
-# serves them from READERBOARD_STATIC_ROOT with its web server instead.
-$PY manage.py runserver "0.0.0.0:${PORT}" --noreload --insecure
+# debug page; WhiteNoise serves the collected static files (--nostatic: not Django's static view).
+# On 127.0.0.1 only: this one process also serves the compute workers' internal API (/internal/),
+# which the demo's compute worker reaches here; a deployment serves it apart (README, "Production").
+$PY manage.py runserver "127.0.0.1:${PORT}" --noreload --nostatic

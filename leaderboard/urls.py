@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
@@ -125,7 +126,12 @@ urlpatterns = [
     path("api/v1/challenges/<slug:slug>/console/<slug:target>/<str:key>/<slug:action>/",
          console_api.ConsoleActionApi.as_view(), name="api-console-action"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # Compute workers only (a worker token; see leaderboard/submissions/internal_views.py).
+]
+
+# Compute workers only (a worker token; see leaderboard/submissions/internal_views.py).  Mounted only
+# where settings.INTERNAL_API is on: a deployment's public web process leaves it off and a second
+# process on a private address serves it, so /internal/ is not on the public port at all.
+internal_urlpatterns = [
     path("internal/v1/runs/claim/", internal.run_claim, name="internal-run-claim"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/inputs/<int:index>/", internal.run_input,
          name="internal-run-input"),
@@ -140,6 +146,8 @@ urlpatterns = [
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/failure/", internal.run_failure,
          name="internal-run-failure"),
 ]
+if settings.INTERNAL_API:
+    urlpatterns += internal_urlpatterns
 
 handler403 = "leaderboard.core.views.permission_denied"
 handler404 = "leaderboard.core.views.not_found"

@@ -162,7 +162,8 @@ def test_the_demo_compute_worker_holds_only_the_broker_the_web_apps_address_and_
     assert_compute_worker(command, set(environment), COMPUTE_QUEUES)
     # The demo's own web server, the broker the other workers use, a token made after migrate.
     assert environment["READERBOARD_API_URL"] == "http://127.0.0.1:${PORT}"
-    assert 'manage.py runserver "0.0.0.0:${PORT}"' in demo
+    # On the loopback only: the one process serves /internal/ too (issue 22).
+    assert 'manage.py runserver "127.0.0.1:${PORT}" --noreload --nostatic' in demo
     assert environment["READERBOARD_BROKER_URL"] == "$READERBOARD_BROKER_URL"
     assert 'export READERBOARD_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"' in demo
     assert environment["READERBOARD_WORKER_TOKEN"] == "$worker_token"

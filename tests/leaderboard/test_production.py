@@ -227,6 +227,7 @@ def test_serve_sh_runs_gunicorn_with_whitenoise_on_this_database(cast: Cast, tmp
         # A missing static file is a 404, and private storage is out of reach from /static/.
         assert _get(f"{base}/static/readerboard/no-such.css")[0] == 404
         assert _get(f"{base}/static/../private/")[0] == 404
+        assert _get(f"{base}/static/..%2f..%2fsettings.py")[0] == 404
     finally:
         server.send_signal(signal.SIGTERM)  # gunicorn's graceful stop: idle workers exit at once
         try:
