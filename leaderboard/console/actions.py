@@ -25,6 +25,7 @@ from leaderboard.console.selectors import (
     console_submission_get,
     console_team_get,
     runs_in_progress,
+    submission_log_release_preview,
 )
 from leaderboard.core.errors import NotFound
 from leaderboard.submissions.models import Submission
@@ -140,6 +141,28 @@ ACTIONS: dict[tuple[str, str], Action] = {
             ],
             problem=lambda s: "" if submissions_held_for_review(submission_ids=[s.pk]) else "it is not held for review",
             perform=lambda s, who, d: submission_hold_release(submission=s, actor=who, reason=d["reason"]),
+        ),
+        Action(
+            "release-log", "submissions", "Release the log to the team",
+            consequences=lambda s: [
+                *submission_log_release_preview(s),
+                "Who released it and when are shown beside the log; the audit log keeps your reason, and you can "
+                "withdraw the release from this console.",
+            ],
+            problem=lambda s: ("its log is released already" if s.log_released_at else
+                               "it has no log" if not s.log else ""),
+            perform=lambda s, who, d: services.submission_log_release_audited(submission=s, actor=who,
+                                                                              reason=d["reason"]),
+        ),
+        Action(
+            "withdraw-log", "submissions", "Withdraw the log's release",
+            consequences=lambda s: [
+                "The team no longer reads the log (its page and the API say the log is withheld).",
+                "What it read meanwhile may have been copied: withdrawing stops showing it, nothing more.",
+            ],
+            problem=lambda s: "" if s.log_released_at else "its log is not released",
+            perform=lambda s, who, d: services.submission_log_withdraw_audited(submission=s, actor=who,
+                                                                               reason=d["reason"]),
         ),
         Action(
             "hide", "submissions", "Hide from the public boards",

@@ -258,7 +258,7 @@ def _do(request: Request, challenge: Challenge, target: str, key: str, action: s
 _TARGET_PARAM = OpenApiParameter("target", str, OpenApiParameter.PATH, enum=sorted(set(TARGETS) - {"challenge"}))
 _ACTION_PARAM = OpenApiParameter("action", str, OpenApiParameter.PATH,
                                  enum=sorted({a.key for a in ACTIONS.values() if a.target != "challenge"}),
-                                 description="submissions: rerun, release, hide, unhide, disqualify, requalify; teams: "
+                                 description="submissions: rerun, release, release-log, withdraw-log, hide, unhide, disqualify, requalify; teams: "
                                              "disqualify, requalify, hide, unhide, extend; datasets: reveal, "
                                              "unreveal; announcements: withdraw")
 _KEY_PARAM = OpenApiParameter("key", str, OpenApiParameter.PATH,

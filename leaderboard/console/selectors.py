@@ -27,6 +27,7 @@ from leaderboard.challenges.models import (
     AuditEntry,
     Challenge,
     Dataset,
+    DatasetFile,
     Phase,
     Split,
     SubmissionKind,
@@ -454,3 +455,33 @@ def runs_in_progress(*, challenge: Challenge) -> int:
     """Systems of the challenge that a worker is running now."""
     return Submission.objects.filter(Q(status=Status.RUNNING), phase__challenge=challenge,
                                      kind__in=SYSTEM_KINDS).count()
+
+
+# --------------------------------------------------------------------------- releasing a hidden run's log
+
+LOG_PREVIEW_LINES = 10
+
+
+def submission_read_sealed_data(*, submission: Submission) -> bool:
+    """Whether the run read a dataset that is sealed now: its phase's portion of a Split III dataset
+    not revealed (a system run reads every dataset of its portion)."""
+    return DatasetFile.objects.filter(
+        dataset__challenge_id=submission.phase.challenge_id, portion=submission.phase.portion,
+        dataset__split=Split.III, dataset__revealed_at__isnull=True,
+    ).exists()
+
+
+def submission_log_release_preview(submission: Submission) -> list[str]:
+    """What releasing the log discloses, for the confirmation: its size and first lines, and a warning
+    when the run read sealed data (whatever the system printed of it, the team then reads)."""
+    log = submission.log or ""
+    lines = log.splitlines()
+    out = [f"The team will read the whole log: {len(log):,} characters in {len(lines):,} lines, as the "
+           "submission's page shows it to you."]
+    if submission_read_sealed_data(submission=submission):
+        out.append("Warning: this run read sealed data. Whatever the system printed of it (questions, "
+                   "contexts, ids) reaches the team, and what it reads may be copied; withdrawing the release "
+                   "later stops showing it, nothing more.")
+    head = lines[:LOG_PREVIEW_LINES]
+    out.append(f"Its first {len(head)} line(s): " + (" | ".join(line[:200] for line in head) if head else "(empty)"))
+    return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
@@ -25,7 +26,7 @@ from leaderboard.challenges.selectors import (
     user_is_organizer,
 )
 from leaderboard.challenges.services import dataset_reveal, dataset_unreveal
-from leaderboard.console.selectors import runs_in_progress
+from leaderboard.console.selectors import runs_in_progress, submission_read_sealed_data
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
 from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import Submission
@@ -236,6 +237,43 @@ def dataset_unreveal_audited(*, dataset: Dataset, actor: AbstractBaseUser, reaso
                      target=f"dataset {dataset.name} ({dataset_label(dataset, reveal_sealed=False)})",
                      reason=reason, details={"dataset": dataset.slug})
     return dataset
+
+
+# --------------------------------------------------------------------------- a hidden run's log
+
+def submission_log_release_audited(*, submission: Submission, actor: AbstractBaseUser, reason: str) -> Submission:
+    """Show a hidden run's log to its team, with a reason, in the audit log (what was disclosed: its
+    size, and whether the run read sealed data).  Undone by ``submission_log_withdraw_audited``."""
+    _organizer_check(submission.phase.challenge, actor)
+    reason = audit_reason_clean(reason)
+    with transaction.atomic():
+        updated = Submission.objects.filter(pk=submission.pk, log_released_at__isnull=True).update(
+            log_released_at=timezone.now(), log_released_by_id=actor.pk)
+        if not updated:
+            raise Conflict("its log is released already")
+        target, details = _submission_target(submission)
+        audit_record(challenge=submission.phase.challenge, actor=actor, action="submission.log_release",
+                     target=target, reason=reason,
+                     details={**details, "log_characters": len(submission.log or ""),
+                              "read_sealed_data": submission_read_sealed_data(submission=submission)})
+    submission.refresh_from_db(fields=["log_released_at", "log_released_by"])
+    return submission
+
+
+def submission_log_withdraw_audited(*, submission: Submission, actor: AbstractBaseUser, reason: str) -> Submission:
+    """Hide a released log from the team again (what it read meanwhile may have been copied)."""
+    _organizer_check(submission.phase.challenge, actor)
+    reason = audit_reason_clean(reason)
+    with transaction.atomic():
+        updated = Submission.objects.filter(pk=submission.pk, log_released_at__isnull=False).update(
+            log_released_at=None, log_released_by=None)
+        if not updated:
+            raise Conflict("its log is not released")
+        target, details = _submission_target(submission)
+        audit_record(challenge=submission.phase.challenge, actor=actor, action="submission.log_withdraw",
+                     target=target, reason=reason, details=details)
+    submission.refresh_from_db(fields=["log_released_at", "log_released_by"])
+    return submission
 
 
 # --------------------------------------------------------------------------- announcements

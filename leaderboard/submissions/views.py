@@ -40,7 +40,7 @@ from leaderboard.submissions.services import (
     submission_select,
 )
 from leaderboard.submissions.storage import submission_file_freed_note, team_storage_usage
-from leaderboard.submissions.system_services import submission_create_system, submission_log_release
+from leaderboard.submissions.system_services import submission_create_system
 from leaderboard.submissions.systems import SystemSettings
 
 
@@ -164,7 +164,7 @@ def _own_submission(request: HttpRequest, slug: str, pk: int) -> tuple[Challenge
 _ACTIONS: dict[str, Callable[..., Submission]] = {
     "cancel": submission_cancel,
     "select": submission_select,
-    "release_log": submission_log_release,
+    # No "release_log": a log is released from the console, with a reason, audited (issue 22).
 }
 
 

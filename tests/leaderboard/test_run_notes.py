@@ -91,7 +91,7 @@ def test_on_hidden_data_the_notes_are_kept_from_the_team_like_the_log(cast: Cast
     assert notes_of(organizer) == [CUT]
     assert oscar.get(f"/api/v1/submissions/{submission.pk}/log/").json()["platform_notes"] == [CUT]
     # Released by an organizer: the team reads both.
-    oscar.post(f"/c/demo/submissions/{submission.pk}/", {"action": "release_log"})
+    oscar.post(f"/c/demo/console/submissions/{submission.pk}/release-log/", {"reason": "asked for"})
     assert alice.get(f"/api/v1/submissions/{submission.pk}/log/").json()["platform_notes"] == [CUT]
 
 

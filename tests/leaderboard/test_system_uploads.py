@@ -214,15 +214,30 @@ def test_the_log_of_a_run_on_hidden_data_is_shown_to_organizers_until_one_releas
     assert systems.client("alice").get(url).json()["log"] is None
     assert "organizers only" in systems.client("alice").get(url).json()["note"]
     assert systems.client("oscar").get(url).json()["log"] == "SECRET-LOG-LINE"
-    # A team member cannot release it; the organizer can, and the release is recorded and shown.
-    systems.client("alice").post(page, {"action": "release_log"})
+    # A team member cannot release it; the organizer can, from the console, with a reason after seeing
+    # what it discloses; the release is recorded in the audit log and shown, and can be withdrawn.
+    release = f"/c/demo/console/submissions/{submission.pk}/release-log/"
+    withdraw = f"/c/demo/console/submissions/{submission.pk}/withdraw-log/"
+    assert systems.client("alice").post(release, {"reason": "please"}).status_code == 404
+    assert systems.client("alice").post(page, {"action": "release_log"}).status_code == 302  # no such action
     assert systems.client("alice").get(url).json()["log"] is None
-    systems.client("oscar").post(page, {"action": "release_log"})
+    confirmation = systems.client("oscar").get(release).content.decode()
+    assert "15 characters in 1 lines" in confirmation and "SECRET-LOG-LINE" in confirmation
+    assert "this run read sealed data" in confirmation
+    systems.client("oscar").post(release, {"reason": ""})  # no reason: nothing released
+    assert systems.client("alice").get(url).json()["log"] is None
+    systems.client("oscar").post(release, {"reason": "the team asked why its run crashed"})
     submission.refresh_from_db()
     assert submission.log_released_by == systems.oscar and submission.log_released_at is not None
+    entry = submission.phase.challenge.audit_entries.get(action="submission.log_release")
+    assert entry.reason == "the team asked why its run crashed" and entry.details["log_characters"] == 15
+    assert entry.details["read_sealed_data"] is True
     released = systems.client("alice").get(url).json()
     assert released["log"] == "SECRET-LOG-LINE" and "Released to the team by oscar" in released["note"]
     assert systems.client("charlie").get(url).status_code == 404
+    systems.client("oscar").post(withdraw, {"reason": "released by mistake"})
+    assert systems.client("alice").get(url).json()["log"] is None
+    assert submission.phase.challenge.audit_entries.get(action="submission.log_withdraw").reason == "released by mistake"
 
 
 def test_an_organizers_bad_baseline_archive_creates_neither_team_nor_submission(systems: Cast, tmp_path: Path) -> None:

@@ -76,9 +76,12 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     assert CANARY in driver.find_element(By.ID, "log").text
     assert "its team does not see this log" in driver.find_element(By.ID, "log-note").text
     driver.save_screenshot(str(SCREENSHOT_ORGANIZER))
-    driver.find_element(By.CSS_SELECTOR, "#release-log button").click()
-    wait.until(ec.alert_is_present())
-    driver.switch_to.alert.accept()
+    driver.find_element(By.CSS_SELECTOR, "#release-log a").click()  # the console asks why, says what it discloses
+    wait.until(ec.presence_of_element_located((By.ID, "confirm-form")))
+    assert "this run read sealed data" in driver.find_element(By.ID, "consequences").text
+    driver.find_element(By.NAME, "reason").send_keys("the team asked what its system printed")
+    driver.find_element(By.ID, "confirm").click()
+    driver.get(submission_url)
     wait.until(ec.text_to_be_present_in_element((By.ID, "log-note"), "Released to the team by oscar"))
 
     log_in(driver, wait, base, "alice")
