@@ -28,7 +28,7 @@ from workers.celery_app import REAP, app
 REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy"
 PLATFORM_IMAGE = "readerboard/platform:latest"
-PLATFORM_SERVICES = {"web", "control-worker", "compute-worker", "beat"}
+PLATFORM_SERVICES = {"web", "web-internal", "control-worker", "compute-worker", "beat"}
 SERVE = ["deploy/serve.sh"]
 CONTROL_APP, COMPUTE_APP = "workers.celery_app", "workers.compute"
 # What a compute worker needs, and what of the platform's it must never hold.
@@ -194,7 +194,7 @@ def test_gunicorn_is_threaded_and_waits_for_uploads_in_flight_as_long_as_the_dea
     assert web["spec"]["terminationGracePeriodSeconds"] > conf["graceful_timeout"]
 
 
-def test_compose_has_the_six_services_and_runs_the_platform_image_as_the_scripts_do() -> None:
+def test_compose_has_the_seven_services_and_runs_the_platform_image_as_the_scripts_do() -> None:
     services = compose()["services"]
     assert set(services) == PLATFORM_SERVICES | {"redis", "postgres"}
     for name in PLATFORM_SERVICES:
@@ -202,7 +202,12 @@ def test_compose_has_the_six_services_and_runs_the_platform_image_as_the_scripts
         assert service["image"] == PLATFORM_IMAGE, name
         build = service["build"]
         assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "images" / "platform" / "Dockerfile"
-    assert services["web"]["command"] == SERVE
+    assert services["web"]["command"] == SERVE and services["web-internal"]["command"] == SERVE
+    # The public port serves no /internal/; the internal API's process publishes no port (issue 22).
+    assert services["web"]["environment"]["READERBOARD_INTERNAL_API"] == "0"
+    assert services["web-internal"]["environment"]["READERBOARD_INTERNAL_API"] == "1"
+    assert "ports" not in services["web-internal"]
+    assert services["web-internal"]["environment"]["READERBOARD_MIGRATE"] == "0"
     assert worker_queues(services["control-worker"]["command"]) == (CONTROL_APP, CONTROL_QUEUES, False)
     assert worker_queues(services["compute-worker"]["command"]) == (COMPUTE_APP, COMPUTE_QUEUES, False)
     assert services["beat"]["command"][-3:-1] == ["workers.celery_app", "beat"]
@@ -236,10 +241,11 @@ def test_compose_compute_worker_holds_nothing_of_the_platforms_and_reaches_the_w
         assert source != "private" and target != PRIVATE_MOUNT, volume
     assert environment["READERBOARD_BROKER_URL"] == services["web"]["environment"]["READERBOARD_BROKER_URL"]
     assert "${READERBOARD_WORKER_TOKEN" in environment["READERBOARD_WORKER_TOKEN"]
-    # The web service by its name, on the port it binds, and a name the web app accepts.
+    # The internal API's service by its name, on the port it binds, and a name the web app accepts.
     api = urlsplit(environment["READERBOARD_API_URL"])
-    assert api.hostname == "web" and f":{api.port}" in services["web"]["environment"]["READERBOARD_WEB_BIND"]
-    assert api.hostname in compose_default(services["web"]["environment"]["READERBOARD_ALLOWED_HOSTS"]).split(",")
+    internal = services["web-internal"]["environment"]
+    assert api.hostname == "web-internal" and f":{api.port}" in internal["READERBOARD_WEB_BIND"]
+    assert api.hostname in compose_default(internal["READERBOARD_ALLOWED_HOSTS"]).split(",")
 
 
 def test_compose_volumes_are_declared() -> None:
@@ -300,7 +306,9 @@ def test_k8s_runs_the_platform_image_with_the_commands_of_compose() -> None:
     assert containers["migrate"]["command"][1:4] == ["manage.py", "migrate", "--noinput"]
     # Web replicas do not migrate at once: the Job does it, serve.sh is told not to.
     web_env = {var["name"]: var.get("value") for var in containers["web"]["env"]}
-    assert web_env["READERBOARD_MIGRATE"] == "0"
+    assert web_env["READERBOARD_MIGRATE"] == "0" and web_env["READERBOARD_INTERNAL_API"] == "0"
+    internal_env = {var["name"]: var.get("value") for var in containers["web-internal"]["env"]}
+    assert internal_env["READERBOARD_MIGRATE"] == "0" and internal_env["READERBOARD_INTERNAL_API"] == "1"
     assert 'if [ "${READERBOARD_MIGRATE:-1}" = "1" ]' in (DEPLOY / "serve.sh").read_text()
     assert containers["redis"]["image"] == services["redis"]["image"]
     assert containers["postgres"]["image"] == services["postgres"]["image"]
@@ -322,7 +330,8 @@ def test_k8s_sets_only_variables_that_are_read() -> None:
 def test_k8s_compute_workers_hold_nothing_of_the_platforms_and_reach_the_web_app() -> None:
     docs = k8s_documents()
     config = next(doc for doc in docs if doc["kind"] == "ConfigMap")["data"]
-    web = next(doc for doc in docs if doc["kind"] == "Service" and doc["metadata"]["name"] == "web")
+    # The internal API's Service (the public one, "web", serves no /internal/: issue 22).
+    web = next(doc for doc in docs if doc["kind"] == "Service" and doc["metadata"]["name"] == "web-internal")
     pods = [(workload, pod) for workload, pod in k8s_pods()
             if any(COMPUTE_APP in c.get("command", []) for c in pod["spec"]["containers"])]
     queues: dict[str, frozenset[str]] = {}
