@@ -27,6 +27,7 @@ from leaderboard.challenges.models import Dataset, Split
 from leaderboard.challenges.services import dataset_file_put
 from leaderboard.submissions.models import Status
 from scoring import inputs
+from scoring.inputs import FORMATS
 from tests.leaderboard.conftest import DEMO_DATA, Cast
 from tests.workers.systems_fixtures import Platform, bundle
 
@@ -36,6 +37,7 @@ CANARY = "RBCANARY9c41e2"
 LEAK = Path(__file__).resolve().parent / "canary" / "leak.py"
 HIDDEN = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz", "drop": "DROP.test.jsonl.gz"}
 SEALED_NAMES = ("CoQA", "DROP")
+LIBRARY = "the starting kit's scoring library"
 MODES = {"unknown_ids": "unknown_ids", "empty": "answers_missing", "exit_code": "crashed",
          "broken_json": "output_not_json", "timing": "output_missing", "log": "finished",
          "mounts": "answers_missing", "refused_answer": "answer_refused"}
@@ -98,8 +100,10 @@ def team_surfaces(platform: Platform, pks: list[int]) -> dict[str, str]:
         body = b"".join(response.streaming_content) if response.streaming else response.content
         if url.endswith(".zip"):
             with zipfile.ZipFile(io.BytesIO(body)) as kit:
-                # The kit's copy of scoring/ names every benchmark it can score (CoQA included):
-                # the library, not the challenge's data.
+                # The kit's copy of scoring/ names every benchmark format it can score (CoQA included):
+                # the library, the same in every kit; checked apart (no other sealed name, DROP, in it).
+                surfaces[LIBRARY] = b"\n".join(kit.read(name) for name in kit.namelist()
+                                                if "/scoring/" in f"/{name}").decode("utf-8", errors="replace")
                 body = b"\n".join(kit.read(name) for name in kit.namelist()
                                    if "/scoring/" not in f"/{name}" and not name.endswith(".gz"))
         surfaces[url] = body.decode("utf-8", errors="replace")
@@ -146,6 +150,8 @@ def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform
     for where, text in surfaces.items():
         assert CANARY not in text, f"the canary reached the team through {where}"
         for name in SEALED_NAMES:
+            if where == LIBRARY and name.lower() in FORMATS:
+                continue  # a format the scoring library scores, named alike in every challenge's kit
             assert name not in text, f"the sealed dataset's real name {name} reached the team through {where}"
         leaked = [qid for qid in hidden_ids if len(qid) >= 8 and qid in text]
         assert not leaked, f"hidden ids reached the team through {where}: {leaked[:3]}"
