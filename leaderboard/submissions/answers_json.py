@@ -82,8 +82,14 @@ class WrongShape(JsonRejected):
 
 
 class AnswerRefused(WrongShape):
-    """Valid JSON of the right shape, holding an answer the platform cannot store, score or show
-    (``answer_refusal``): the team's to fix, never the platform's fault."""
+    """Valid JSON holding an answer the platform cannot store, score or show (``answer_refusal``):
+    the team's to fix, never the platform's fault.  ``of_shape`` when the answer is of the wrong
+    kind (a number, a list where a string goes: a run's verdict is then "output of the wrong shape",
+    as the suites' checks said before this rule), not when its text cannot be taken."""
+
+    def __init__(self, message: str, *, of_shape: bool = False) -> None:
+        super().__init__(message)
+        self.of_shape = of_shape
 
 
 # --------------------------------------------------------------------------- what an answer may be
@@ -139,6 +145,13 @@ def answer_refusal(answer: Any) -> str | None:
             if problem is not None:
                 return f"field {shown(name)} of the answer {problem}"
         return None
+    return _kind_refusal(answer)
+
+
+def _kind_refusal(answer: Any) -> str | None:
+    """Why an answer is of a kind no answer can be (None for a string or an object)."""
+    if isinstance(answer, (str, dict)):
+        return None
     if isinstance(answer, list):
         return "the answer should be a string (or an object, where the challenge's answers have fields), found list"
     # In the suites' words (check_predictions), which a number met there before this rule.
@@ -175,7 +188,7 @@ def answers_refusal(by_qid: Mapping[str, Any], *, where: str) -> AnswerRefused |
     for qid, answer in by_qid.items():
         problem = answer_refusal(answer)
         if problem is not None:
-            return AnswerRefused(f"{where}, id {shown(qid)}: {problem}")
+            return AnswerRefused(f"{where}, id {shown(qid)}: {problem}", of_shape=_kind_refusal(answer) is not None)
     return None
 
 

@@ -329,7 +329,8 @@ def _output_predictions(suite: Suite, ds: RunDataset, outcome: RunOutcome, qids:
     # NUL) is the team's fault here, counted, and never reaches run_answers_store.
     refused = answers_refusal(answers.by_qid, where=where)
     if refused is not None:
-        raise _OutputRejected(Verdict.ANSWER_REFUSED, ds, refused.message)
+        verdict = Verdict.OUTPUT_WRONG_SHAPE if refused.of_shape else Verdict.ANSWER_REFUSED
+        raise _OutputRejected(verdict, ds, refused.message)
     try:
         suite.check_predictions(answers.by_qid, where=where)
     except ScoringError as exc:

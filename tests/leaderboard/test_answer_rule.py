@@ -52,7 +52,7 @@ ODDITIES: dict[str, tuple[Any, str, str]] = {
     "control": ("ok\x1b[2J", Verdict.ANSWER_REFUSED, "holds a control character, U+001B, at character 3"),
     "over_long": ("x" * (ANSWER_MAX_CHARS + 1), Verdict.ANSWER_REFUSED,
                   f"is {ANSWER_MAX_CHARS + 1} characters long; an answer is at most {ANSWER_MAX_CHARS} characters"),
-    "non_string": (5, Verdict.ANSWER_REFUSED, "the answer should be a string, found int"),
+    "non_string": (5, Verdict.OUTPUT_WRONG_SHAPE, "the answer should be a string, found int"),
     "nested": ({"answer": [[["x"]]]}, Verdict.OUTPUT_WRONG_SHAPE, "field 'answer' nests lists more than two deep"),
 }
 _AFTER_ID = re.compile(r"id '[^']*': (.*)")

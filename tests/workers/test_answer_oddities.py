@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 
 EMIT = Path(__file__).resolve().parent / "oddities" / "emit.py"
 VERDICTS = {"surrogate": Verdict.ANSWER_REFUSED, "nul": Verdict.ANSWER_REFUSED, "over_long": Verdict.ANSWER_REFUSED,
-            "non_string": Verdict.ANSWER_REFUSED, "nested": Verdict.OUTPUT_WRONG_SHAPE}
+            "non_string": Verdict.OUTPUT_WRONG_SHAPE, "nested": Verdict.OUTPUT_WRONG_SHAPE}
 UPLOADED = {"surrogate": "\ud800", "nul": "a\x00b", "over_long": "x" * 4001, "non_string": 5,
             "nested": {"answer": [[["x"]]]}}
 _AFTER_ID = re.compile(r"id '[^']*': (.*)")
