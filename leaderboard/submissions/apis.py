@@ -82,8 +82,12 @@ def submission_payload(submission: Submission, *, is_organizer: bool, breakdowns
         log_available=report.log is not None,
         held_for_review=report.held,
     )
+    if not report.full and data["attempts"] > 1:
+        # An attempt stopped by the platform is neither counted nor held: on hidden data how many
+        # there were is a bit per run its team would read for free.
+        data["attempts"] = 1
     if report.figures_withheld:
-        # A run on hidden data the platform failed: not even when it started and ended.
+        # A run on hidden data not charged to its team (yet): not even when it started and ended.
         data["started_at"] = data["finished_at"] = None
     elif not report.full:
         # Their difference is the run time plus a steady overhead: to the microsecond it would

@@ -331,8 +331,12 @@ def submission_get_visible(*, user: Viewer, pk: int, challenge_slug: str | None 
 def phase_runs_on_hidden_data(*, phase: Phase) -> bool:
     """A phase whose submissions are scored on data its teams never see: a test portion,
     or (were an organizer to give one a dev portion) a sealed dataset."""
-    if phase.portion == PhaseKind.TEST:
-        return True
+    return phase.portion == PhaseKind.TEST or phase_reads_sealed_data(phase=phase)
+
+
+def phase_reads_sealed_data(*, phase: Phase) -> bool:
+    """Whether a run of the phase reads a dataset sealed now: its portion of a Split III dataset not
+    revealed (a system run reads every dataset of its portion)."""
     return DatasetFile.objects.filter(
         dataset__challenge_id=phase.challenge_id, portion=phase.portion, dataset__split=Split.III,
         dataset__revealed_at__isnull=True,
@@ -417,9 +421,14 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
     full = is_organizer or not hidden
     ran = submission.kind in SYSTEM_KINDS and submission.attempts > 0
     # Whatever figures a system set before the platform failed its run went out for free (the run
-    # is not counted): on hidden data its team sees none of them.  This one decision serves every
-    # surface (page, API, lists), which read the figures from here only.
-    withheld = not full and submission.status == Status.FAILED and submission.failure_cause == FailureCause.PLATFORM
+    # is not counted): on hidden data its team sees none of them.  Nor while the run is not yet
+    # charged to the team (scoring, or queued again after a lost worker or scoring lease): a fault
+    # then would make the figures already shown free.  So on hidden data the figures are shown only
+    # once the run ended on the team's account: scored, or failed as the team's fault.  This one
+    # decision serves every surface (page, API, lists), which read the figures from here only.
+    charged = submission.status == Status.FINISHED or (
+        submission.status == Status.FAILED and submission.failure_cause == FailureCause.PARTICIPANT)
+    withheld = not full and ran and not charged
     if full:
         reason = submission.failure_reason
         if reason and submission.failure_cause == FailureCause.PLATFORM and "quota" not in reason:

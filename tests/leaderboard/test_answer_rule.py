@@ -199,6 +199,36 @@ def test_a_platform_failure_of_a_dev_run_keeps_its_figures_for_the_team(
     assert "Traceback" not in json.dumps(api)
 
 
+def test_a_hidden_runs_figures_wait_until_the_run_is_charged_to_its_team(cast: Cast) -> None:
+    """Figures shown while a run is scoring (or queued again after a lost lease) would be free if the
+    platform then failed it: on hidden data they appear only once the run is scored or the team's fault,
+    and how many attempts the platform stopped is not shown either."""
+    system_phases(cast)
+    run = submission_create_system(team=cast.alpha, phase=cast.test, user=cast.alice, upload=bundle(),
+                                   kind="code_bundle")
+    alice = cast.client("alice")
+    for status, cause in ((Status.SCORING, FailureCause.NONE), (Status.QUEUED, FailureCause.NONE),
+                          (Status.FINISHED, FailureCause.NONE), (Status.FAILED, FailureCause.PARTICIPANT)):
+        Submission.objects.filter(pk=run.pk).update(
+            status=status, failure_cause=cause, attempts=2, run_seconds=7.3, peak_memory_mb=77, exit_code=0,
+            started_at=timezone.now(), finished_at=timezone.now())
+        api = alice.get(f"/api/v1/submissions/{run.pk}/").json()
+        page = alice.get(f"/c/demo/submissions/{run.pk}/").content.decode()
+        assert api["attempts"] == 1 and "attempt 2" not in page, status
+        charged = status in (Status.FINISHED, Status.FAILED)
+        assert (api["run_seconds"], api["peak_memory_mb"]) == ((7, 77) if charged else (None, None)), status
+        assert (api["started_at"] is None) is not charged, status
+        assert ("77 MiB" in page) is charged, status
+    # Organizers see every figure and attempt, and a dev run keeps them for its team.
+    organizer = cast.client("oscar").get(f"/api/v1/submissions/{run.pk}/").json()
+    assert (organizer["attempts"], organizer["run_seconds"]) == (2, 7.3)
+    dev = submission_create_system(team=cast.alpha, phase=cast.dev, user=cast.alice, upload=bundle(),
+                                   kind="code_bundle")
+    Submission.objects.filter(pk=dev.pk).update(status=Status.SCORING, attempts=2, run_seconds=7.3,
+                                                peak_memory_mb=77)
+    assert alice.get(f"/api/v1/submissions/{dev.pk}/").json()["run_seconds"] == 7.3
+
+
 def _platform_failed(cast: Cast, phase: Phase, n: int, *, hours_ago: float = 1) -> None:
     for _ in range(n):
         s = submission_create_system(team=cast.alpha, phase=phase, user=cast.alice, upload=bundle(),
