@@ -913,35 +913,47 @@ def _bundle_protocol(archive: zipfile.ZipFile) -> str:
 
 
 def _zip_directory_check(path: str | os.PathLike[str]) -> None:
+    """Refuse a code bundle whose central directory is too big (``zip_directory_check``)."""
+    try:
+        with open(path, "rb") as fh:
+            zip_directory_check(fh, max_members=MAX_BUNDLE_MEMBERS, max_directory_bytes=MAX_BUNDLE_DIRECTORY_BYTES,
+                                what="the bundle")
+    except OSError:
+        return  # ZipFile says what is wrong
+
+
+def zip_directory_check(fh: BinaryIO, *, max_members: int, max_directory_bytes: int, what: str) -> None:
     """Refuse a zip whose central directory is too big, from its end record, before ``ZipFile``
-    builds an entry object for each file (300,000 empty entries cost 158 MiB that way)."""
+    builds an entry object for each file (300,000 empty entries cost 158 MiB that way).  The one
+    check for every zip the platform opens (code bundles, zipped prediction files)."""
     # The end records as ZipFile itself reads them (issue 22): a record of its own finding could differ
     # from the one ZipFile uses (a record without a comment is taken from the file's last 22 bytes
     # before any search; a ZIP64 record, when present, overrides the classic one's counts).
     end_records = getattr(zipfile, "_EndRecData", None)
     try:
-        with open(path, "rb") as fh:
-            if end_records is not None:
-                record = end_records(fh)
-                if record is None:
-                    return  # not a zip (or a damaged one): ZipFile's refusal says so
-                entries, directory = int(record[4]), int(record[5])  # _ECD_ENTRIES_TOTAL, _ECD_SIZE
-            else:  # a Python whose zipfile has no such function: the classic record, searched for
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - (65535 + 22)))  # the end record and its comment, at most
-                tail = fh.read()
-                at = tail.rfind(b"PK\x05\x06")
-                if at < 0 or len(tail) - at < 22:
-                    return
-                entries, directory = struct.unpack("<HI", tail[at + 10:at + 16])
+        if end_records is not None:
+            record = end_records(fh)
+            if record is None:
+                return  # not a zip (or a damaged one): ZipFile's refusal says so
+            entries, directory = int(record[4]), int(record[5])  # _ECD_ENTRIES_TOTAL, _ECD_SIZE
+        else:  # a Python whose zipfile has no such function: the classic record, searched for
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - (65535 + 22)))  # the end record and its comment, at most
+            tail = fh.read()
+            at = tail.rfind(b"PK\x05\x06")
+            if at < 0 or len(tail) - at < 22:
+                return
+            entries, directory = struct.unpack("<HI", tail[at + 10:at + 16])
     except (OSError, zipfile.BadZipFile, struct.error):
         return  # ZipFile says what is wrong
+    finally:
+        fh.seek(0)
     if entries == 0xFFFF or directory == 0xFFFFFFFF:
-        raise ArchiveError(f"too many files in the bundle (a ZIP64 directory); at most {MAX_BUNDLE_MEMBERS}")
-    if entries > MAX_BUNDLE_MEMBERS:
-        raise ArchiveError(f"{entries} files in the bundle; at most {MAX_BUNDLE_MEMBERS}")
-    if directory > MAX_BUNDLE_DIRECTORY_BYTES:
-        raise ArchiveError(f"the bundle's list of files is over {MAX_BUNDLE_DIRECTORY_BYTES // 2**20} MiB "
+        raise ArchiveError(f"too many files in {what} (a ZIP64 directory); at most {max_members}")
+    if entries > max_members:
+        raise ArchiveError(f"{entries} files in {what}; at most {max_members}")
+    if directory > max_directory_bytes:
+        raise ArchiveError(f"{what}'s list of files is over {max_directory_bytes // 2**10:,} KiB "
                            "(names or extra fields too long)")
 
 

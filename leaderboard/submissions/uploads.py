@@ -20,8 +20,11 @@ from pathlib import PurePosixPath
 
 from leaderboard.core.errors import PayloadTooLarge, ServiceError
 from leaderboard.submissions.answers_json import Answers, AnswersReader, JsonRejected, answers_decode, shown
+from leaderboard.submissions.systems import ArchiveError, zip_directory_check
 
 MAX_ARCHIVE_MEMBERS = 200
+# 200 entries with names up to 1 KiB and their headers; a bigger directory is refused unread.
+MAX_ARCHIVE_DIRECTORY_BYTES = 256 * 1024
 _SHOWN_IDS = 5
 
 
@@ -42,6 +45,13 @@ def _read_zip(
     raw: bytes, filename: str, *, target_named: Callable[[str], DatasetTarget | None], known: str,
     max_expanded_bytes: int,
 ) -> dict[str, Answers]:
+    try:
+        # Before ZipFile builds an entry for each file its directory lists (a million one-letter
+        # names cost the web process hundreds of MiB, and a refused upload costs the team nothing).
+        zip_directory_check(io.BytesIO(raw), max_members=MAX_ARCHIVE_MEMBERS,
+                            max_directory_bytes=MAX_ARCHIVE_DIRECTORY_BYTES, what="the archive")
+    except ArchiveError as exc:
+        raise UploadError(f"{filename}: {exc}") from None
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
     except zipfile.BadZipFile:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import tracemalloc
 import zipfile
 from typing import Any
 
@@ -282,3 +283,30 @@ def test_a_good_output_is_read() -> None:
     from leaderboard.challenges.suites import SUITES
 
     assert _output_predictions(SUITES["mrqa"], ds, outcome, QIDS) == {"q3": "c", "q1": "a", "q2": "b"}
+
+
+def test_a_zipped_upload_whose_directory_lists_too_many_files_is_refused_before_zipfile_reads_it() -> None:
+    """A prediction zip's directory is checked from its end record (systems.zip_directory_check, the
+    check code bundles get) before ZipFile builds an entry per file: 60,000 one-letter entries, refused
+    (the quota costs nothing), would otherwise cost the web process tens of MiB each time."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        for n in range(60_000):
+            z.writestr(f"{n}", b"")
+    raw = buf.getvalue()
+    tracemalloc.start()
+    try:
+        with pytest.raises(UploadError) as caught:
+            parse_upload(raw, filename="p.zip", targets=TARGETS, max_expanded_bytes=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.message == "p.zip: 60000 files in the archive; at most 200"
+    assert peak < 2 * 2**20 + len(raw), peak  # a copy of the upload's bytes at most, no entry objects
+
+    # A few long names are refused by the directory's size, whatever the end record counts.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for n in range(150):
+            z.writestr(f"{n}-{'x' * 2000}.json", b"{}")
+    assert "list of files is over 256 KiB" in refused(buf.getvalue(), name="p.zip")
