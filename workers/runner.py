@@ -166,8 +166,10 @@ def hidden_copy_reference(image_id: str) -> str:
 
 
 def _dockerfile_value(value: str) -> str:
-    """A value for ENV/LABEL in a ``docker import --change`` line: double-quoted, as a Dockerfile reads it."""
-    return json.dumps(value, ensure_ascii=False)
+    """A value for ENV/LABEL/WORKDIR/USER in a ``docker import --change`` line, read back as it is: the
+    engine parses these lines as a Dockerfile, which unescapes a double-quoted value and expands
+    ``$NAME`` in it, so ``$`` is escaped too (a test run must see the configuration a dev run sees)."""
+    return json.dumps(value, ensure_ascii=False).replace("$", "\\$")
 
 
 def _import_changes(config: dict[str, Any], source_id: str, *, per_run: bool) -> list[str]:
@@ -181,9 +183,13 @@ def _import_changes(config: dict[str, Any], source_id: str, *, per_run: bool) ->
     if config.get("Cmd"):
         changes.append(f"CMD {json.dumps(config['Cmd'])}")
     if config.get("WorkingDir"):
-        changes.append(f"WORKDIR {config['WorkingDir']}")
+        changes.append(f"WORKDIR {_dockerfile_value(config['WorkingDir'])}")
     if config.get("User"):
-        changes.append(f"USER {config['User']}")
+        changes.append(f"USER {_dockerfile_value(config['User'])}")
+    if config.get("Volumes"):
+        # Under the read-only root a declared volume is where the image's code may write: without
+        # it a system that works on dev would fail on test.
+        changes.append(f"VOLUME {json.dumps(sorted(config['Volumes']))}")
     for name, value in (config.get("Labels") or {}).items():
         if name not in (HIDDEN_COPY_LABEL, HIDDEN_COPY_PER_RUN_LABEL):
             changes.append(f"LABEL {_dockerfile_value(name)}={_dockerfile_value(value)}")

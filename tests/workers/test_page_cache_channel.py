@@ -12,6 +12,7 @@ platform's settings it decodes at chance; with the protection switched off, near
 from __future__ import annotations
 
 import dataclasses
+import io
 import secrets
 import threading
 import time
@@ -237,3 +238,29 @@ def test_a_team_images_hidden_copy_shares_no_layer_and_lives_for_its_run_only(
     left = runner.hidden_copy(engine, team.id, per_run=True)  # as a worker killed in its run leaves it
     with runner.sandboxed(engine, DEFAULT_BASE_IMAGE, sandbox, policy, keep_copy=True):
         assert not runner.image_exists(engine, left)
+
+
+@pytest.mark.docker
+def test_a_hidden_copy_keeps_the_images_configuration_as_written(engine: docker.DockerClient) -> None:
+    """The copy's configuration goes through the engine's Dockerfile parser: a ``$`` or a backslash in
+    an ENV value, an odd WORKDIR and a declared VOLUME (where code may write under the read-only root)
+    come out as the image has them, so a test run sees what a dev run sees."""
+    tag = f"readerboard-test/odd-config:{secrets.token_hex(4)}"
+    dockerfile = (f"FROM {DEFAULT_BASE_IMAGE}\n"
+                  "ENV ODD='a$HOME\\b \"q\"' PLAIN=x\n"
+                  "WORKDIR /srv/my work\n"
+                  "VOLUME /scratch /cache\n")
+    image, _ = engine.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, pull=False, rm=True,
+                                   labels={"readerboard.test": "hidden-copy-config"})
+    copy = None
+    try:
+        copy = runner.hidden_copy(engine, image.id, per_run=True)
+        got, want = engine.api.inspect_image(copy)["Config"], image.attrs["Config"]
+        assert dict(e.partition("=")[::2] for e in got["Env"])["ODD"] == 'a$HOME\\b "q"'
+        assert sorted(got["Env"]) == sorted(want["Env"])
+        assert (got["WorkingDir"], got["Cmd"]) == (want["WorkingDir"], want["Cmd"]) == ("/srv/my work", ["python3"])
+        assert set(got["Volumes"] or {}) == {"/scratch", "/cache"}
+    finally:
+        if copy is not None:
+            runner.image_remove(engine, copy)
+        engine.images.remove(tag, force=True)
