@@ -27,7 +27,6 @@ from leaderboard.challenges.models import (
     AuditEntry,
     Challenge,
     Dataset,
-    DatasetFile,
     Phase,
     Split,
     SubmissionKind,
@@ -38,6 +37,7 @@ from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
 from leaderboard.submissions.compute import run_queue_order
 from leaderboard.submissions.models import Score, Status, Submission, WorkerToken
+from leaderboard.submissions.selectors import phase_reads_sealed_data
 from leaderboard.submissions.services import run_queue_of
 
 SUBMISSIONS_PER_PAGE = 50
@@ -463,12 +463,8 @@ LOG_PREVIEW_LINES = 10
 
 
 def submission_read_sealed_data(*, submission: Submission) -> bool:
-    """Whether the run read a dataset that is sealed now: its phase's portion of a Split III dataset
-    not revealed (a system run reads every dataset of its portion)."""
-    return DatasetFile.objects.filter(
-        dataset__challenge_id=submission.phase.challenge_id, portion=submission.phase.portion,
-        dataset__split=Split.III, dataset__revealed_at__isnull=True,
-    ).exists()
+    """Whether the run read a dataset that is sealed now (the rule hidden runs are decided by)."""
+    return phase_reads_sealed_data(phase=submission.phase)
 
 
 def submission_log_release_preview(submission: Submission) -> list[str]:

@@ -536,19 +536,6 @@ def _dispatch_again(submission_id: int) -> None:
     run_dispatch_again(submission_id)
 
 
-def submission_log_release(*, submission: Submission, user: User) -> Submission:
-    """An organizer shows a run's log to its team (a run on hidden data keeps it from them
-    until then); who released it and when are recorded and shown beside the log."""
-    if not user_is_organizer(user=user, challenge=submission.phase.challenge):
-        raise PermissionDenied("only the challenge's organizers can release a log")
-    Submission.objects.filter(pk=submission.pk, log_released_at__isnull=True).update(
-        log_released_at=timezone.now(), log_released_by=user
-    )
-    logger.info("submission %s: log released to its team by %s", submission.pk, user.username)
-    submission.refresh_from_db(fields=["log_released_at", "log_released_by"])
-    return submission
-
-
 # --------------------------------------------------------------------------- the reaper
 
 
