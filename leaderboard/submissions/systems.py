@@ -953,7 +953,9 @@ def zip_directory_check(fh: BinaryIO, *, max_members: int, max_directory_bytes: 
     if entries > max_members:
         raise ArchiveError(f"{entries} files in {what}; at most {max_members}")
     if directory > max_directory_bytes:
-        raise ArchiveError(f"{what}'s list of files is over {max_directory_bytes // 2**10:,} KiB "
+        size = (f"{max_directory_bytes // 2**20} MiB" if max_directory_bytes % 2**20 == 0
+                else f"{max_directory_bytes // 2**10} KiB")
+        raise ArchiveError(f"{what}'s list of files is over {size} "
                            "(names or extra fields too long)")
 
 
