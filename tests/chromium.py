@@ -70,3 +70,14 @@ def screenshot_widths(driver: Any, stem: Path, widths: tuple[int, ...] = (1366, 
             "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0, f"{stem.name} at {width}px is {overflow}px wider than the window"
     driver.set_window_size(widths[0], 1000)
+
+
+def page_wait(driver: Any, seconds: float = WAIT_SECONDS) -> Any:
+    """A WebDriverWait whose checks may read a page that a click is replacing.  Chromium then answers
+    "Node with given id does not belong to the document", a plain WebDriverException and not the
+    stale-element error WebDriverWait ignores, which means "not yet": the wait tries again (CI under
+    load failed two sign-up and log-in tests on it)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException, WebDriverException))

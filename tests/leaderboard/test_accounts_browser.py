@@ -20,7 +20,7 @@ from leaderboard.accounts.services import team_create, team_invite_create
 from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.models import Status
 from leaderboard.submissions.services import submission_create_predictions
-from tests.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
+from tests.chromium import chromium_driver, page_wait, screenshot_widths
 from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-teams"
@@ -58,11 +58,10 @@ def main_text(driver: Any) -> str:
 def test_alice_resets_her_forgotten_password_by_e_mail(cast: Cast, live_server: Any, chromium: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     cast.alice.email = "alice@example.org"
     cast.alice.save()
-    driver, wait, base = chromium, WebDriverWait(chromium, WAIT_SECONDS), live_server.url
+    driver, wait, base = chromium, page_wait(chromium), live_server.url
     driver.get(f"{base}/accounts/login/")
     screenshot(driver, "login")
     driver.find_element(By.ID, "forgot-password").click()
@@ -94,15 +93,14 @@ def test_alice_resets_her_forgotten_password_by_e_mail(cast: Cast, live_server: 
 
 def test_a_guesser_is_told_when_to_come_back(cast: Cast, live_server: Any, chromium: Any) -> None:
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     driver = chromium
     for _ in range(settings.LOGIN_FAILURE_LIMIT):
         log_in(driver, live_server.url, "alice", "not-her-password")
-        WebDriverWait(driver, WAIT_SECONDS).until(ec.text_to_be_present_in_element(
+        page_wait(driver).until(ec.text_to_be_present_in_element(
             ("tag name", "main"), "Please enter a correct username and password"))
     log_in(driver, live_server.url, "alice", "alice-pw")
-    WebDriverWait(driver, WAIT_SECONDS).until(ec.text_to_be_present_in_element(("tag name", "main"), "try again in"))
+    page_wait(driver).until(ec.text_to_be_present_in_element(("tag name", "main"), "try again in"))
     assert re.search(r"try again in \d+ seconds", main_text(driver))
     screenshot(driver, "login-throttled")
 
@@ -110,13 +108,12 @@ def test_a_guesser_is_told_when_to_come_back(cast: Cast, live_server: Any, chrom
 def test_a_team_is_run_from_its_page_and_the_profile(cast: Cast, live_server: Any, chromium: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     cast.challenge.max_team_size = 4
     cast.challenge.save()
     cast.alice.email = "alice@example.org"
     cast.alice.save()
-    driver, wait, base = chromium, WebDriverWait(chromium, WAIT_SECONDS), live_server.url
+    driver, wait, base = chromium, page_wait(chromium), live_server.url
     log_in(driver, base, "alice", "alice-pw")
     wait.until(ec.presence_of_element_located((By.ID, "profile-link")))
     driver.get(f"{base}/c/demo/team/")
@@ -159,7 +156,6 @@ def test_organizers_see_who_was_on_the_team_and_teams_see_which_rule_counts(
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     submission = submission_create_predictions(
         team=cast.alpha, phase=cast.dev, user=cast.alice, upload=upload(gold_predictions(wrong_every=3)),
@@ -168,7 +164,7 @@ def test_organizers_see_who_was_on_the_team_and_teams_see_which_rule_counts(
     submission.refresh_from_db()
     assert submission.status == Status.FINISHED, submission.failure_reason
     team_invite_create(team=cast.alpha, actor=cast.alice, invitee="dave")
-    driver, wait, base = chromium, WebDriverWait(chromium, WAIT_SECONDS), live_server.url
+    driver, wait, base = chromium, page_wait(chromium), live_server.url
 
     log_in(driver, base, "bob", "bob-pw")
     wait.until(ec.presence_of_element_located((By.ID, "profile-link")))
@@ -192,7 +188,6 @@ def test_under_the_selected_rule_the_team_picks_its_board_submission(
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     cast.challenge.ranking_rule = "selected"
     cast.challenge.save()
@@ -200,7 +195,7 @@ def test_under_the_selected_rule_the_team_picks_its_board_submission(
         team=cast.alpha, phase=cast.dev, user=cast.alice, upload=upload(gold_predictions(wrong_every=n)),
         limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
     ) for n in (2, 5))
-    driver, wait, base = chromium, WebDriverWait(chromium, WAIT_SECONDS), live_server.url
+    driver, wait, base = chromium, page_wait(chromium), live_server.url
     log_in(driver, base, "bob", "bob-pw")
     wait.until(ec.presence_of_element_located((By.ID, "profile-link")))
     driver.get(f"{base}/c/demo/submissions/{first.pk}/")
@@ -220,10 +215,9 @@ def test_a_new_account_confirms_its_address_from_the_notice_and_the_mail(
     again, is refused a team until then, and takes part once the link is opened."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     driver, base = chromium, live_server.url
-    wait = WebDriverWait(driver, WAIT_SECONDS)
+    wait = page_wait(driver)
     driver.get(f"{base}/accounts/signup/")
     screenshot(driver, "signup")
     for field, value in (("id_username", "erin"), ("id_email", "erin@example.org"),
@@ -271,14 +265,13 @@ def test_a_team_waits_for_approval_and_an_organizer_approves_it(
     """Issue 22: ``teams: {approval: required}`` holds a new team until an organizer approves it."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     spec = tmp_path / "demo-teams.yaml"
     spec.write_text(SPEC + "teams: {approval: required}\n")
     challenge_load(spec_path=spec)
     team = team_create(challenge=cast.challenge, owner=cast.dave, name="Dave's Readers")
     driver, base = chromium, live_server.url
-    wait = WebDriverWait(driver, WAIT_SECONDS)
+    wait = page_wait(driver)
     log_in(driver, base, "dave", "dave-pw")
     wait.until(ec.presence_of_element_located((By.ID, "profile-link")))
     driver.get(f"{base}/c/demo/team/")

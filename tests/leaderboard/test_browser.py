@@ -20,7 +20,7 @@ from django.core import mail
 
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
-from tests.chromium import WAIT_SECONDS, chromium_driver
+from tests.chromium import chromium_driver, page_wait
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 
 SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-board.png"
@@ -48,10 +48,10 @@ def test_a_new_participant_signs_up_submits_and_tops_the_board(
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+    from selenium.webdriver.support.ui import Select
 
     driver = browser
-    wait = WebDriverWait(driver, WAIT_SECONDS)
+    wait = page_wait(driver)
     base = live_server.url
     # A rival already on the board, with a weaker system.
     rival = submission_create_predictions(
