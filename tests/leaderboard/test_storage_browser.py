@@ -16,9 +16,10 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from leaderboard.submissions.models import Submission
+from tests.chromium import WAIT_SECONDS
 from tests.leaderboard.conftest import Cast
 from tests.leaderboard.test_board_sealed_browser import login
-from tests.leaderboard.test_browser import WAIT_SECONDS, browser  # noqa: F401
+from tests.leaderboard.test_browser import browser  # noqa: F401 (the fixture)
 from tests.leaderboard.test_data_browser import screenshot
 from tests.leaderboard.test_storage import finish, post_id, weights
 from tests.workers.systems_fixtures import TEST_LIMITS, system_phases
