@@ -32,7 +32,7 @@ from celery.signals import worker_ready
 from workers.celery_settings import SHARED
 from workers.internal_api import HttpTransport
 from workers.run_system import ComputeConfig, leftovers_remove, run_ticket, worker_name
-from workers.runner import DEFAULT_HOST_LOCK, HiddenRuns, PlatformError
+from workers.runner import HiddenRuns, PlatformError
 
 logger = logging.getLogger(__name__)
 
@@ -55,15 +55,20 @@ app.conf.update(
 )
 
 
+_HIDDEN_DEFAULTS = HiddenRuns()
+
+
 @cache
 def config() -> ComputeConfig:
     return ComputeConfig(
         work_dir=Path(_env("WORK_DIR", "/var/lib/readerboard-compute")),
         run_image_repository=_env("RUN_IMAGE_REPOSITORY", "readerboard-run"),
         runtime=_env("CONTAINER_RUNTIME", ""),
-        hidden=HiddenRuns(runtime=_env("HIDDEN_RUNTIME", "runsc"),
-                          isolate=_env("HIDDEN_ISOLATION", "1").lower() not in ("0", "false", "no", "off"),
-                          lock_path=Path(_env("HOST_LOCK", str(DEFAULT_HOST_LOCK)))),
+        # Each default is HiddenRuns' own (one place; the web app's settings cannot import workers).
+        hidden=HiddenRuns(runtime=_env("HIDDEN_RUNTIME", _HIDDEN_DEFAULTS.runtime),
+                          isolate=_env("HIDDEN_ISOLATION", "1" if _HIDDEN_DEFAULTS.isolate else "0").lower()
+                          not in ("0", "false", "no", "off"),
+                          lock_path=Path(_env("HOST_LOCK", str(_HIDDEN_DEFAULTS.lock_path)))),
     )
 
 
