@@ -27,9 +27,9 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, RetiredGold
+from leaderboard.submissions.board import aggregates_refresh, board_entry_refresh
 from leaderboard.submissions.models import Score, Status, Submission, Verdict
 from leaderboard.submissions.rescore import RESCORABLE_KINDS, rescore_problem, score_history_record
-from leaderboard.submissions.services import aggregates_refresh, board_entry_refresh
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)

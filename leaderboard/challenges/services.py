@@ -36,14 +36,15 @@ from leaderboard.challenges.models import (
     SubmissionKind,
 )
 from leaderboard.challenges.reconcile import DatasetSpec, ReloadPlan, datasets_remove, reload_plan
-from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope, reveal_exposes
+from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope
 from leaderboard.challenges.spec import SpecError, dataset_tags_parse, mrqa_header_check, spec_check
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.versions import board_changed
+from leaderboard.submissions.board import aggregates_refresh, board_entries_refresh
 from leaderboard.submissions.rerun import gold_failures_requeue
 from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
-from leaderboard.submissions.services import aggregates_refresh, board_entries_refresh
+from leaderboard.submissions.selectors import reveal_exposes
 from leaderboard.submissions.systems import SystemSettings
 from scoring import inputs
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Mode

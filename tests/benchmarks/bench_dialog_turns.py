@@ -67,8 +67,8 @@ def _measure(n_dialogs: int, modes: list[str]) -> dict[str, object]:
 
     from leaderboard.accounts.services import team_create
     from leaderboard.challenges.services import challenge_load
-    from leaderboard.submissions.compute import worker_token_create
-    from leaderboard.submissions.system_services import submission_create_system
+    from leaderboard.submissions.intake import submission_create_system
+    from leaderboard.submissions.worker_api import worker_token_create
     from scoring.dialogs import quac_protocol_dialogs
 
     excerpt = json.loads((REPO / "deploy/demo/data/quac/val_v0.2.json").read_text())

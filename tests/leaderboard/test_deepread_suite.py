@@ -28,8 +28,9 @@ from leaderboard.challenges.starting_kit import _score_lines
 from leaderboard.challenges.suites import SUITES, DeepReadSuite, metric_label
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
-from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from scoring import deepread
 from scoring.errors import InputFormatError
 from scoring.io import load_json

@@ -41,7 +41,7 @@ from leaderboard.rankings.paper_tables import (
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_build
 from leaderboard.rankings.significance import METHOD, NO_QUESTION_SCORES, RowSignificance, Significance
 from leaderboard.rankings.versions import board_changed
-from leaderboard.submissions.services import ImportedEntry, results_import
+from leaderboard.submissions.imports import ImportedEntry, results_import
 from tests.leaderboard.conftest import REPO
 
 SPEC = """

@@ -21,7 +21,7 @@ from leaderboard.challenges.services import SpecError, challenge_load
 from leaderboard.challenges.suites import SUITES, DatasetResult
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status, Submission
-from leaderboard.submissions.services import scores_write
+from leaderboard.submissions.scores import scores_write
 from tests.leaderboard.conftest import REPO
 
 SPEC = """

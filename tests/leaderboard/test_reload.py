@@ -33,16 +33,13 @@ from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase
 from leaderboard.challenges.services import SpecError, challenge_load, dataset_file_put
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions import rescore
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.rescore import Rescored, submission_rescore
 from leaderboard.submissions.selectors import system_run_plan
-from leaderboard.submissions.services import submission_create_predictions
 from leaderboard.submissions.storage import run_answers_name, storage_report
-from leaderboard.submissions.system_services import (
-    submission_create_system,
-    submission_run_claim,
-    submission_run_finish,
-)
 from leaderboard.submissions.systems import RunOutcome
 from scoring import mrqa
 from tests.leaderboard.conftest import DEMO_DATA

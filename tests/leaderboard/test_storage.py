@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import BoardEntry, Status, Submission
-from leaderboard.submissions.services import board_entry_refresh
 from leaderboard.submissions.storage import storage_report, team_storage_usage
 from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
 from tests.leaderboard.test_system_uploads import CHANNELS, bundle_of, post, stored_files

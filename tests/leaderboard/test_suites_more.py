@@ -23,8 +23,8 @@ from leaderboard.challenges.services import challenge_load, dataset_file_put
 from leaderboard.challenges.suites import SUITES, CoqaSuite, QuacSuite, Squad2Suite, coqa_qid
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
-from leaderboard.submissions.services import submission_create_predictions
 from scoring import coqa, quac, squad, unanswerable
 from scoring.errors import InputFormatError, ScoringError
 from tests.conftest import shared_path

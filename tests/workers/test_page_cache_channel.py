@@ -22,10 +22,10 @@ import docker
 import docker.errors
 import pytest
 
-from leaderboard.submissions.compute import run_ticket_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
+from leaderboard.submissions.worker_api import run_ticket_build
 from tests.leaderboard.conftest import Cast
 from workers import runner
 from workers.systems import local_config
