@@ -7,8 +7,6 @@ rerun), which raises the challenge's board version; ``aggregates_refresh`` and
 
 from __future__ import annotations
 
-import logging
-
 from django.db import transaction
 
 from leaderboard.accounts.models import Team, TeamKind
@@ -23,17 +21,8 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import suite_for
 from leaderboard.rankings.versions import board_changed
-from leaderboard.submissions.models import (
-    BoardEntry,
-    Score,
-    Status,
-    Submission,
-)
-from leaderboard.submissions.selectors import (
-    submissions_answering_all,
-)
-
-logger = logging.getLogger(__name__)
+from leaderboard.submissions.models import BoardEntry, Score, Status, Submission
+from leaderboard.submissions.selectors import submissions_answering_all
 
 
 def board_changed_if_shown(submission_id: int) -> None:

@@ -21,11 +21,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from leaderboard.challenges.models import (
-    Dataset,
-    DatasetFile,
-    SubmissionKind,
-)
+from leaderboard.challenges.models import Dataset, DatasetFile, SubmissionKind
 from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.challenges.suites import DatasetResult, Suite, suite_for
 from leaderboard.submissions import dialog_runs
@@ -38,30 +34,12 @@ from leaderboard.submissions.lifecycle import (
     submission_fail,
     submission_run_platform_failure,
 )
-from leaderboard.submissions.models import (
-    FailureCause,
-    Status,
-    Submission,
-    Verdict,
-)
+from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.scores import score_dataset, scores_write
-from leaderboard.submissions.selectors import (
-    submission_run_gold,
-    system_run_plan,
-)
+from leaderboard.submissions.selectors import submission_run_gold, system_run_plan
 from leaderboard.submissions.storage import run_answers_store
-from leaderboard.submissions.systems import (
-    RunDataset,
-    RunOutcome,
-    RunPlan,
-    log_clean,
-)
-from leaderboard.submissions.uploads import (
-    DatasetTarget,
-    UploadError,
-    check_qids,
-    parse_upload,
-)
+from leaderboard.submissions.systems import RunDataset, RunOutcome, RunPlan, log_clean
+from leaderboard.submissions.uploads import DatasetTarget, UploadError, check_qids, parse_upload
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import logging
 import os
 import tempfile
 from pathlib import Path
@@ -26,29 +25,14 @@ from django.utils import timezone
 from leaderboard.accounts.models import Membership, Team
 from leaderboard.accounts.selectors import user_take_part_check
 from leaderboard.accounts.services import baseline_team_get_or_create
-from leaderboard.challenges.models import (
-    SYSTEM_KINDS,
-    Phase,
-    SubmissionKind,
-)
+from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
 from leaderboard.challenges.selectors import challenge_run_queue, phase_prediction_targets
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import (
-    EVALUATE_SUBMISSION,
-    RUN_SYSTEM,
-    TASK_QUEUES,
-    enqueue_on_commit,
-)
-from leaderboard.submissions.models import (
-    Status,
-    Submission,
-)
+from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
+from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.scores import predictions_check
-from leaderboard.submissions.selectors import (
-    quota_usage,
-    team_phase_override_get,
-)
+from leaderboard.submissions.selectors import quota_usage, team_phase_override_get
 from leaderboard.submissions.storage import storage_budget_enforce
 from leaderboard.submissions.systems import (
     BUNDLE_DECLARATION,
@@ -59,14 +43,7 @@ from leaderboard.submissions.systems import (
     image_archive_inspect,
     image_protocol,
 )
-from leaderboard.submissions.uploads import (
-    DatasetTarget,
-    UploadError,
-    missing_datasets_problem,
-    parse_upload,
-)
-
-logger = logging.getLogger(__name__)
+from leaderboard.submissions.uploads import DatasetTarget, UploadError, missing_datasets_problem, parse_upload
 
 
 def _read_upload(upload: UploadedFile, limit: int) -> bytes:

@@ -7,40 +7,21 @@ refreshes its board row, recording the gold each dataset was scored against.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.challenges.models import (
-    Dataset,
-    DatasetFile,
-    Phase,
-)
+from leaderboard.challenges.models import Dataset, DatasetFile, Phase
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import DatasetResult, Suite, scoring_version_of, suite_for
-from leaderboard.core.tasks import (
-    RESCORE_SUBMISSION,
-    enqueue_on_commit,
-)
+from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.submissions.answers_json import Answers, answers_refusal
 from leaderboard.submissions.board import board_entry_refresh
-from leaderboard.submissions.models import (
-    QuestionScores,
-    Score,
-    Status,
-    Submission,
-    Verdict,
-)
-from leaderboard.submissions.uploads import (
-    UploadError,
-    check_qids,
-)
+from leaderboard.submissions.models import QuestionScores, Score, Status, Submission, Verdict
+from leaderboard.submissions.uploads import UploadError, check_qids
 from scoring.errors import ScoringError
-
-logger = logging.getLogger(__name__)
 
 
 def predictions_check(suite: Suite, answers: Answers, *, qids: Sequence[str], where: str) -> None:

@@ -33,30 +33,13 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 
-from leaderboard.challenges.models import (
-    SYSTEM_KINDS,
-)
+from leaderboard.challenges.models import SYSTEM_KINDS
 from leaderboard.core.errors import ServiceError
-from leaderboard.core.tasks import (
-    FINISH_RUN,
-    RUN_SYSTEM,
-    TASK_QUEUES,
-    enqueue_on_commit,
-    send_task,
-)
+from leaderboard.core.tasks import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
 from leaderboard.submissions.evaluation import submission_run_finish
-from leaderboard.submissions.lifecycle import (
-    submission_run_take,
-)
-from leaderboard.submissions.models import (
-    Status,
-    Submission,
-    WorkerToken,
-)
-from leaderboard.submissions.selectors import (
-    run_queue_order,
-    system_run_plan,
-)
+from leaderboard.submissions.lifecycle import submission_run_take
+from leaderboard.submissions.models import Status, Submission, WorkerToken
+from leaderboard.submissions.selectors import run_queue_order, system_run_plan
 from leaderboard.submissions.systems import (
     RunDataset,
     RunOutcome,
