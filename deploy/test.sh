@@ -8,7 +8,7 @@ bash deploy/setup.sh
 echo "== mypy --strict scoring, and the Django-free parts of systems (archives, the compute worker)"
 .venv/bin/mypy --strict scoring
 .venv/bin/mypy --strict --follow-imports=silent --ignore-missing-imports \
-  leaderboard/submissions/systems.py workers/runner.py workers/run_system.py workers/internal_api.py workers/compute.py \
+  leaderboard/submissions/systems.py workers/runner.py workers/run_system.py workers/internal_api.py workers/compute_app.py \
   workers/converse.py
 echo "== import layering (workers -> leaderboard -> scoring)"
 .venv/bin/lint-imports

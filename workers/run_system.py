@@ -2,7 +2,7 @@
 
 No Django here, no database, no gold: a compute worker knows a run only by its ``RunTicket`` and
 talks to the platform through a ``RunTransport`` (``workers.internal_api`` over HTTP with a token
-on compute hosts; ``workers.systems.LocalTransport`` in-process, for tests and tools on the web
+on compute hosts; ``workers.control_runs.LocalTransport`` in-process, for tests and tools on the web
 host).  The platform owns every state change and every verdict; this module owns the host side:
 the run folder, the engine, and the clean-up of what a dead worker on this host left behind.
 """

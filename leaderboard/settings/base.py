@@ -231,7 +231,7 @@ CONTAINER_RUNTIME = env("CONTAINER_RUNTIME", "")
 HIDDEN_RUNTIME = env("HIDDEN_RUNTIME", "runsc")
 HIDDEN_ISOLATION = env_bool("HIDDEN_ISOLATION", True)
 HOST_LOCK = Path(env("HOST_LOCK", "/run/readerboard-compute.lock"))
-# Only the run folders inside are opened up, for the sandbox's user (workers/systems.py).
+# Only the run folders inside are opened up, for the sandbox's user (workers/control_runs.py).
 RUNS_DIR = private_dir(Path(env("RUNS_DIR", str(VAR_DIR / "runs"))))
 RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))
 RUN_LEASE_S = float(env("RUN_LEASE_S", "60"))

@@ -1,6 +1,6 @@
 """The platform's side of compute workers: tokens, fair claims, tickets, files, and results.
 
-A compute worker holds no database credentials and no gold (``workers.compute``); it reaches the
+A compute worker holds no database credentials and no gold (``workers.compute_app``); it reaches the
 platform through the internal API (``internal_views``), which calls the services here:
 
     worker_token_create / worker_token_authenticate   one token per worker, stored as its sha256

@@ -14,7 +14,7 @@ Private storage (``PRIVATE_STORAGE_ROOT``) holds
 
 The engine holds each run's image under a reference of its own
 (``RUN_IMAGE_REPOSITORY/<submission>:<attempt>``), removed after the run by the worker
-(``workers/systems.py``); ``run_images_in_use`` says which references a run still needs.
+(``workers/control_runs.py``); ``run_images_in_use`` says which references a run still needs.
 
 ``storage_report`` accounts for every byte under private storage; ``storage_retention_plan``
 says which uploads of finished submissions nobody needs any more, and ``storage_retain`` frees

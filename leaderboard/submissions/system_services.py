@@ -1,7 +1,7 @@
 """Writes for submitted systems: accepting uploads, and the run's lifecycle.
 
 A compute worker drives a run through these services, over the internal API
-(``compute`` and ``internal_views``; in-process: ``workers/systems.py``):
+(``compute`` and ``internal_views``; in-process: ``workers/control_runs.py``):
 
     submission_run_claim     queued -> running, with a lease and an attempt number (by id; compute
                              workers claim with ``compute.submission_run_claim_next``, fair between teams)

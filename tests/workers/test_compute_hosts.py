@@ -32,7 +32,7 @@ from leaderboard.submissions.systems import Limits
 from tests.leaderboard.conftest import Cast
 from tests.leaderboard.test_run_lifecycle import bundle
 from tests.workers.systems_fixtures import SYSTEMS, Platform, script_bundle, system_phases
-from workers import compute, runner
+from workers import compute_app, runner
 
 FORBIDDEN_ENV = ("READERBOARD_DATABASE_URL", "DJANGO_SETTINGS_MODULE", "READERBOARD_PRIVATE_ROOT",
                  "READERBOARD_SECRET_KEY", "READERBOARD_DB_PATH")
@@ -289,7 +289,7 @@ def test_the_queue_shown_is_the_order_the_claims_take(cast: Cast) -> None:
 
 
 def test_the_compute_worker_sends_and_takes_the_task_the_platform_names() -> None:
-    assert compute.RUN_SYSTEM == RUN_SYSTEM
+    assert compute_app.RUN_SYSTEM == RUN_SYSTEM
 
 
 @pytest.mark.django_db
@@ -322,7 +322,7 @@ def test_the_compute_worker_imports_no_django_settings() -> None:
     import sys
 
     env = {"PATH": os.environ["PATH"], "READERBOARD_BROKER_URL": "redis://127.0.0.1:1/0"}
-    probe = ("import sys, workers.compute; "
+    probe = ("import sys, workers.compute_app; "
              "print(sorted(m for m in sys.modules if m.startswith(('leaderboard.', 'django.conf', 'django.db'))))")
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2], check=True)

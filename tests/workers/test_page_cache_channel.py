@@ -28,7 +28,7 @@ from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
 from tests.leaderboard.conftest import Cast
 from workers import runner
-from workers.systems import local_config
+from workers.control_runs import local_config
 
 PROBE = Path(__file__).resolve().parent / "channels" / "page_cache_probe.py"
 LIMITS = Limits(cpus=1, memory_mb=256, pids=400, time_limit_s=60, log_bytes=64 * 1024)

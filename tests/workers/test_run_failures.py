@@ -35,8 +35,7 @@ from leaderboard.submissions.systems import ArchiveError, bundle_extract
 from tests.leaderboard.conftest import Cast
 from tests.leaderboard.test_run_lifecycle import bundle
 from tests.workers.systems_fixtures import system_phases
-from workers import dispatch, run_system, runner
-from workers import systems as worker_systems
+from workers import control_runs, dispatch, run_system, runner
 
 pytestmark = pytest.mark.django_db
 
@@ -104,7 +103,7 @@ def test_the_teams_fault_fails_at_once_counts_and_is_not_retried(
     exc = PARTICIPANT_FAULTS[case]
     assert isinstance(exc, (runner.ImageError, ArchiveError))
     run_raising(monkeypatch, exc)
-    worker_systems.system_evaluate(queued.pk)
+    control_runs.system_evaluate(queued.pk)
     queued.refresh_from_db()
     assert (queued.status, queued.failure_cause, queued.verdict) == (Status.FAILED, FailureCause.PARTICIPANT,
                                                                      Verdict.NOT_STARTED)
@@ -124,7 +123,7 @@ def test_the_platforms_fault_is_retried_with_back_off_then_alerts_the_organizers
     run_raising(monkeypatch, PLATFORM_FAULTS[case])
     for attempt in (1, 2):
         before = timezone.now()
-        worker_systems.system_evaluate(queued.pk)
+        control_runs.system_evaluate(queued.pk)
         queued.refresh_from_db()
         assert queued.status == Status.QUEUED and queued.attempts == attempt
         # Due again after 10 s x the attempts so far: the message waits that long, and the
@@ -135,7 +134,7 @@ def test_the_platforms_fault_is_retried_with_back_off_then_alerts_the_organizers
         assert queued.dispatched_at is not None
         assert queued.dispatched_at >= before + dt.timedelta(seconds=10 * attempt)
         assert mail.outbox == []
-    worker_systems.system_evaluate(queued.pk)
+    control_runs.system_evaluate(queued.pk)
     queued.refresh_from_db()
     assert (queued.status, queued.failure_cause, queued.verdict) == (Status.FAILED, FailureCause.PLATFORM,
                                                                      Verdict.PLATFORM)
@@ -193,7 +192,7 @@ def test_without_organizers_addresses_the_alert_goes_to_the_operators(
     cast.oscar.email = ""
     cast.oscar.save()
     run_raising(monkeypatch, runner.PlatformError("the container engine is not reachable"))
-    worker_systems.system_evaluate(queued.pk)
+    control_runs.system_evaluate(queued.pk)
     [alert] = mail.outbox
     assert alert.to == ["ops@example.org"] and f"submission {queued.pk}" in alert.subject
 

@@ -1,6 +1,6 @@
 """The compute worker: a Celery app that runs submitted systems and holds nothing it could leak.
 
-    celery -A workers.compute worker --pool=solo --concurrency=1 -Q cpu -n compute1@%h
+    celery -A workers.compute_app worker --pool=solo --concurrency=1 -Q cpu -n compute1@%h
 
 It needs three settings from its environment and no others: ``READERBOARD_BROKER_URL`` (the
 broker it takes runs from), ``READERBOARD_API_URL`` (the web app, whose ``/internal/v1/`` it

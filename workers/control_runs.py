@@ -1,6 +1,6 @@
 """The trusted side of system runs: the reaper, and the run in-process without HTTP.
 
-Compute workers (``workers.compute``) run systems on any host through the internal API.  Here:
+Compute workers (``workers.compute_app``) run systems on any host through the internal API.  Here:
 
 * ``runs_reap``: the control worker's periodic check.  A run whose worker vanished is found by
   its lease alone (no process check: its worker may be on another host), queued again or failed
