@@ -22,6 +22,7 @@ from django import db
 from django.conf import settings
 
 from leaderboard.core.tasks import FINISH_RUN, TASK_QUEUES, send_task
+from leaderboard.sandbox.contract import RunOutcome, RunTicket, TicketFile
 from leaderboard.submissions import compute, dialog_runs
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.system_services import (
@@ -33,7 +34,6 @@ from leaderboard.submissions.system_services import (
     submission_run_platform_failure,
     submissions_reap,
 )
-from leaderboard.submissions.systems import RunOutcome, RunTicket, TicketFile
 from scoring.dialogs import Revealed
 from workers import runner
 from workers.dispatch import dispatch_again

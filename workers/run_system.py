@@ -29,17 +29,19 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from leaderboard.submissions.systems import (
-    PLATFORM_ERRNOS,
+from leaderboard.sandbox.archives import (
     ArchiveError,
     OutputTooLarge,
+    bundle_extract,
+    output_read,
+    run_image_reference,
+)
+from leaderboard.sandbox.contract import (
+    PLATFORM_ERRNOS,
     RunNote,
     RunOutcome,
     RunTicket,
     TicketFile,
-    bundle_extract,
-    output_read,
-    run_image_reference,
 )
 from scoring.dialogs import Mode, Revealed, Session, dialogs_of_file
 from workers import runner

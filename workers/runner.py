@@ -40,15 +40,8 @@ import docker.errors
 import docker.types
 import requests.exceptions
 
-from leaderboard.submissions.systems import (
-    ArchiveError,
-    Limits,
-    RunNote,
-    RunOutcome,
-    image_archive_inspect,
-    image_archive_untagged,
-    log_clean,
-)
+from leaderboard.sandbox.archives import ArchiveError, image_archive_inspect, image_archive_untagged
+from leaderboard.sandbox.contract import Limits, RunNote, RunOutcome, log_clean
 
 logger = logging.getLogger(__name__)
 

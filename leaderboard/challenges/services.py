@@ -41,10 +41,10 @@ from leaderboard.challenges.spec import SpecError, dataset_tags_parse, mrqa_head
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.versions import board_changed
+from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.rerun import gold_failures_requeue
 from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
 from leaderboard.submissions.services import aggregates_refresh, board_entries_refresh
-from leaderboard.submissions.systems import SystemSettings
 from scoring import inputs
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Mode
 from scoring.errors import ScoringError

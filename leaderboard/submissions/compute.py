@@ -37,11 +37,7 @@ from django.utils import timezone
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
 from leaderboard.core.errors import ServiceError
 from leaderboard.core.tasks import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
-from leaderboard.submissions.models import Status, Submission, WorkerToken
-from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
-from leaderboard.submissions.services import run_queue_of
-from leaderboard.submissions.system_services import submission_run_gold_stamp
-from leaderboard.submissions.systems import (
+from leaderboard.sandbox.contract import (
     RunDataset,
     RunOutcome,
     RunPlan,
@@ -50,6 +46,10 @@ from leaderboard.submissions.systems import (
     TicketFile,
     outcome_from_json,
 )
+from leaderboard.submissions.models import Status, Submission, WorkerToken
+from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
+from leaderboard.submissions.services import run_queue_of
+from leaderboard.submissions.system_services import submission_run_gold_stamp
 from scoring import inputs
 
 logger = logging.getLogger(__name__)

@@ -44,8 +44,9 @@ from django.utils import timezone
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, DatasetFile, RetiredGold, SubmissionKind
 from leaderboard.core.errors import PayloadTooLarge
+from leaderboard.sandbox.archives import RunImage, run_images_list
+from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.models import FINAL_STATUSES, BoardEntry, Status, Submission
-from leaderboard.submissions.systems import RunImage, SystemSettings, run_images_list
 
 logger = logging.getLogger(__name__)
 

@@ -44,9 +44,19 @@ from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Ph
 from leaderboard.challenges.selectors import dataset_label
 from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
+from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
+from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect, image_protocol
+from leaderboard.sandbox.contract import (
+    BUNDLE_DECLARATION,
+    INTERACTIVE,
+    PROTOCOL_LABEL,
+    RunDataset,
+    RunOutcome,
+    RunPlan,
+    log_clean,
+)
 from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert
-from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
 from leaderboard.submissions.models import FAILURE_DETAIL_CHARS, FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
 from leaderboard.submissions.services import (
@@ -63,19 +73,6 @@ from leaderboard.submissions.services import (
     task_for,
 )
 from leaderboard.submissions.storage import run_answers_store, storage_budget_enforce
-from leaderboard.submissions.systems import (
-    BUNDLE_DECLARATION,
-    INTERACTIVE,
-    PROTOCOL_LABEL,
-    ArchiveError,
-    RunDataset,
-    RunOutcome,
-    RunPlan,
-    bundle_inspect,
-    image_archive_inspect,
-    image_protocol,
-    log_clean,
-)
 from leaderboard.submissions.uploads import UploadError, check_qids
 from scoring.errors import ScoringError
 

@@ -96,10 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     import django
 
-    django.setup()  # workers.runner reads the platform's shared types (leaderboard.submissions.systems)
+    django.setup()  # workers.runner reads the platform's shared types (leaderboard.sandbox)
     import docker
 
-    from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
+    from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
     from workers import runner
 
     client = docker.from_env(timeout=120)

@@ -37,9 +37,9 @@ from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, FileD
 from leaderboard.challenges.services import SpecError, challenge_load, dataset_file_put, dataset_reveal
 from leaderboard.challenges.starting_kit import starting_kit_build
 from leaderboard.core.errors import ServiceError
+from leaderboard.sandbox.archives import bundle_inspect
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.services import phase_prediction_targets, submission_create_predictions
-from leaderboard.submissions.systems import bundle_inspect
 from tests.leaderboard.conftest import DEMO_DATA, REPO, Cast, upload
 
 TRAIN_FILE = DEMO_DATA / "mrqa" / "SQuAD.train.jsonl.gz"

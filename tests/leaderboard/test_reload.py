@@ -32,6 +32,7 @@ from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, RetiredGold
 from leaderboard.challenges.services import SpecError, challenge_load, dataset_file_put
 from leaderboard.rankings.selectors import board_build
+from leaderboard.sandbox.contract import RunOutcome
 from leaderboard.submissions import rescore
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.rescore import Rescored, submission_rescore
@@ -43,7 +44,6 @@ from leaderboard.submissions.system_services import (
     submission_run_claim,
     submission_run_finish,
 )
-from leaderboard.submissions.systems import RunOutcome
 from scoring import mrqa
 from tests.leaderboard.conftest import DEMO_DATA
 

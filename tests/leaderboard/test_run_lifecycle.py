@@ -16,6 +16,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
+from leaderboard.sandbox.contract import RunOutcome, RunPlan
 from leaderboard.submissions.models import FailureCause, Score, Status, Submission
 from leaderboard.submissions.selectors import quota_usage, system_run_plan
 from leaderboard.submissions.system_services import (
@@ -27,7 +28,6 @@ from leaderboard.submissions.system_services import (
     submissions_lost_in_queue,
     submissions_reap,
 )
-from leaderboard.submissions.systems import RunOutcome, RunPlan
 from tests.leaderboard.conftest import DEMO_DATA, Cast, mrqa_gold
 from tests.workers.systems_fixtures import system_phases
 

@@ -22,10 +22,10 @@ import docker
 import docker.errors
 import pytest
 
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
 from leaderboard.submissions.compute import run_ticket_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import system_run_plan
-from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
 from tests.leaderboard.conftest import Cast
 from workers import runner
 from workers.control_runs import local_config

@@ -23,6 +23,8 @@ import requests.exceptions
 from django.core import mail
 from django.utils import timezone
 
+from leaderboard.sandbox import archives
+from leaderboard.sandbox.archives import ArchiveError, bundle_extract
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage
 from leaderboard.submissions.system_services import (
@@ -31,7 +33,6 @@ from leaderboard.submissions.system_services import (
     submission_run_claim,
     submissions_reap,
 )
-from leaderboard.submissions.systems import ArchiveError, bundle_extract
 from tests.leaderboard.conftest import Cast
 from tests.leaderboard.test_run_lifecycle import bundle
 from tests.workers.systems_fixtures import system_phases
@@ -253,11 +254,9 @@ def test_an_os_error_unpacking_a_bundle_is_the_teams_and_says_which_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the upload check would refuse, unpacked anyway (a bundle accepted before the check)."""
-    from leaderboard.submissions import systems
-
     path = tmp_path / "b.zip"
     path.write_bytes(zip_of("run.py", "lib", "lib/x.py"))
-    monkeypatch.setattr(systems, "bundle_inspect", lambda *_, **__: None)
+    monkeypatch.setattr(archives, "bundle_inspect", lambda *_, **__: None)
     with pytest.raises(ArchiveError, match=r"'lib/x.py' cannot be unpacked: (File exists|Not a directory)"):
         bundle_extract(path, tmp_path / "system", max_uncompressed=10**6)
     path.write_bytes(zip_of("run.py", "n" * 300))
@@ -266,15 +265,13 @@ def test_an_os_error_unpacking_a_bundle_is_the_teams_and_says_which_file(
 
 
 def test_a_full_disk_while_unpacking_stays_the_platforms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from leaderboard.submissions import systems
-
     path = tmp_path / "b.zip"
     path.write_bytes(zip_of("run.py"))
 
     def no_room(*_: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(systems, "_bundle_member_unpack", no_room)
+    monkeypatch.setattr(archives, "_bundle_member_unpack", no_room)
     with pytest.raises(OSError) as raised:
         bundle_extract(path, tmp_path / "system", max_uncompressed=10**6)
     assert not isinstance(raised.value, ArchiveError)
@@ -370,7 +367,7 @@ def test_a_retry_on_the_same_host_runs_the_kept_image_without_copying_or_loading
 ) -> None:
     """Issue 17: a platform fault after an image of up to 2 GB was fetched and loaded must not make
     its retry copy and load it again; a team's fault keeps nothing; the run's end drops what was kept."""
-    from leaderboard.submissions.systems import Limits, RunTicket, TicketFile
+    from leaderboard.sandbox.contract import Limits, RunTicket, TicketFile
     from workers import run_system, runner
 
     engine, counts = _Engine(), {"fetch": 0, "load": 0}
