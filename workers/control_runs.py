@@ -22,7 +22,7 @@ from django import db
 from django.conf import settings
 
 from leaderboard.core.tasks import FINISH_RUN, TASK_QUEUES, send_task
-from leaderboard.sandbox.contract import RunOutcome, RunTicket, TicketFile
+from leaderboard.sandbox.contract import HiddenRuns, RunOutcome, RunTicket, TicketFile
 from leaderboard.submissions import compute, dialog_runs
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.system_services import (
@@ -111,8 +111,8 @@ def _main_thread() -> bool:
 def local_config() -> ComputeConfig:
     return ComputeConfig(work_dir=Path(settings.RUNS_DIR), run_image_repository=settings.RUN_IMAGE_REPOSITORY,
                          runtime=settings.CONTAINER_RUNTIME,
-                         hidden=runner.HiddenRuns(runtime=settings.HIDDEN_RUNTIME, isolate=settings.HIDDEN_ISOLATION,
-                                                  lock_path=settings.HOST_LOCK))
+                         hidden=HiddenRuns(runtime=settings.HIDDEN_RUNTIME, isolate=settings.HIDDEN_ISOLATION,
+                                           lock_path=settings.HOST_LOCK))
 
 
 def system_evaluate(submission_id: int) -> None:

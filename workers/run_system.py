@@ -38,6 +38,7 @@ from leaderboard.sandbox.archives import (
 )
 from leaderboard.sandbox.contract import (
     PLATFORM_ERRNOS,
+    HiddenRuns,
     RunNote,
     RunOutcome,
     RunTicket,
@@ -140,7 +141,7 @@ class ComputeConfig:
     work_dir: Path
     run_image_repository: str
     runtime: str = ""  # "" = the engine's default, unless the challenge forces one
-    hidden: runner.HiddenRuns = runner.HiddenRuns()  # how runs on hidden data are sandboxed apart
+    hidden: HiddenRuns = HiddenRuns()  # how runs on hidden data are sandboxed apart
 
 
 def run_failure_classify(exc: Exception) -> RunFailure:

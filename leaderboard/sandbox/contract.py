@@ -1,7 +1,8 @@
 """The run contract: what the platform and a compute worker agree on about one system's run.
 
-Settings of a challenge's systems (``SystemSettings``, ``Limits``), the plan the trusted side makes
-(``RunPlan``, ``RunDataset``), the ticket a compute worker is given (``RunTicket``, ``TicketFile``) and the outcome it hands back
+Settings of a challenge's systems (``SystemSettings``, ``Limits``), how runs on hidden data are
+sandboxed apart (``HiddenRuns``), the plan the trusted side makes (``RunPlan``, ``RunDataset``), the
+ticket a compute worker is given (``RunTicket``, ``TicketFile``) and the outcome it hands back
 (``RunOutcome``, ``RunNote``, ``outcome_as_json``/``outcome_from_json``).  The web process and the
 workers both use it, so it imports nothing from Django, from the rest of ``leaderboard`` or from
 ``workers`` (an import-linter contract checks it).
@@ -356,3 +357,23 @@ def log_clean(text: str) -> str:
     """A log as it can be shown anywhere: control characters removed, carriage returns as newlines
     (a progress bar's updates become lines instead of one overwritten line)."""
     return text.replace("\r\n", "\n").replace("\r", "\n").translate(_CONTROL)
+
+
+# The lock file every compute worker of one host shares (READERBOARD_HOST_LOCK).
+DEFAULT_HOST_LOCK = Path("/run/readerboard-compute.lock")
+
+
+@dataclass(frozen=True)
+class HiddenRuns:
+    """How a worker runs systems on hidden data (``workers.runner.sandbox_choose``); its defaults are
+    the compute worker's and the web app's settings' (READERBOARD_HIDDEN_RUNTIME, ...), written here once.
+
+    ``runtime``: READERBOARD_HIDDEN_RUNTIME (default ``runsc``; empty for the worker's default).
+    ``isolate``: READERBOARD_HIDDEN_ISOLATION (default on): the private image copy and the host to
+    itself; off only for trials and for the test that shows the channel is there without it.
+    ``lock_path``: READERBOARD_HOST_LOCK, a file every compute worker of a host opens (the same one).
+    """
+
+    runtime: str = "runsc"
+    isolate: bool = True
+    lock_path: Path = DEFAULT_HOST_LOCK
