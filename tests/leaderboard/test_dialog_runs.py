@@ -20,9 +20,9 @@ from django.test import Client
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.compute import worker_token_create
 from leaderboard.submissions.models import DialogAnswers, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.system_services import submission_create_system
 from scoring.dialogs import quac_protocol_dialogs
 from tests.leaderboard.test_suites_more import quac_gold
