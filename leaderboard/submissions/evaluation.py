@@ -24,9 +24,10 @@ from django.utils import timezone
 from leaderboard.challenges.models import Dataset, DatasetFile, SubmissionKind
 from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.challenges.suites import DatasetResult, Suite, suite_for
+from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
+from leaderboard.sandbox.contract import RunDataset, RunOutcome, RunPlan, log_clean
 from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert
-from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
 from leaderboard.submissions.board import board_changed_if_shown
 from leaderboard.submissions.lifecycle import (
     failure_traceback,
@@ -38,7 +39,6 @@ from leaderboard.submissions.models import FailureCause, Status, Submission, Ver
 from leaderboard.submissions.scores import score_dataset, scores_write
 from leaderboard.submissions.selectors import submission_run_gold, system_run_plan
 from leaderboard.submissions.storage import run_answers_store
-from leaderboard.submissions.systems import RunDataset, RunOutcome, RunPlan, log_clean
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, check_qids, parse_upload
 from scoring.errors import ScoringError
 

@@ -30,19 +30,12 @@ from leaderboard.challenges.selectors import challenge_run_queue, phase_predicti
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
+from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect, image_protocol
+from leaderboard.sandbox.contract import BUNDLE_DECLARATION, INTERACTIVE, PROTOCOL_LABEL
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.scores import predictions_check
 from leaderboard.submissions.selectors import quota_usage, team_phase_override_get
 from leaderboard.submissions.storage import storage_budget_enforce
-from leaderboard.submissions.systems import (
-    BUNDLE_DECLARATION,
-    INTERACTIVE,
-    PROTOCOL_LABEL,
-    ArchiveError,
-    bundle_inspect,
-    image_archive_inspect,
-    image_protocol,
-)
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, missing_datasets_problem, parse_upload
 
 

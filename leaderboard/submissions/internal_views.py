@@ -1,4 +1,4 @@
-"""The internal API compute workers talk to (``/internal/v1/``): thin views over ``compute``.
+"""The internal API compute workers talk to (``/internal/v1/``): thin views over ``worker_api``.
 
 Every call carries a worker's token (``Authorization: Bearer ...``); a call about a run that is
 not the token's current attempt gets 404, whatever the reason, so a token learns nothing of runs

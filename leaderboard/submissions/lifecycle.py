@@ -42,12 +42,12 @@ from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, RankingRule
 from leaderboard.challenges.selectors import challenge_run_queue
 from leaderboard.core.errors import PermissionDenied, ServiceError
 from leaderboard.core.tasks import RUN_SYSTEM, send_task
+from leaderboard.sandbox.contract import RunPlan
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.board import board_changed_if_shown, board_entry_refresh
 from leaderboard.submissions.intake import queue_for, task_for
 from leaderboard.submissions.models import FAILURE_DETAIL_CHARS, FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import phase_gold_files, submissions_held_for_review, system_run_plan
-from leaderboard.submissions.systems import RunPlan
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from leaderboard.challenges.models import Dataset, DatasetFile, Phase
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import DatasetResult, Suite, scoring_version_of, suite_for
 from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
-from leaderboard.submissions.answers_json import Answers, answers_refusal
+from leaderboard.sandbox.answers_json import Answers, answers_refusal
 from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import QuestionScores, Score, Status, Submission, Verdict
 from leaderboard.submissions.uploads import UploadError, check_qids

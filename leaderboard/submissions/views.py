@@ -19,6 +19,7 @@ from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.challenges.selectors import batch_system_phases, interactive_phases
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
+from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import submission_cancel, submission_select
 from leaderboard.submissions.models import Submission
@@ -37,7 +38,6 @@ from leaderboard.submissions.selectors import (
     submissions_on_board,
 )
 from leaderboard.submissions.storage import submission_file_freed_note, team_storage_usage
-from leaderboard.submissions.systems import SystemSettings
 
 
 class UploadForm(forms.Form):

@@ -115,10 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from leaderboard.accounts.services import team_create
-    from leaderboard.challenges.services import challenge_load
     from leaderboard.core import tasks
     from leaderboard.submissions.intake import submission_create_system
     from leaderboard.submissions.models import Status, Submission
+    from leaderboard.submissions.reload import challenge_load
     from tests.workers.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
     spec_path = tmp / "spec.yaml"

@@ -25,8 +25,8 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import AuditEntry, DatasetFile, Phase
 from leaderboard.challenges.selectors import phase_prediction_targets
+from leaderboard.sandbox.answers_json import ANSWER_MAX_CHARS, answer_refusal
 from leaderboard.submissions import evaluation
-from leaderboard.submissions.answers_json import ANSWER_MAX_CHARS, answer_refusal
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim
@@ -281,7 +281,7 @@ def test_more_platform_failures_in_a_day_than_allowed_hold_the_next_hidden_run_u
 
 
 def test_the_days_allowance_is_a_spec_setting(cast: Cast) -> None:
-    from leaderboard.submissions.systems import SystemSettings
+    from leaderboard.sandbox.contract import SystemSettings
 
     assert SystemSettings().platform_failures_per_day == 3
     assert SystemSettings.from_json({"platform_failures_per_day": 0}).platform_failures_per_day == 0

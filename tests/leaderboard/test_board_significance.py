@@ -18,7 +18,6 @@ from django.test import Client, TestCase
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, SubmissionKind
-from leaderboard.challenges.services import challenge_load
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.rankings.models import BoardSignificance
 from leaderboard.rankings.selectors import ORGANIZER, Board, board_build
@@ -27,6 +26,7 @@ from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.scores import scores_write
 from tests.leaderboard.conftest import DEMO_DATA, mrqa_gold, upload
 

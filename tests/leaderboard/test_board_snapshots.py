@@ -13,7 +13,6 @@ from django.urls import reverse
 
 from leaderboard.accounts.services import team_rename, team_update
 from leaderboard.challenges.models import Dataset
-from leaderboard.challenges.services import challenge_load
 from leaderboard.console.services import dataset_reveal_audited, team_disqualify
 from leaderboard.rankings.models import BoardSnapshot
 from leaderboard.rankings.snapshots import (
@@ -24,6 +23,7 @@ from leaderboard.rankings.snapshots import (
 from leaderboard.rankings.versions import board_version_get
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
+from leaderboard.submissions.reload import challenge_load
 from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
 
 URLS = ("board", "board-csv", "board-json", "board-chart")

@@ -19,11 +19,12 @@ import pytest
 from django.test import Client
 
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
-from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.score_slices import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
 from leaderboard.submissions.scores import scores_write
 from tests.chromium import screenshot_widths

@@ -26,13 +26,14 @@ from django.test import Client
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
-from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.rankings.selectors import ORGANIZER, board_build
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import BoardEntry, Score, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.scores import scores_write
 from tests.leaderboard.conftest import DEMO_DATA, mrqa_gold, upload
 
