@@ -263,13 +263,14 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
             transaction.on_commit(lambda: run_dispatch_again(submission_id))
         return
     plan = system_run_plan(submission=submission, files=gold.files)
+    peak_mib = None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20)
     record = {
         "log": log_clean(outcome.logs),  # the runner cleaned it already; idempotent, so positions stay
         # The platform's own messages, apart from the log: nothing the system printed can pass for one.
         "log_notes": [note.as_json() for note in outcome.notes],
         "exit_code": outcome.exit_code,
         "run_seconds": outcome.duration_s,
-        "peak_memory_mb": None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20),
+        "peak_memory_mb": peak_mib,
         "runtime": outcome.runtime,
         "lease_expires_at": None,
     }
@@ -303,7 +304,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         def dialog_score(dataset_file: DatasetFile, by_mode: Any) -> DatasetResult:
             return dialog_runs.dialog_run_result(submission=submission, index=index[dataset_file.pk],
                                                  dataset_file=dataset_file, by_mode=by_mode,
-                                                 peak_memory_mib=record["peak_memory_mb"])
+                                                 peak_memory_mib=peak_mib)
 
         submission_score(submission, scored=SYSTEM_RUN, answers=dialog_answers, score=dialog_score)
         return
