@@ -53,7 +53,9 @@ from leaderboard.challenges.selectors import (
     metric_split,
     ranking_scope_get,
 )
-from leaderboard.challenges.suites import Suite, phase_aggregate_columns, suite_for, turn_columns
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import Suite
+from leaderboard.challenges.suites.columns import phase_aggregate_columns, turn_columns
 from leaderboard.rankings.significance import METHOD as SIGNIFICANCE_METHOD
 from leaderboard.rankings.significance import (
     Significance,

@@ -43,7 +43,8 @@ from leaderboard.challenges.models import (
     RetiredGold,
     SubmissionKind,
 )
-from leaderboard.challenges.suites import DatasetResult, scoring_version_of, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import DatasetResult, scoring_version_of
 from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.submissions.answers_json import JsonRejected, answers_decode
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission

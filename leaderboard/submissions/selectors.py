@@ -32,7 +32,8 @@ from leaderboard.challenges.selectors import (
     datasets_public_order,
     phase_ranking_scope,
 )
-from leaderboard.challenges.suites import metric_label, phase_metric_columns, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.columns import metric_label, phase_metric_columns
 from leaderboard.core.errors import NotFound
 from leaderboard.submissions.models import (
     ACTIVE_STATUSES,

@@ -42,7 +42,8 @@ from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.selectors import dataset_label
-from leaderboard.challenges.suites import Suite, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import Suite
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
 from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert

@@ -24,7 +24,12 @@ from django.core import mail
 from leaderboard.challenges.models import Challenge, DatasetFile
 from leaderboard.challenges.services import SpecError, challenge_load
 from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys
-from leaderboard.challenges.suites import SUITES, DatasetResult
+from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites import mrqa as mrqa_suite
+from leaderboard.challenges.suites.base import DatasetResult, SuiteOptions
+from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
+from leaderboard.challenges.suites.mrqa import MrqaOptions
+from leaderboard.challenges.suites.quac import QuacOptions
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage, system_run_plan
@@ -408,19 +413,20 @@ def with_changed(lines: list[dict[str, Any]], change: Callable[[list[dict[str, A
     return encode_lines(lines)
 
 
-DEFECTS: list[tuple[str, str, Callable[[], bytes], dict[str, Any], str]] = [
+DEFECTS: list[tuple[str, str, Callable[[], bytes], SuiteOptions, str]] = [
     ("mrqa", "g.jsonl.gz", lambda: gzip.compress(encode_lines([
         {"header": {"dataset": "X", "split": "dev"}},
         {"id": "c1", "context": "a b", "qas": [{"qid": "q1", "question": "?", "answers": ["a"]},
                                                {"qid": "q2", "question": "?", "answers": []}]}])),
-     {}, "g.jsonl.gz, line 2, id 'q2': the gold's own answers cannot be scored"),
+     MrqaOptions(), "g.jsonl.gz, line 2, id 'q2': the gold's own answers cannot be scored"),
     ("mrc2018", "search.test.jsonl",
-     lambda: with_changed(mrc2018_lines(), lambda ls: [line.update(answers=[]) for line in ls]), {},
+     lambda: with_changed(mrc2018_lines(), lambda ls: [line.update(answers=[]) for line in ls]), Mrc2018Options(),
      "search.test.jsonl: the gold's own answers cannot be scored, so every submission would fail: no reference "
      "question has an answer"),
-    ("mrc2018", "search.dev.jsonl", lambda: with_changed(mrc2018_lines(), lambda ls: ls[3].update(answers=[""])), {},
+    ("mrc2018", "search.dev.jsonl", lambda: with_changed(mrc2018_lines(), lambda ls: ls[3].update(answers=[""])),
+     Mrc2018Options(),
      "search.dev.jsonl, line 4, id '181575': no gold answer of this question gets 100 against itself"),
-    ("quac", "val.json", lambda: json.dumps(quac_disagreeing()).encode(), {"min_f1": 1.0},
+    ("quac", "val.json", lambda: json.dumps(quac_disagreeing()).encode(), QuacOptions(min_f1=1.0),
      "val.json: scored against its own answers with these suite options, the file's F1 is undefined"),
 ]
 
@@ -428,14 +434,14 @@ DEFECTS: list[tuple[str, str, Callable[[], bytes], dict[str, Any], str]] = [
 @pytest.mark.parametrize("key", list(GOLDS))
 def test_each_suites_clean_gold_passes_its_self_check(key: str) -> None:
     name, make = GOLDS[key]
-    info = SUITES[key].inspect_gold(make(), filename=name, self_check={})
+    info = SUITES[key].inspect_gold(make(), filename=name, self_check=SUITES[key].options_type())
     assert info.qids
 
 
 @pytest.mark.parametrize(("key", "name", "make", "options", "message"), DEFECTS,
                          ids=[f"{d[0]}-{i}" for i, d in enumerate(DEFECTS)])
 def test_a_gold_the_suite_cannot_score_is_refused(key: str, name: str, make: Callable[[], bytes],
-                                                  options: dict, message: str) -> None:
+                                                  options: SuiteOptions, message: str) -> None:
     with pytest.raises(ScoringError) as caught:
         SUITES[key].inspect_gold(make(), filename=name, self_check=options)
     assert message in str(caught.value)
@@ -459,7 +465,7 @@ def test_every_suite_refuses_a_gold_its_scorer_refuses_naming_file_and_id(
 
     monkeypatch.setattr(suite, "score", score)
     with pytest.raises(ScoringError) as caught:
-        suite.inspect_gold(make(), filename=name, self_check={})
+        suite.inspect_gold(make(), filename=name, self_check=suite.options_type())
     message = str(caught.value)
     assert message.startswith(f"{name}") and f"id {qids[-1]!r}" in message, message
     assert "the gold's own answers cannot be scored" in message and "the scorer refuses this question" in message
@@ -467,10 +473,8 @@ def test_every_suite_refuses_a_gold_its_scorer_refuses_naming_file_and_id(
 
 
 def test_the_self_check_leaves_no_parsed_copy_behind() -> None:
-    from leaderboard.challenges import suites
-
-    SUITES["mrqa"].inspect_gold(GOLDS["mrqa"][1](), filename="x.jsonl.gz", self_check={})
-    assert suites._mrqa_gold.cache_info().currsize == 0
+    SUITES["mrqa"].inspect_gold(GOLDS["mrqa"][1](), filename="x.jsonl.gz", self_check=MrqaOptions())
+    assert mrqa_suite._mrqa_gold.cache_info().currsize == 0
 
 
 # --------------------------------------------------------------------------- a gold failure at scoring time
