@@ -30,7 +30,7 @@ from leaderboard.challenges.models import Challenge, Dataset, FilePortion, Phase
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.base import SuiteOptions
 from leaderboard.core.errors import ServiceError
-from leaderboard.submissions.systems import Limits, SystemSettings
+from leaderboard.sandbox.contract import Limits, SystemSettings
 from scoring.formats import mrqa_header
 
 

@@ -48,7 +48,7 @@ from leaderboard.challenges.suites.base import SuiteOptions, options_as
 from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
 from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.challenges.suites.quac import QuacOptions
-from leaderboard.submissions.systems import SystemSettings
+from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
 
 # Bump when the kit's layout changes without any of its inputs changing.

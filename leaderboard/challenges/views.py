@@ -25,8 +25,8 @@ from leaderboard.challenges.selectors import (
     phase_status,
 )
 from leaderboard.console.selectors import announcements_shown, team_extension_open
+from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.storage import size_text, storage_budget_bytes
-from leaderboard.submissions.systems import SystemSettings
 
 
 def home(request: HttpRequest) -> HttpResponse:

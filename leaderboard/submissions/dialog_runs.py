@@ -25,7 +25,7 @@ from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.challenges.suites.columns import TURN_BUCKETS, turn_metric
 from leaderboard.core.errors import ServiceError
-from leaderboard.submissions.answers_json import answer_refusal
+from leaderboard.sandbox.answers_json import answer_refusal
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import score_dataset

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.starting_kit import _score_lines
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.mrqa import MrqaOptions
+from leaderboard.submissions.reload import challenge_load
 
 SPEC = """
 slug: zh

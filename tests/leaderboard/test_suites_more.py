@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Dataset, DatasetFile, Phase
-from leaderboard.challenges.services import challenge_load, dataset_file_put
+from leaderboard.challenges.services import dataset_file_put
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.coqa import CoqaSuite
 from leaderboard.challenges.suites.quac import QuacSuite
@@ -27,6 +27,7 @@ from leaderboard.challenges.suites.squad2 import Squad2Suite
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import submission_create_predictions
 from scoring import coqa, quac, squad, unanswerable
 from scoring.errors import InputFormatError, ScoringError
