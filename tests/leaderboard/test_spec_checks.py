@@ -22,10 +22,10 @@ from django.contrib.auth.models import User
 from django.core import mail
 
 from leaderboard.challenges.models import Challenge, DatasetFile
-from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys, SpecError
+from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys, SpecError, suite_options_of
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites import mrqa as mrqa_suite
-from leaderboard.challenges.suites.base import DatasetResult, SuiteOptions
+from leaderboard.challenges.suites.base import DatasetResult, NoOptions, SuiteOptions
 from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
 from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.challenges.suites.quac import QuacOptions
@@ -184,6 +184,20 @@ def test_suite_options_are_checked_against_the_suite(tmp_path: Path, suite: str,
 
 def test_every_suite_has_its_options_listed() -> None:
     assert set(SUITE_OPTIONS) == set(SUITES)
+
+
+def test_a_loaded_challenge_s_options_are_the_suite_s_dataclass_with_its_defaults() -> None:
+    # Stored as the spec gave them; whatever the spec left out is the dataclass's default, written once.
+    assert suite_options_of(Challenge(slug="c", metric_suite="mrc2018", suite_options={"alpha": 2})) == \
+        Mrc2018Options(alpha=2.0, beta=1.0, lic2019_guards=True)
+    assert suite_options_of(Challenge(slug="c", metric_suite="quac", suite_options={})) == QuacOptions()
+    assert suite_options_of(Challenge(slug="c", metric_suite="mrqa", suite_options={})).tokenization == "whitespace"
+    assert isinstance(suite_options_of(Challenge(slug="c", metric_suite="coqa", suite_options={})), NoOptions)
+
+
+def test_a_suite_refuses_another_suite_s_options() -> None:
+    with pytest.raises(TypeError, match="expected QuacOptions, found MrqaOptions"):
+        SUITES["quac"].score("unread.json", {}, MrqaOptions())
 
 
 def test_a_key_given_twice_is_refused_not_silently_dropped(tmp_path: Path) -> None:
