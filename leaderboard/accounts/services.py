@@ -45,8 +45,8 @@ from leaderboard.accounts.selectors import (
 )
 from leaderboard.challenges.models import Challenge
 from leaderboard.challenges.spec import SpecError
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
-from leaderboard.rankings.versions import board_changed
 
 logger = logging.getLogger(__name__)
 

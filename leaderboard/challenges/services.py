@@ -39,8 +39,8 @@ from leaderboard.challenges.reconcile import DatasetSpec, ReloadPlan, datasets_r
 from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope, reveal_exposes
 from leaderboard.challenges.spec import SpecError, dataset_tags_parse, mrqa_header_check, spec_check
 from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError
-from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.rerun import gold_failures_requeue
 from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
 from leaderboard.submissions.services import aggregates_refresh, board_entries_refresh

@@ -38,10 +38,11 @@ from django.utils import timezone
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.models import Phase
+from leaderboard.challenges.models import BoardVersion, Phase
+from leaderboard.challenges.versions import board_changes_fold, board_version_get
 from leaderboard.core.csv_safe import csv_rows_safe
 from leaderboard.rankings.charts import board_chart_svg
-from leaderboard.rankings.models import BoardSnapshot, BoardSnapshotPage, BoardVersion
+from leaderboard.rankings.models import BoardSnapshot, BoardSnapshotPage
 from leaderboard.rankings.selectors import (
     ORGANIZER,
     ORGANIZER_VIEW_NOT_FOUND,
@@ -54,7 +55,6 @@ from leaderboard.rankings.selectors import (
 )
 from leaderboard.rankings.significance import STALE_REQUEST
 from leaderboard.rankings.table import BOARD_PAGE_ROWS
-from leaderboard.rankings.versions import board_changes_fold, board_version_get
 from leaderboard.submissions.models import BoardEntry
 
 logger = logging.getLogger(__name__)

@@ -42,6 +42,7 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import DatasetResult, Suite, scoring_version_of, suite_for
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.core.tasks import (
     EVALUATE_SUBMISSION,
@@ -50,7 +51,6 @@ from leaderboard.core.tasks import (
     TASK_QUEUES,
     enqueue_on_commit,
 )
-from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import Answers, answers_refusal
 from leaderboard.submissions.models import (
