@@ -355,7 +355,7 @@ def test_k8s_compute_workers_hold_nothing_of_the_platforms_and_reach_the_web_app
 def test_the_demo_prints_its_site_administrator_and_the_account_exists_as_printed() -> None:
     """The reveal, the organizers and the Django admin start from the site administrator (issue 9):
     the demo's closing message names it, with the password demo_setup gives it."""
-    from leaderboard.core.management.commands.demo_setup import DEMO_USERS
+    from leaderboard.submissions.management.commands.demo_setup import DEMO_USERS
 
     message = (REPO / "deploy" / "demo.sh").read_text()
     password, admin = DEMO_USERS["admin"]

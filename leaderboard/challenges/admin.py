@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
@@ -14,14 +13,11 @@ from leaderboard.challenges.models import (
     Announcement,
     AuditEntry,
     Challenge,
-    Dataset,
     DatasetFile,
     Phase,
     TeamPhaseOverride,
 )
 from leaderboard.challenges.versions import board_changed
-from leaderboard.console.services import dataset_reveal_audited, dataset_unreveal_audited
-from leaderboard.core.errors import ServiceError
 
 
 class BoardShownAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -94,36 +90,6 @@ class ChallengeAdmin(BoardShownAdmin):
     @admin.display(description="console")
     def console(self, challenge: Challenge) -> str:
         return format_html('<a href="{}">console</a>', reverse("console", args=[challenge.slug]))
-
-
-def _seal_action(request: HttpRequest, queryset: QuerySet[Dataset], change: Callable[..., Dataset], done: str,
-                 modeladmin: admin.ModelAdmin) -> None:
-    """The console's services, so the audit log records what the site administration does too."""
-    for dataset in queryset.select_related("challenge"):
-        try:
-            change(dataset=dataset, actor=request.user, reason=f"{done} from the site administration")
-        except ServiceError as exc:
-            modeladmin.message_user(request, f"{dataset}: {exc.message}", level=messages.ERROR)
-        else:
-            modeladmin.message_user(request, f"{dataset}: {done}.")
-
-
-@admin.action(description="Reveal the selected Split III datasets (the console shows what becomes public first)")
-def reveal(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
-    _seal_action(request, queryset, dataset_reveal_audited, "revealed", modeladmin)
-
-
-@admin.action(description="Seal the selected Split III datasets again")
-def unreveal(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
-    _seal_action(request, queryset, dataset_unreveal_audited, "sealed again", modeladmin)
-
-
-@admin.register(Dataset)
-class DatasetAdmin(BoardShownAdmin):
-    list_display = ("slug", "name", "challenge", "split", "sealed_alias", "revealed_at")
-    list_filter = ("challenge", "split")
-    readonly_fields = ("revealed_at",)
-    actions = [reveal, unreveal]
 
 
 @admin.register(AuditEntry)

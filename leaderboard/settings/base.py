@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "leaderboard.challenges",
     "leaderboard.submissions",
     "leaderboard.rankings",
+    "leaderboard.console",
 ]
 
 MIDDLEWARE = [
