@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from leaderboard.challenges.models import BoardChange, BoardVersion
-from leaderboard.core.tasks import BOARD_SNAPSHOT, send_task
+from leaderboard.core.enqueue import BOARD_SNAPSHOT, send_task
 
 # A burst of changes (a deadline's scores) makes one rebuild, this long after the first of them.
 REBUILD_DELAY_S = 2.0

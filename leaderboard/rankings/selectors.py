@@ -54,8 +54,8 @@ from leaderboard.challenges.selectors import (
     ranking_scope_get,
 )
 from leaderboard.challenges.suites import Suite, phase_aggregate_columns, suite_for, turn_columns
-from leaderboard.rankings.significance import METHOD as SIGNIFICANCE_METHOD
-from leaderboard.rankings.significance import (
+from leaderboard.rankings.board_significance import METHOD as SIGNIFICANCE_METHOD
+from leaderboard.rankings.board_significance import (
     Significance,
     SignificanceInputs,
     board_significance_get,
@@ -127,7 +127,7 @@ class Board:
     withheld: list[str] = field(default_factory=list)
     # How rows that did not answer every ranked dataset rank (IncompleteRows).
     incomplete: str = IncompleteRows.ZERO
-    # What the ranking's bootstrap depends on, and its result (rankings.significance).
+    # What the ranking's bootstrap depends on, and its result (rankings.board_significance).
     significance_inputs: SignificanceInputs | None = None
     significance: Significance = field(default_factory=lambda: Significance(status="none"))
     # The per-dataset metric the ranking averages: its dataset columns get intervals.

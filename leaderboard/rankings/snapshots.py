@@ -41,6 +41,7 @@ from leaderboard.accounts.selectors import team_of_user, user_is_organizer
 from leaderboard.challenges.models import BoardVersion, Phase
 from leaderboard.challenges.versions import board_changes_fold, board_version_get
 from leaderboard.core.csv_safe import csv_rows_safe
+from leaderboard.rankings.board_significance import STALE_REQUEST
 from leaderboard.rankings.charts import board_chart_svg
 from leaderboard.rankings.models import BoardSnapshot, BoardSnapshotPage
 from leaderboard.rankings.selectors import (
@@ -53,7 +54,6 @@ from leaderboard.rankings.selectors import (
     board_build,
     board_payload,
 )
-from leaderboard.rankings.significance import STALE_REQUEST
 from leaderboard.rankings.table import BOARD_PAGE_ROWS
 from leaderboard.submissions.models import BoardEntry
 

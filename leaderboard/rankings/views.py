@@ -20,6 +20,7 @@ from django.utils.safestring import mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
 from leaderboard.core.caching import viewer_dependent
+from leaderboard.rankings.board_significance import METHOD
 from leaderboard.rankings.charts import board_chart_svg
 from leaderboard.rankings.paper import PAPER_FORMATS, board_tag_averages, paper_tables_build
 from leaderboard.rankings.selectors import (
@@ -30,7 +31,6 @@ from leaderboard.rankings.selectors import (
     board_phases,
     phase_best_reachable,
 )
-from leaderboard.rankings.significance import METHOD
 from leaderboard.rankings.snapshots import (
     BoardAccess,
     board_access_get,

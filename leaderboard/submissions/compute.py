@@ -35,8 +35,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
+from leaderboard.core.enqueue import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
 from leaderboard.core.errors import ServiceError
-from leaderboard.core.tasks import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
 from leaderboard.submissions.models import Status, Submission, WorkerToken
 from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
 from leaderboard.submissions.services import run_queue_of

@@ -44,7 +44,7 @@ from leaderboard.challenges.models import (
     SubmissionKind,
 )
 from leaderboard.challenges.suites import DatasetResult, scoring_version_of, suite_for
-from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
+from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.submissions.answers_json import JsonRejected, answers_decode
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.services import board_entry_refresh, score_dataset, submission_aggregates

@@ -43,14 +43,14 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import DatasetResult, Suite, scoring_version_of, suite_for
 from leaderboard.challenges.versions import board_changed
-from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import (
+from leaderboard.core.enqueue import (
     EVALUATE_SUBMISSION,
     RESCORE_SUBMISSION,
     RUN_SYSTEM,
     TASK_QUEUES,
     enqueue_on_commit,
 )
+from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.answers_json import Answers, answers_refusal
 from leaderboard.submissions.models import (

@@ -256,7 +256,7 @@ def test_a_bootstrap_request_old_enough_to_be_lost_is_asked_again_by_the_next_re
     long_ago = timezone.now() - dt.timedelta(hours=2)
     BoardSnapshot.objects.filter(pk=snapshot.pk).update(built_at=long_ago)
     BoardSignificance.objects.filter(phase=scored.dev).update(requested_at=long_ago)
-    with mock.patch("leaderboard.rankings.significance.enqueue_on_commit") as sent:
+    with mock.patch("leaderboard.rankings.board_significance.enqueue_on_commit") as sent:
         page(Client())
     assert sent.called  # the request was sent again
     assert BoardSnapshot.objects.get(phase=scored.dev, view="public").built_at > long_ago
