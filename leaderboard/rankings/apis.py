@@ -88,5 +88,6 @@ class LeaderboardApi(APIView):
         if view not in (PUBLIC, ORGANIZER):
             raise ServiceError(f"view must be {PUBLIC!r} or {ORGANIZER!r}, not {view!r}", field="view")
         # The same answer as the board's JSON export: from the snapshot, with its ETag (a 304 if unchanged).
+        # An address one may not see raises NotFound: the API answers it as a 404, like every service error.
         return board_json_served(request._request, board_access_get(
             slug=slug, phase_slug=phase_slug, viewer=request.user, view=view))
