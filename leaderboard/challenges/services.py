@@ -17,7 +17,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.accounts.services import team_rules_parse, team_rules_set
+from leaderboard.accounts.services import team_rules_set
 from leaderboard.challenges.models import (
     BREAKDOWN_MIN_QUESTIONS,
     SYSTEM_KINDS,
@@ -37,7 +37,13 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.reconcile import DatasetSpec, ReloadPlan, datasets_remove, reload_plan
 from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope, reveal_exposes
-from leaderboard.challenges.spec import SpecError, dataset_tags_parse, mrqa_header_check, spec_check
+from leaderboard.challenges.spec import (
+    SpecError,
+    dataset_tags_parse,
+    mrqa_header_check,
+    spec_check,
+    team_rules_parse,
+)
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError

@@ -8,9 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.models import Challenge, Dataset, Split
-from leaderboard.challenges.selectors import dataset_label, datasets_public_order
+from leaderboard.challenges.selectors import dataset_label, datasets_public_order, user_is_organizer
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC

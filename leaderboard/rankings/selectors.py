@@ -34,7 +34,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from leaderboard.accounts.models import TeamKind
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import (
     Dataset,
     DatasetFile,
@@ -50,6 +50,7 @@ from leaderboard.challenges.selectors import (
     datasets_public_order,
     metric_split,
     ranking_scope_get,
+    user_is_organizer,
 )
 from leaderboard.challenges.suites import Suite, phase_aggregate_columns, suite_for, turn_columns
 from leaderboard.core.errors import NotFound

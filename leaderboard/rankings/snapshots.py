@@ -34,8 +34,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import BoardVersion, Phase
+from leaderboard.challenges.selectors import user_is_organizer
 from leaderboard.challenges.versions import board_changes_fold, board_version_get
 from leaderboard.core.csv_safe import csv_rows_safe
 from leaderboard.core.errors import NotFound
