@@ -4,7 +4,7 @@ Neither can run here (no registry), so they are parsed and held to what runs for
 command is deploy/serve.sh, the one the image starts; the workers consume the queues of
 leaderboard/core/enqueue.py TASK_QUEUES and the reaper's, split as deploy/demo.sh splits them: a control
 worker (workers.celery_app) on the scoring and control queues, with one beat, and a compute worker
-(workers.compute) on the run queue that holds the broker, the web app's address and its token and
+(workers.compute_app) on the run queue that holds the broker, the web app's address and its token and
 nothing of the platform's (no database, no secret key, no Django settings, no private files); every
 READERBOARD_* variable they set is read by the settings, the scripts or the compute worker; every name
 a manifest refers to (a volume, a claim, a config map, a secret, a service's pods) is defined.
@@ -30,7 +30,7 @@ DEPLOY = REPO / "deploy"
 PLATFORM_IMAGE = "readerboard/platform:latest"
 PLATFORM_SERVICES = {"web", "web-internal", "control-worker", "compute-worker", "beat"}
 SERVE = ["deploy/serve.sh"]
-CONTROL_APP, COMPUTE_APP = "workers.celery_app", "workers.compute"
+CONTROL_APP, COMPUTE_APP = "workers.celery_app", "workers.compute_app"
 # What a compute worker needs, and what of the platform's it must never hold.
 COMPUTE_NEEDS = {"READERBOARD_BROKER_URL", "READERBOARD_API_URL", "READERBOARD_WORKER_TOKEN"}
 PLATFORM_ONLY = {"READERBOARD_DATABASE_URL", "READERBOARD_SECRET_KEY", "DJANGO_SETTINGS_MODULE",
@@ -103,8 +103,8 @@ def variables_read() -> set[str]:
 
 
 def compute_variables_read() -> set[str]:
-    """READERBOARD_* names the compute worker reads (workers/compute.py: no Django settings there)."""
-    text = (REPO / "workers" / "compute.py").read_text()
+    """READERBOARD_* names the compute worker reads (workers/compute_app.py: no Django settings there)."""
+    text = (REPO / "workers" / "compute_app.py").read_text()
     return {f"READERBOARD_{n}" for n in re.findall(r"\b_env\(\s*\"([A-Z0-9_]+)\"", text)}
 
 

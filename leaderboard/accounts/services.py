@@ -68,8 +68,9 @@ def _team_name(name: str) -> str:
 
 
 def team_rules_set(*, challenge: Challenge, approval_required: bool) -> None:
-    """Keep the challenge's team rules (at every load of its spec: ``challenges.spec.team_rules_parse``).  Switching approval on holds
-    new teams only; switching it off releases the teams still waiting."""
+    """Keep the challenge's team rules (at every load of its spec, as ``challenges.spec.team_rules_parse``
+    reads them).  Switching approval on holds new teams only; switching it off releases the teams still
+    waiting."""
     ChallengeTeamRules.objects.update_or_create(challenge=challenge, defaults={"approval_required": approval_required})
     if not approval_required:
         Team.objects.filter(challenge=challenge, approval_pending=True).update(approval_pending=False)

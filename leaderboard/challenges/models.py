@@ -62,7 +62,7 @@ class Challenge(models.Model):
     # Suite parameters, e.g. {"alpha": 1.0, "beta": 1.0} for mrc2018.
     suite_options = models.JSONField(default=dict, blank=True)
     # How submitted systems run: base image for code bundles, limits, runtime; see
-    # leaderboard.submissions.systems.SystemSettings for the keys and their defaults.
+    # leaderboard.sandbox.contract.SystemSettings for the keys and their defaults.
     system_settings = models.JSONField(default=dict, blank=True)
     ranking_rule = models.CharField(max_length=16, choices=RankingRule.choices, default=RankingRule.BEST)
     is_public = models.BooleanField(default=True)

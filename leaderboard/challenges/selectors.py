@@ -32,7 +32,7 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.suites import Suite
 from leaderboard.core.errors import NotFound
-from leaderboard.submissions.systems import SystemSettings
+from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
 
 SPLITS = ("I", "II", "III")

@@ -29,7 +29,7 @@ from django.db import models
 
 from leaderboard.challenges.models import Challenge, Dataset, FilePortion, Phase, Split
 from leaderboard.core.errors import ServiceError
-from leaderboard.submissions.systems import Limits, SystemSettings
+from leaderboard.sandbox.contract import Limits, SystemSettings
 from scoring.cmrc2018 import TOKENIZATIONS
 from scoring.formats import mrqa_header
 from scoring.quac import DEFAULT_MIN_F1

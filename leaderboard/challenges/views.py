@@ -25,7 +25,7 @@ from leaderboard.challenges.selectors import (
     team_extension_open,
 )
 from leaderboard.core.formats import size_text
-from leaderboard.submissions.systems import SystemSettings
+from leaderboard.sandbox.contract import SystemSettings
 
 
 def home(request: HttpRequest) -> HttpResponse:

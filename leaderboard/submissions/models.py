@@ -124,7 +124,7 @@ class Submission(models.Model):
     log = models.TextField(blank=True)
     # The platform's own messages about the run (log cut here, container could not start...),
     # kept apart from ``log`` so that a system cannot imitate them: [{"at": ..., "text": ...}], where
-    # "at" is the position in ``log`` a note is about (where bytes were cut) or null (systems.RunNote).
+    # "at" is the position in ``log`` a note is about (where bytes were cut) or null (leaderboard.sandbox.contract.RunNote).
     log_notes = models.JSONField(default=list, blank=True)
     log_released_at = models.DateTimeField(null=True, blank=True)
     log_released_by = models.ForeignKey(

@@ -35,6 +35,7 @@ from leaderboard.challenges.selectors import (
 )
 from leaderboard.challenges.suites import metric_label, phase_metric_columns, suite_for
 from leaderboard.core.errors import NotFound
+from leaderboard.sandbox.contract import RunDataset, RunPlan, SystemSettings, log_clean
 from leaderboard.submissions.models import (
     ACTIVE_STATUSES,
     BoardEntry,
@@ -45,7 +46,6 @@ from leaderboard.submissions.models import (
     Submission,
     Verdict,
 )
-from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings, log_clean
 
 QUOTA_WINDOW = dt.timedelta(hours=24)
 Viewer = AbstractBaseUser | AnonymousUser

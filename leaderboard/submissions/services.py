@@ -51,8 +51,9 @@ from leaderboard.core.enqueue import (
     enqueue_on_commit,
 )
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
+from leaderboard.sandbox.answers_json import Answers, answers_refusal
+from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.alerts import submission_staff_alert
-from leaderboard.submissions.answers_json import Answers, answers_refusal
 from leaderboard.submissions.models import (
     FAILURE_DETAIL_CHARS,
     BoardEntry,
@@ -65,7 +66,6 @@ from leaderboard.submissions.models import (
 )
 from leaderboard.submissions.selectors import quota_usage, submissions_answering_all, team_phase_override_get
 from leaderboard.submissions.storage import storage_budget_enforce
-from leaderboard.submissions.systems import SystemSettings
 from leaderboard.submissions.uploads import (
     DatasetTarget,
     UploadError,

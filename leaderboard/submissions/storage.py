@@ -14,7 +14,7 @@ Private storage (``PRIVATE_STORAGE_ROOT``) holds
 
 The engine holds each run's image under a reference of its own
 (``RUN_IMAGE_REPOSITORY/<submission>:<attempt>``), removed after the run by the worker
-(``workers/systems.py``); ``run_images_in_use`` says which references a run still needs.
+(``workers/control_runs.py``); ``run_images_in_use`` says which references a run still needs.
 
 ``storage_report`` accounts for every byte under private storage; ``storage_retention_plan``
 says which uploads of finished submissions nobody needs any more, and ``storage_retain`` frees
@@ -46,8 +46,8 @@ from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, DatasetFile, 
 from leaderboard.challenges.selectors import storage_budget_bytes
 from leaderboard.core.errors import PayloadTooLarge
 from leaderboard.core.formats import size_text
+from leaderboard.sandbox.archives import RunImage, run_images_list
 from leaderboard.submissions.models import FINAL_STATUSES, BoardEntry, Status, Submission
-from leaderboard.submissions.systems import RunImage, run_images_list
 
 logger = logging.getLogger(__name__)
 

@@ -115,9 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from leaderboard.accounts.services import team_create
-    from leaderboard.challenges.services import challenge_load
     from leaderboard.core import enqueue
     from leaderboard.submissions.models import Status, Submission
+    from leaderboard.submissions.reload import challenge_load
     from leaderboard.submissions.system_services import submission_create_system
     from tests.workers.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 

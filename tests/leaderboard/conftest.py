@@ -26,7 +26,7 @@ from django.utils import timezone
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create, team_join
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.services import challenge_load
+from leaderboard.submissions.reload import challenge_load
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_DATA = REPO / "deploy" / "demo" / "data"

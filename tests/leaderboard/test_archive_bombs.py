@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.submissions.systems import ArchiveError, bundle_inspect, image_archive_inspect
+from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect
 from tests.benchmarks import archive_bombs as ab
 from tests.leaderboard.conftest import Cast
 from tests.leaderboard.test_system_uploads import image_archive, nothing_stored, post, systems  # noqa: F401

@@ -13,7 +13,6 @@ from django.urls import reverse
 
 from leaderboard.accounts.services import team_rename, team_update
 from leaderboard.challenges.models import Dataset
-from leaderboard.challenges.services import challenge_load
 from leaderboard.challenges.versions import board_version_get
 from leaderboard.console.services import dataset_reveal_audited, team_disqualify
 from leaderboard.rankings.models import BoardSnapshot
@@ -22,6 +21,7 @@ from leaderboard.rankings.snapshots import (
     board_snapshot_build,
     board_snapshots_rebuild,
 )
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
 

@@ -19,10 +19,11 @@ import pytest
 from django.test import Client
 
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
-from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.breakdowns import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
 from leaderboard.submissions.models import QuestionScores, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import scores_write, submission_create_predictions, submission_evaluate
 from tests.chromium import screenshot_widths
 from tests.leaderboard.conftest import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload

@@ -20,9 +20,9 @@ from django.test import Client
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.compute import worker_token_create
 from leaderboard.submissions.models import DialogAnswers, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.system_services import submission_create_system
 from scoring.dialogs import quac_protocol_dialogs
 from tests.leaderboard.test_suites_more import quac_gold
@@ -177,7 +177,7 @@ def test_a_phase_in_the_protocol_refuses_a_system_that_does_not_declare_it(
 
 
 def test_an_image_declares_the_protocol_with_its_label() -> None:
-    from leaderboard.submissions.systems import ArchiveError, ImageArchive, image_protocol
+    from leaderboard.sandbox.archives import ArchiveError, ImageArchive, image_protocol
 
     def image(labels: object) -> ImageArchive:
         return ImageArchive(image_id="sha256:x", config={"config": {"Labels": labels}}, uncompressed_bytes=0)

@@ -23,11 +23,11 @@ from django.core.management.base import CommandError
 
 from leaderboard.accounts.models import Team, TeamKind
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.services import challenge_load
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.imports import load_results_file
 from leaderboard.submissions.models import Score, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import results_import
 from tests.leaderboard.conftest import REPO
 

@@ -16,6 +16,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
+from leaderboard.sandbox.contract import RunOutcome, RunPlan
 from leaderboard.submissions.models import FailureCause, Score, Status, Submission
 from leaderboard.submissions.selectors import quota_usage, system_run_plan
 from leaderboard.submissions.system_services import (
@@ -27,7 +28,6 @@ from leaderboard.submissions.system_services import (
     submissions_lost_in_queue,
     submissions_reap,
 )
-from leaderboard.submissions.systems import RunOutcome, RunPlan
 from tests.leaderboard.conftest import DEMO_DATA, Cast, mrqa_gold
 from tests.workers.systems_fixtures import system_phases
 
@@ -295,7 +295,7 @@ def test_a_run_whose_data_an_organizer_replaced_meanwhile_runs_again_as_the_plat
     import gzip as gz
 
     from leaderboard.challenges.models import DatasetFile
-    from leaderboard.challenges.services import dataset_file_put
+    from leaderboard.submissions.reload import dataset_gold_replace
 
     plan = submission_run_claim(queued.pk, worker="host:1")
     assert plan is not None
@@ -304,8 +304,8 @@ def test_a_run_whose_data_an_organizer_replaced_meanwhile_runs_again_as_the_plat
     outputs = gold_outputs(plan)
     xquad = DatasetFile.objects.get(dataset__slug="xquad-en", portion="test")
     lines = gz.decompress(open(xquad.gold.path, "rb").read()).decode().splitlines()
-    dataset_file_put(dataset=xquad.dataset, portion="test", filename="XQuAD-en.test.jsonl.gz",
-                     content=gz.compress(("\n".join(lines[:-1]) + "\n").encode(), mtime=0))  # a question fewer
+    dataset_gold_replace(dataset=xquad.dataset, portion="test", filename="XQuAD-en.test.jsonl.gz",
+                         content=gz.compress(("\n".join(lines[:-1]) + "\n").encode(), mtime=0))  # a question fewer
     submission_run_finish(queued.pk, attempt=1, outcome=outcome(outputs=outputs))
     queued.refresh_from_db()
     assert queued.status == Status.QUEUED and queued.verdict == "", queued.failure_reason

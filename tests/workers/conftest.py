@@ -19,7 +19,7 @@ from tests.workers.systems_fixtures import engine, platform  # noqa: F401
 @pytest.fixture(scope="session", autouse=True)
 def no_run_image_left_after_the_suite() -> Iterator[None]:
     """After the worker tests, the engine holds no per-submission image of this test run: each run
-    removed its own (``workers.systems.run_image``), and the reaper those of runs it stopped."""
+    removed its own (``workers.run_system.run_image``), and the reaper those of runs it stopped."""
     yield
     try:
         client = docker.from_env(timeout=30)

@@ -17,8 +17,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.challenges.models import SubmissionKind
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE
 from leaderboard.submissions.models import Submission
-from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE
 from tests.leaderboard.conftest import Cast
 from tests.workers.processes import (
     ComputeWorker,

@@ -24,8 +24,8 @@ from django.conf import settings
 from django.core import mail
 
 from leaderboard.challenges.models import Dataset, Split
-from leaderboard.challenges.services import dataset_file_put
 from leaderboard.submissions.models import Status
+from leaderboard.submissions.reload import dataset_gold_replace
 from scoring import inputs
 from scoring.inputs import FORMATS
 from tests.leaderboard.conftest import DEMO_DATA, Cast
@@ -76,7 +76,7 @@ def plant_canaries(cast: Cast) -> set[str]:
             ids.update(qa["qid"] for qa in record["qas"])
         content = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
         dataset = Dataset.objects.get(challenge=cast.challenge, slug=slug)
-        dataset_file_put(dataset=dataset, portion="test", content=content, filename=name)
+        dataset_gold_replace(dataset=dataset, portion="test", content=content, filename=name)
     return ids
 
 
