@@ -21,7 +21,7 @@ from pathlib import Path
 from django import db
 from django.conf import settings
 
-from leaderboard.core.tasks import FINISH_RUN, TASK_QUEUES, send_task
+from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, send_task
 from leaderboard.sandbox.contract import HiddenRuns, RunOutcome, RunTicket, TicketFile
 from leaderboard.submissions import compute, dialog_runs
 from leaderboard.submissions.models import Submission

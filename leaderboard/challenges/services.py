@@ -51,8 +51,8 @@ from leaderboard.challenges.spec import (
 )
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.mrqa import MrqaOptions
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError
-from leaderboard.rankings.versions import board_changed
 from leaderboard.sandbox.contract import SystemSettings
 from scoring import inputs
 from scoring.cmrc2018 import cjk_share

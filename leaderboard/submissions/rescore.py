@@ -46,7 +46,7 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import DatasetResult, scoring_version_of
-from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
+from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.sandbox.answers_json import JsonRejected, answers_decode
 from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission

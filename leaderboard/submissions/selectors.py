@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import (
     SYSTEM_KINDS,
     Challenge,
@@ -31,6 +31,7 @@ from leaderboard.challenges.selectors import (
     dataset_positions,
     datasets_public_order,
     phase_ranking_scope,
+    user_is_organizer,
 )
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.columns import metric_label, phase_metric_columns

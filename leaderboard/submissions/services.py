@@ -44,15 +44,15 @@ from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.spec import suite_options_of
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import DatasetResult, Suite, scoring_version_of
-from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import (
+from leaderboard.challenges.versions import board_changed
+from leaderboard.core.enqueue import (
     EVALUATE_SUBMISSION,
     RESCORE_SUBMISSION,
     RUN_SYSTEM,
     TASK_QUEUES,
     enqueue_on_commit,
 )
-from leaderboard.rankings.versions import board_changed
+from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.sandbox.answers_json import Answers, answers_refusal
 from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.alerts import submission_staff_alert

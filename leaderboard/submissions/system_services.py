@@ -38,10 +38,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase, SubmissionKind
-from leaderboard.challenges.selectors import dataset_label
+from leaderboard.challenges.selectors import dataset_label, user_is_organizer
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import Suite
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
