@@ -37,7 +37,7 @@ from workers.runner import PlatformError
 
 logger = logging.getLogger(__name__)
 
-# The task's name, as the platform sends it (leaderboard.core.tasks.RUN_SYSTEM; a test checks they agree).
+# The task's name, as the platform sends it (leaderboard.core.enqueue.RUN_SYSTEM; a test checks they agree).
 RUN_SYSTEM = "readerboard.run_system"
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from django import db
 from django.conf import settings
 
+from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, send_task
 from leaderboard.core.errors import ServiceError
-from leaderboard.core.tasks import FINISH_RUN, TASK_QUEUES, send_task
 from leaderboard.sandbox.contract import HiddenRuns, RunOutcome, RunTicket, TicketFile
 from leaderboard.submissions import dialog_runs, worker_api
 from leaderboard.submissions.evaluation import submission_run_finish

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import Challenge
 from leaderboard.challenges.selectors import challenge_run_queue
-from leaderboard.core.tasks import TASK_QUEUES, send_task
+from leaderboard.core.enqueue import TASK_QUEUES, send_task
 from leaderboard.submissions.intake import queue_for, task_for
 from leaderboard.submissions.lifecycle import submissions_lost_in_queue
 from leaderboard.submissions.models import Submission

@@ -8,7 +8,7 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from leaderboard.core.tasks import (
+from leaderboard.core.enqueue import (
     BOARD_SIGNIFICANCE,
     BOARD_SNAPSHOT,
     EVALUATE_SUBMISSION,

@@ -21,9 +21,9 @@ from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import Announcement, Challenge, Dataset, Phase, Split, TeamPhaseOverride
 from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, dataset_label, user_is_organizer
 from leaderboard.challenges.services import dataset_reveal, dataset_unreveal
+from leaderboard.challenges.versions import board_changed
 from leaderboard.console.selectors import runs_in_progress, submission_read_sealed_data
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
-from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import reveal_closure

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "leaderboard.challenges",
     "leaderboard.submissions",
     "leaderboard.rankings",
+    "leaderboard.console",
 ]
 
 MIDDLEWARE = [

@@ -20,7 +20,7 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import suite_for
-from leaderboard.rankings.versions import board_changed
+from leaderboard.challenges.versions import board_changed
 from leaderboard.submissions.models import BoardEntry, Score, Status, Submission
 from leaderboard.submissions.selectors import submissions_answering_all
 

@@ -22,8 +22,8 @@ from leaderboard.accounts.models import Membership, Team, TeamKind
 from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import Suite, suite_for
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError
-from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import FailureCause, Score, Status, Submission
 

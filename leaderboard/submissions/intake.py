@@ -28,8 +28,8 @@ from leaderboard.accounts.services import baseline_team_get_or_create
 from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
 from leaderboard.challenges.selectors import challenge_run_queue, phase_prediction_targets
 from leaderboard.challenges.suites import suite_for
+from leaderboard.core.enqueue import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
 from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect, image_protocol
 from leaderboard.sandbox.contract import BUNDLE_DECLARATION, INTERACTIVE, PROTOCOL_LABEL
 from leaderboard.submissions.models import Status, Submission

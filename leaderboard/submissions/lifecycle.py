@@ -40,8 +40,8 @@ from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, RankingRule
 from leaderboard.challenges.selectors import challenge_run_queue
+from leaderboard.core.enqueue import RUN_SYSTEM, send_task
 from leaderboard.core.errors import PermissionDenied, ServiceError
-from leaderboard.core.tasks import RUN_SYSTEM, send_task
 from leaderboard.sandbox.contract import RunPlan
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.board import board_changed_if_shown, board_entry_refresh

@@ -215,7 +215,7 @@ class QuestionScores(models.Model):
     # The ranking metric's per-question values in the board's units, aligned with the dataset
     # file's qids (float32; NaN where a question does not count, as QuAC's filtered ones), so a
     # board's bootstrap reads 12 small arrays per row instead of parsing every record.  Filled
-    # on first use by ``rankings.significance``; ``vector_metric`` names what it holds.
+    # on first use by ``rankings.board_significance``; ``vector_metric`` names what it holds.
     vector = models.BinaryField(null=True, blank=True)
     vector_metric = models.CharField(max_length=40, blank=True)
 

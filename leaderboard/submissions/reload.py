@@ -33,7 +33,7 @@ from typing import Any
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from leaderboard.accounts.services import team_rules_parse, team_rules_set
+from leaderboard.accounts.services import team_rules_set
 from leaderboard.challenges.gold_diff import GoldDiff, gold_answers, gold_diff
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, RetiredGold
 from leaderboard.challenges.services import (
@@ -45,7 +45,7 @@ from leaderboard.challenges.services import (
     spec_read,
     spec_targets,
 )
-from leaderboard.challenges.spec import SpecError, spec_check
+from leaderboard.challenges.spec import SpecError, spec_check, team_rules_parse
 from leaderboard.submissions.board import aggregates_refresh, board_entries_refresh, board_entry_refresh
 from leaderboard.submissions.models import Score, Status, Submission, Verdict
 from leaderboard.submissions.rerun import gold_failures_requeue

@@ -44,8 +44,9 @@ from leaderboard.challenges.models import (
     RetiredGold,
     SubmissionKind,
 )
-from leaderboard.challenges.suites import DatasetResult, scoring_version_of, suite_for
-from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import DatasetResult, scoring_version_of
+from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.sandbox.answers_json import JsonRejected, answers_decode
 from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.board import board_entry_refresh

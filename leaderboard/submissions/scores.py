@@ -15,8 +15,10 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile, Phase
 from leaderboard.challenges.selectors import phase_ranking_scope
-from leaderboard.challenges.suites import DatasetResult, Suite, scoring_version_of, suite_for
-from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
+from leaderboard.challenges.spec import suite_options_of
+from leaderboard.challenges.suites import Suite, suite_for
+from leaderboard.challenges.suites.base import DatasetResult, scoring_version_of
+from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.sandbox.answers_json import Answers, answers_refusal
 from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import QuestionScores, Score, Status, Submission, Verdict
@@ -40,7 +42,7 @@ def predictions_check(suite: Suite, answers: Answers, *, qids: Sequence[str], wh
 
 def score_dataset(*, submission: Submission, dataset_file: DatasetFile, predictions: Any) -> DatasetResult:
     suite = suite_for(submission.phase.challenge)
-    return suite.score(dataset_file.gold.path, predictions, submission.phase.challenge.suite_options)
+    return suite.score(dataset_file.gold.path, predictions, suite_options_of(submission.phase.challenge))
 
 
 def submission_aggregates(

@@ -34,8 +34,8 @@ from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 
 from leaderboard.challenges.models import SYSTEM_KINDS
+from leaderboard.core.enqueue import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
 from leaderboard.core.errors import ServiceError
-from leaderboard.core.tasks import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
 from leaderboard.sandbox.contract import (
     RunDataset,
     RunOutcome,

@@ -16,7 +16,7 @@ from django.test import Client
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.scores import scores_write

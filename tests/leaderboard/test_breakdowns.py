@@ -20,7 +20,7 @@ from django.test import Client
 
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission

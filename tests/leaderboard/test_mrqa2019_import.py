@@ -395,7 +395,7 @@ def test_the_board_says_published_results_cannot_be_tested_instead_of_showing_in
     tested, and the board says so rather than drawing an interval."""
     from django.test import Client, TestCase
 
-    from leaderboard.rankings.significance import NO_QUESTION_SCORES
+    from leaderboard.rankings.board_significance import NO_QUESTION_SCORES
 
     with TestCase.captureOnCommitCallbacks(execute=True):
         board_build(phase=phase, viewer=organizer())

@@ -22,6 +22,8 @@ from django.test import Client
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import Challenge, Dataset
 from leaderboard.challenges.spec import SpecError, dataset_tags_parse, spec_check
+from leaderboard.challenges.versions import board_changed
+from leaderboard.rankings.board_significance import METHOD, NO_QUESTION_SCORES, RowSignificance, Significance
 from leaderboard.rankings.paper import WITHHELD, board_tag_averages, paper_tables_build
 from leaderboard.rankings.paper_tables import (
     Column,
@@ -38,8 +40,6 @@ from leaderboard.rankings.paper_tables import (
     tables_markdown,
 )
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_build
-from leaderboard.rankings.significance import METHOD, NO_QUESTION_SCORES, RowSignificance, Significance
-from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.reload import challenge_load, challenge_plan
 from tests.leaderboard.conftest import REPO

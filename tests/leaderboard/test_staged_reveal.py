@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.console.selectors import dataset_reveal_preview
 from leaderboard.console.services import dataset_reveal_audited
 from leaderboard.submissions.models import Status, Submission

@@ -10,7 +10,7 @@ import docker
 import pytest
 from django.conf import settings
 
-from leaderboard.core import tasks
+from leaderboard.core import enqueue
 from tests.leaderboard.conftest import cast  # noqa: F401  (the platform cast, reused here)
 from tests.workers.processes import RedisServer
 from tests.workers.systems_fixtures import engine, platform  # noqa: F401
@@ -46,6 +46,6 @@ def real_broker(redis_server: RedisServer, settings: Any) -> Iterator[RedisServe
     """Tasks are sent to a real Redis (not run in-process, the tests' default)."""
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.CELERY_BROKER_URL = redis_server.url
-    tasks.celery_client.cache_clear()
+    enqueue.celery_client.cache_clear()
     yield redis_server
-    tasks.celery_client.cache_clear()
+    enqueue.celery_client.cache_clear()

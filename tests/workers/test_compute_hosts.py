@@ -24,7 +24,7 @@ from django.test import Client
 
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.console.selectors import queue_report
-from leaderboard.core.tasks import RUN_SYSTEM
+from leaderboard.core.enqueue import RUN_SYSTEM
 from leaderboard.sandbox.contract import Limits
 from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import Status, Submission, Verdict
