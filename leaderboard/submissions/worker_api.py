@@ -7,7 +7,7 @@ platform through the internal API (``internal_views``), which calls the services
     submission_run_claim_next   queued -> running: the next run of a queue, in a fair order
                                 (``selectors.run_queue_order``; the transition is ``lifecycle``'s)
     run_ticket_build            what the worker may know of the run (``RunTicket``), and no more
-    run_ticket_file             the file behind a ticket entry: answer-free inputs or the system
+    run_input_path              the file behind a ticket's input entry: answer-free (or re-keyed) inputs
     submission_run_result_store the outcome and outputs handed back, kept for the control worker
     submission_run_result_score scores them there (task FINISH_RUN, ``evaluation``), next to the gold
 
