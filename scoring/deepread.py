@@ -92,7 +92,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from scoring.errors import InputFormatError
+from scoring.cli import add_common_options
+from scoring.errors import InputFormatError, ScoringError
 from scoring.io import load_json, load_prediction_map, require
 from scoring.result import EvalResult
 
@@ -672,7 +673,6 @@ def _picked_sentence(question: Question, story: Story | None, prediction: Predic
 
 
 def register(subparsers: Any) -> None:
-    from scoring.cli import add_common_options
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "deepread",
@@ -694,7 +694,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> EvalResult:
-    from scoring.errors import ScoringError
 
     if args.autsent_threshold is not None and not 0.0 < args.autsent_threshold <= 1.0:
         raise ScoringError("--autsent-threshold must be in (0, 1]")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -105,7 +106,6 @@ class LocalTransport:
 
 
 def _main_thread() -> bool:
-    import threading
 
     return threading.current_thread() is threading.main_thread()
 

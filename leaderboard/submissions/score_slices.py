@@ -42,6 +42,8 @@ from scoring.breakdowns import (
     length_bucket,
     smallest_joint_cell,
 )
+from scoring.mrqa import load_mrqa_gold
+from scoring.squad import load_squad_dataset, squad_questions
 
 SAMPLES = 1000
 SEED = 2019
@@ -203,10 +205,8 @@ def _answer_lengths(fmt: str, path: str, mtime: float, cjk: bool) -> dict[str, s
     """qid -> answer-length slice of a gold file (parsed once per process and file; ``mtime`` guards
     against an edited file)."""
     if fmt == "mrqa":
-        from scoring.mrqa import load_mrqa_gold
 
         gold = load_mrqa_gold(path)
         return {qid: length_bucket(q.answers, cjk=cjk) for qid, q in gold.questions.items()}
-    from scoring.squad import load_squad_dataset, squad_questions
 
     return {q.qid: length_bucket(q.answers, cjk=cjk) for q in squad_questions(load_squad_dataset(path), path=path)}
