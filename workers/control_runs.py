@@ -22,9 +22,11 @@ from django import db
 from django.conf import settings
 
 from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, send_task
+from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.contract import HiddenRuns, RunOutcome, RunTicket, TicketFile
 from leaderboard.submissions import compute, dialog_runs
 from leaderboard.submissions.models import Submission
+from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.system_services import (
     Reaped,
     submission_run_claim,
@@ -51,7 +53,7 @@ class LocalTransport:
             return None
         try:
             return compute.run_ticket_build(plan)
-        except compute.ServiceError as exc:
+        except ServiceError as exc:
             if submission_run_platform_failure(plan.submission_id, attempt=plan.attempt, reason=str(exc)):
                 dispatch_again(plan.submission_id)
             return None
@@ -76,7 +78,7 @@ class LocalTransport:
 
     def finish(self, ticket: RunTicket, outcome: RunOutcome) -> None:
         submission = Submission.objects.select_related("phase__challenge").get(pk=ticket.submission_id)
-        slugs = {ds.output_name: ds.slug for ds in compute.system_run_plan(submission=submission).datasets}
+        slugs = {ds.output_name: ds.slug for ds in system_run_plan(submission=submission).datasets}
         outcome.outputs = {slugs[k]: v for k, v in outcome.outputs.items()}
         outcome.output_errors = {slugs[k]: v for k, v in outcome.output_errors.items()}
         outcome.outputs_too_large = {slugs[k] for k in outcome.outputs_too_large}
