@@ -30,7 +30,9 @@ from leaderboard.challenges.models import (
     SealedAggregates,
     TeamPhaseOverride,
 )
-from leaderboard.challenges.suites import Suite
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import Suite
+from leaderboard.challenges.suites.columns import phase_aggregate_columns
 from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
@@ -226,7 +228,6 @@ def reveal_exposes(*, datasets: Sequence[Dataset]) -> list[Dataset]:
     these are sealed (what anyone may have copied) are taken with their scores once public;
     any still-sealed value that follows exactly (``disclosure.exposed_by_reveal``) is exposed.
     """
-    from leaderboard.challenges.suites import phase_aggregate_columns, suite_for
     from leaderboard.submissions.models import Score
 
     revealing = {ds.pk for ds in datasets if ds.is_sealed}

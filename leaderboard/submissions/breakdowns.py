@@ -28,6 +28,8 @@ from django.core.cache import cache
 
 from leaderboard.challenges.models import Dataset, DatasetFile, FilePortion, RetiredGold, Split
 from leaderboard.challenges.selectors import dataset_label, datasets_ordered
+from leaderboard.challenges.spec import suite_options_of
+from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
 from scoring.breakdowns import (
     FORMATS,
@@ -125,7 +127,7 @@ def submission_breakdowns(*, submission: Submission, viewer_is_organizer: bool) 
     stored = {ds_id: (value, sha) for ds_id, value, sha in Score.objects.filter(
         submission=submission, dataset_id__in=rows, metric=metric).values_list("dataset_id", "value", "gold_sha256")}
     minimum = challenge.breakdown_min_questions
-    cjk = (challenge.suite_options or {}).get("tokenization") == "cjk"
+    cjk = suite_options_of(challenge) == MrqaOptions(tokenization="cjk")
     out = []
     for ds in datasets:
         value, sha = stored.get(ds.pk, (None, ""))

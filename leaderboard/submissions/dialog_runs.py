@@ -22,7 +22,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from leaderboard.challenges.models import Dataset, DatasetFile
-from leaderboard.challenges.suites import TURN_BUCKETS, DatasetResult, turn_metric
+from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.challenges.suites.columns import TURN_BUCKETS, turn_metric
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.answers_json import answer_refusal
 from leaderboard.submissions.models import DialogAnswers, Submission

@@ -44,7 +44,8 @@ from leaderboard.challenges.models import (
     RetiredGold,
     SubmissionKind,
 )
-from leaderboard.challenges.suites import DatasetResult, scoring_version_of, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import DatasetResult, scoring_version_of
 from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.sandbox.answers_json import JsonRejected, answers_decode
 from leaderboard.sandbox.contract import SystemSettings

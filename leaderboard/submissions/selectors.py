@@ -33,7 +33,8 @@ from leaderboard.challenges.selectors import (
     phase_ranking_scope,
     user_is_organizer,
 )
-from leaderboard.challenges.suites import metric_label, phase_metric_columns, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.columns import metric_label, phase_metric_columns
 from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import RunDataset, RunPlan, SystemSettings, log_clean
 from leaderboard.submissions.models import (

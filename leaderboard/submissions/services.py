@@ -41,7 +41,9 @@ from leaderboard.challenges.models import (
     SubmissionKind,
 )
 from leaderboard.challenges.selectors import phase_ranking_scope
-from leaderboard.challenges.suites import DatasetResult, Suite, scoring_version_of, suite_for
+from leaderboard.challenges.spec import suite_options_of
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import DatasetResult, Suite, scoring_version_of
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.enqueue import (
     EVALUATE_SUBMISSION,
@@ -395,7 +397,7 @@ def submission_evaluate(submission_id: int) -> None:
 
 def score_dataset(*, submission: Submission, dataset_file: DatasetFile, predictions: Any) -> DatasetResult:
     suite = suite_for(submission.phase.challenge)
-    return suite.score(dataset_file.gold.path, predictions, submission.phase.challenge.suite_options)
+    return suite.score(dataset_file.gold.path, predictions, suite_options_of(submission.phase.challenge))
 
 
 def submission_aggregates(

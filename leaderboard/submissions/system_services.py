@@ -41,7 +41,8 @@ from leaderboard.accounts.models import Team
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.selectors import dataset_label, user_is_organizer
-from leaderboard.challenges.suites import Suite, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import Suite
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
 from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
 from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect, image_protocol

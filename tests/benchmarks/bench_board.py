@@ -88,7 +88,8 @@ def build(args: argparse.Namespace) -> dict[str, float]:
 
     from leaderboard.accounts.models import Membership, Role, Team, TeamKind
     from leaderboard.challenges.models import Challenge, Dataset, Phase, Split, SubmissionKind
-    from leaderboard.challenges.suites import SCORING_VERSION, suite_for
+    from leaderboard.challenges.suites import suite_for
+    from leaderboard.challenges.suites.base import SCORING_VERSION
     from leaderboard.submissions.models import BoardEntry, Score, Status, Submission
     from leaderboard.submissions.services import board_entry_refresh
 

@@ -36,7 +36,7 @@ from django.urls import path
 
 from leaderboard import urls as site_urls
 from leaderboard.challenges.models import Phase, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.csv_safe import csv_cell_safe, csv_rows_safe
 from leaderboard.rankings.selectors import board_datasets

@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from leaderboard.accounts.services import team_create, team_update
 from leaderboard.challenges.models import Phase, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.selectors import board_datasets
 from leaderboard.submissions.models import BoardEntry, Status, Submission
 from leaderboard.submissions.services import ImportedEntry, results_import, scores_write

@@ -16,7 +16,7 @@ from django.test import Client
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
 from tests.leaderboard.conftest import Cast

@@ -18,7 +18,7 @@ from django.test import Client, TestCase
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.board_significance import NO_QUESTION_SCORES, question_vector
 from leaderboard.rankings.models import BoardSignificance
 from leaderboard.rankings.selectors import ORGANIZER, Board, board_build

@@ -20,7 +20,7 @@ from django.test import Client
 
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.breakdowns import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.reload import challenge_load

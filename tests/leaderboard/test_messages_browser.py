@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 
 from leaderboard.challenges.models import Challenge, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import scores_write, submission_create_predictions
 from tests.chromium import WAIT_SECONDS

@@ -18,7 +18,8 @@ from django.test import Client
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites import SUITES, DatasetResult
+from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load

@@ -17,7 +17,7 @@ from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.selectors import reveal_closure, reveal_exposes
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.console.selectors import dataset_reveal_preview
 from leaderboard.console.services import dataset_reveal_audited
 from leaderboard.submissions.models import Status, Submission
