@@ -101,6 +101,19 @@ def team_create(
     return team
 
 
+def baseline_team_get_or_create(*, challenge: Challenge, name: str) -> Team:
+    """The marked row for a baseline or published system; a participant team's name is refused."""
+    team, _ = Team.objects.get_or_create(
+        challenge=challenge,
+        name=name[:100],
+        defaults={"kind": TeamKind.BASELINE,
+                  "join_code": hashlib.sha256(f"{challenge.slug}:{name}".encode()).hexdigest()[:32]},
+    )
+    if team.kind != TeamKind.BASELINE:
+        raise ServiceError(f"{name}: a participant team already has that name")
+    return team
+
+
 def team_join(*, user: User, join_code: str) -> Team:
     user_take_part_check(user=user)  # before the code is looked up: no unconfirmed account tries codes
     team = Team.objects.filter(join_code=join_code.strip(), kind=TeamKind.PARTICIPANT).first()

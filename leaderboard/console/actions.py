@@ -28,10 +28,10 @@ from leaderboard.console.selectors import (
     submission_log_release_preview,
 )
 from leaderboard.core.errors import NotFound
+from leaderboard.submissions.lifecycle import submission_hold_release
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.rerun import submission_rerun, submission_rerun_problem
 from leaderboard.submissions.selectors import submissions_held_for_review
-from leaderboard.submissions.system_services import submission_hold_release
 
 TEAM_READS = "The team reads this reason (on its submission's page), and it is kept in the audit log."
 EVERYONE_READS = "Everyone who reads the board reads this reason, the team too; it is kept in the audit log."

@@ -22,14 +22,11 @@ from django.test import Client
 
 from leaderboard.challenges.models import Challenge, Dataset
 from leaderboard.sandbox.contract import RunOutcome
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.selectors import system_run_plan
-from leaderboard.submissions.services import submission_create_predictions
-from leaderboard.submissions.system_services import (
-    submission_create_system,
-    submission_run_claim,
-    submission_run_finish,
-)
 from tests.leaderboard.conftest import DEMO_DATA, Cast, gold_predictions, mrqa_gold, upload
 from tests.leaderboard.test_permissions import ALPHA_TEST, _scored_run
 from tests.workers.systems_fixtures import system_phases

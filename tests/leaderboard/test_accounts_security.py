@@ -42,8 +42,8 @@ from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.services import api_token_create, api_token_digest, api_token_obtain
 from leaderboard.core.errors import ServiceError
 from leaderboard.settings.base import private_dir, sqlite_database
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import submission_create_predictions
 from tests.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
 from tests.leaderboard.conftest import REPO, Cast, gold_predictions, upload
 

@@ -17,8 +17,9 @@ from django.test import Client
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import SubmissionKind
 from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
+from leaderboard.submissions.scores import scores_write
 from tests.leaderboard.conftest import Cast
 from tests.leaderboard.test_browser import board_rows, browser  # noqa: F401 (the fixture)
 

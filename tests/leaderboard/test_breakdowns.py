@@ -21,10 +21,12 @@ from django.test import Client
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
 from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites.base import DatasetResult
-from leaderboard.submissions.breakdowns import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import scores_write, submission_create_predictions, submission_evaluate
+from leaderboard.submissions.score_slices import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
+from leaderboard.submissions.scores import scores_write
 from tests.chromium import screenshot_widths
 from tests.leaderboard.conftest import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
 from tests.leaderboard.test_browser import browser  # noqa: F401 (the fixture)
@@ -256,7 +258,7 @@ def test_the_breakdown_reads_at_1366_and_400_px_without_sideways_overflow(
 
 
 def test_a_family_that_with_one_shown_would_single_out_a_few_hidden_questions_is_hidden() -> None:
-    from leaderboard.submissions.breakdowns import families_visible
+    from leaderboard.submissions.score_slices import families_visible
     from scoring.breakdowns import Family, Slice
 
     def family(name: str, labels: list[str]) -> Family:

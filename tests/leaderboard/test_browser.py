@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 from django.core import mail
 
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
-from leaderboard.submissions.services import submission_create_predictions
 from tests.chromium import chromium_driver, page_wait
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 

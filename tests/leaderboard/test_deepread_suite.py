@@ -30,9 +30,10 @@ from leaderboard.challenges.suites.columns import metric_label
 from leaderboard.challenges.suites.deepread import DeepReadSuite
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from scoring import deepread
 from scoring.errors import InputFormatError
 from scoring.io import load_json

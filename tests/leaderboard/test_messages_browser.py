@@ -17,8 +17,9 @@ from django.conf import settings
 
 from leaderboard.challenges.models import Challenge, SubmissionKind
 from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import scores_write, submission_create_predictions
+from leaderboard.submissions.scores import scores_write
 from tests.chromium import WAIT_SECONDS
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 from tests.leaderboard.test_board_sealed_browser import login

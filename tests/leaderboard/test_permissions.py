@@ -25,8 +25,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
 from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import scores_write, submission_create_predictions
+from leaderboard.submissions.scores import scores_write
 from tests.leaderboard.conftest import Cast, gold_predictions, upload
 
 ROLES = ("anonymous", "dave", "bob", "charlie", "oscar", "root")

@@ -23,7 +23,7 @@ from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import scores_write
+from leaderboard.submissions.scores import scores_write
 from tests.leaderboard.conftest import REPO
 
 SPEC = """

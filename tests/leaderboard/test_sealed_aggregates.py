@@ -40,7 +40,7 @@ from leaderboard.rankings.selectors import ORGANIZER, board_build
 from leaderboard.rankings.table import fixed
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import scores_write
+from leaderboard.submissions.scores import scores_write
 
 # Per-dataset metrics as each suite's score() names them (the families its aggregates average).
 METRICS = {

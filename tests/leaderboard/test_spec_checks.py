@@ -22,6 +22,7 @@ from django.contrib.auth.models import User
 from django.core import mail
 
 from leaderboard.challenges.models import Challenge, DatasetFile
+from leaderboard.challenges.selectors import dataset_label
 from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys, SpecError, suite_options_of
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites import mrqa as mrqa_suite
@@ -30,15 +31,12 @@ from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
 from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.challenges.suites.quac import QuacOptions
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.evaluation import submission_evaluate, submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.selectors import quota_usage, system_run_plan
-from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
-from leaderboard.submissions.system_services import (
-    submission_create_system,
-    submission_run_claim,
-    submission_run_finish,
-)
+from leaderboard.submissions.selectors import quota_usage, submission_run_report, system_run_plan
 from scoring.errors import ScoringError
 from tests.leaderboard.conftest import DEMO_DATA, REPO, Cast, gold_predictions, upload
 from tests.leaderboard.test_run_lifecycle import bundle, gold_outputs, outcome
@@ -547,6 +545,35 @@ def test_a_gold_failure_on_a_prediction_file_is_the_organizers_never_the_teams(c
     assert gold_file in organizer_sees and qid in organizer_sees and "no gold answer" in organizer_sees
 
 
+def test_a_gold_failure_names_its_dataset_to_the_team_on_a_prediction_file_and_on_a_run(cast: Cast) -> None:
+    """Issue 23: both kinds score through one ladder (``evaluation.submission_score``), so a run that
+    hits bad gold names the dataset it was scoring, as a prediction file always did."""
+    system_phases(cast)
+    predictions = submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
+                                                upload=upload(gold_predictions("dev")),
+                                                limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+    run = submission_create_system(team=cast.alpha, phase=cast.test, user=cast.alice, upload=bundle(),
+                                   kind="code_bundle")
+    plan = submission_run_claim(run.pk, worker="host:1")
+    assert plan is not None
+    outputs = gold_outputs(plan)
+    broken = {kind: DatasetFile.objects.get(dataset__slug="xquad-en", portion=portion)
+              for kind, portion in (("predictions", "dev"), ("run", "test"))}
+    for dataset_file in broken.values():
+        break_gold(dataset_file)
+    submission_evaluate(predictions.pk)
+    submission_run_finish(run.pk, attempt=1, outcome=outcome(outputs=outputs))
+
+    for kind, submission in (("predictions", predictions), ("run", run)):
+        submission.refresh_from_db()
+        assert (submission.status, submission.failure_cause, submission.verdict) == (
+            Status.FAILED, FailureCause.PLATFORM, Verdict.GOLD), (kind, submission.failure_reason)
+        assert submission.verdict_dataset == broken[kind].dataset, kind
+        assert submission_run_report(submission=submission, is_organizer=False).reason == (
+            "Organizers' data error for dataset XQuAD-en (the platform's fault: not counted against your quota; "
+            "the organizers have been told)."), kind
+
+
 def test_a_submission_that_failed_on_bad_gold_is_evaluated_again_once_the_gold_is_fixed(
     cast: Cast, django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -588,8 +615,10 @@ def test_a_gold_failure_on_a_sealed_dataset_never_names_it_to_the_team(cast: Cas
                                                                      Verdict.GOLD)
     assert "coqa" in queued.failure_reason  # the organizers' full reason names the gold file
     team_sees, organizer_sees = team_and_organizer_views(cast, queued.pk)
-    assert "Organizers&#x27; data error (the platform&#x27;s fault: not counted against your quota; the organizers " \
-           "have been told)." in team_sees
+    # Named by its public alias (issue 23: a run names the dataset of a gold failure, as a file does).
+    alias = dataset_label(coqa.dataset, reveal_sealed=False)
+    assert f"Organizers&#x27; data error for dataset {alias} (the platform&#x27;s fault: not counted against your " \
+           "quota; the organizers have been told)." in team_sees
     assert not re.search("coqa", team_sees, re.IGNORECASE)
     assert Path(coqa.gold.name).name in organizer_sees
 

@@ -15,14 +15,14 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, SubmissionKind
-from leaderboard.challenges.selectors import reveal_closure, reveal_exposes
 from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.console.selectors import dataset_reveal_preview
 from leaderboard.console.services import dataset_reveal_audited
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import scores_write
+from leaderboard.submissions.scores import scores_write
+from leaderboard.submissions.selectors import reveal_closure, reveal_exposes
 from tests.leaderboard.conftest import DEMO_DATA
 
 MRQA = DEMO_DATA / "mrqa"

@@ -26,9 +26,9 @@ from leaderboard.challenges.suites.quac import QuacSuite
 from leaderboard.challenges.suites.squad2 import Squad2Suite
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions
 from scoring import coqa, quac, squad, unanswerable
 from scoring.errors import InputFormatError, ScoringError
 from scoring.inputs import coqa_qid

@@ -23,9 +23,9 @@ import docker.errors
 import pytest
 
 from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, HiddenRuns, Limits
-from leaderboard.submissions.compute import run_ticket_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.worker_api import run_ticket_build
 from tests.leaderboard.conftest import Cast
 from workers import runner
 from workers.control_runs import local_config
