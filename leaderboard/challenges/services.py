@@ -250,8 +250,8 @@ def _gold_recheck(challenge: Challenge, *, without: Collection[str] = ()) -> Non
         records = records.exclude(dataset__slug__in=without)
     for record in records.select_related("dataset"):
         try:
-            suite.inspect_gold(Path(record.gold.path).read_bytes(), filename=Path(record.gold.name).name,
-                               self_check=suite_options_of(challenge))
+            gold = Path(record.gold.path)
+            suite.inspect_gold(gold.read_bytes(), filename=gold.name, self_check=suite_options_of(challenge))
         except ScoringError as exc:
             raise SpecError(f"{challenge.slug}.suite_options: the gold of {record.dataset.slug} ({record.portion}) "
                             f"no longer scores against itself with these options: {exc}") from None

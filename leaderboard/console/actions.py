@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import SYSTEM_KINDS, Announcement, Challenge, Dataset, Split
@@ -56,7 +56,7 @@ class Action:
     consequences: Callable[[Any], list[str]]
     # Why it cannot be done now ("" if it can).
     problem: Callable[[Any], str]
-    perform: Callable[[Any, AbstractBaseUser, dict[str, Any]], Any]
+    perform: Callable[[Any, User, dict[str, Any]], Any]
     form: type[ReasonForm] = ReasonForm
     reason_help: str = ""
     # The reason is shown to the team or the public: the page says so by the button.
@@ -293,5 +293,5 @@ def action_get(*, challenge: Challenge, target: str, key: str, action: str) -> t
     return found, TARGETS[target](challenge, key)
 
 
-def action_perform(*, action: Action, target: Any, actor: AbstractBaseUser, data: dict[str, Any]) -> Any:
+def action_perform(*, action: Action, target: Any, actor: User, data: dict[str, Any]) -> Any:
     return action.perform(target, actor, data)

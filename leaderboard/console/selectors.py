@@ -303,7 +303,7 @@ def console_teams(*, challenge: Challenge) -> list[TeamRow]:
         overrides.setdefault(override.team_id, []).append(override)
     hidden = _hidden_reasons(challenge=challenge)
     return [
-        TeamRow(t, t.n_members, t.n_submissions, overrides.get(t.pk, []),  # type: ignore[attr-defined]
+        TeamRow(t, t.n_members, t.n_submissions, overrides.get(t.pk, []),
                 hidden.get(t.pk, "") if t.hidden else "")
         for t in teams
     ]
