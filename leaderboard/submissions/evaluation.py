@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile, SubmissionKind
 from leaderboard.challenges.selectors import phase_prediction_targets
-from leaderboard.challenges.suites import Suite, suite_for
-from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import DatasetResult, Suite
 from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
 from leaderboard.sandbox.contract import RunDataset, RunOutcome, RunPlan, log_clean
 from leaderboard.submissions import dialog_runs
