@@ -7,7 +7,8 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
-    from django.core.management import execute_from_command_line
+    # After the settings module is chosen: importing Django's management first would read the default.
+    from django.core.management import execute_from_command_line  # noqa: PLC0415
 
     execute_from_command_line(sys.argv)
 
