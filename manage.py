@@ -4,12 +4,12 @@
 import os
 import sys
 
+from django.core.management import execute_from_command_line
+
 
 def main() -> None:
+    # Settings are read lazily, on first use: choosing them here is early enough.
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
-    # After the settings module is chosen: importing Django's management first would read the default.
-    from django.core.management import execute_from_command_line  # noqa: PLC0415
-
     execute_from_command_line(sys.argv)
 
 
