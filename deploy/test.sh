@@ -13,10 +13,10 @@ echo "== mypy --strict scoring, the run contract (leaderboard/sandbox) and the c
   workers/converse.py workers/celery_settings.py
 echo "== mypy with django-stubs and the DRF plugin over the web app and the workers (pyproject.toml)"
 .venv/bin/mypy leaderboard workers
-echo "== import layering (workers -> leaderboard -> scoring)"
+echo "== import layering: packages, apps, submission stages, the pure run contract (pyproject.toml)"
 .venv/bin/lint-imports
-echo "== ruff"
-.venv/bin/ruff check scoring tests deploy/images workers
+echo "== ruff over the whole tree"
+.venv/bin/ruff check .
 # The suite runs twice, on the two databases the platform supports: SQLite (the demo's, embedded) and
 # PostgreSQL (production's; deploy/postgres.sh installs and starts a local one and prints its URL).
 # READERBOARD_TEST_DATABASES=sqlite (or postgres) runs one of them, for a quick run by hand.
