@@ -1,8 +1,8 @@
 """The run contract: what the platform and a compute worker agree on about one system's run.
 
 Settings of a challenge's systems (``SystemSettings``, ``Limits``), how runs on hidden data are
-sandboxed apart (``HiddenRuns``), the plan the trusted side makes (``RunPlan``, ``RunDataset``), the
-ticket a compute worker is given (``RunTicket``, ``TicketFile``) and the outcome it hands back
+sandboxed apart (``HiddenRuns``), the plan the trusted side makes once per attempt and keeps
+(``RunPlan``, ``RunDataset``; ``RunPlan.as_json``/``from_json``), the ticket a compute worker is given (``RunTicket``, ``TicketFile``) and the outcome it hands back
 (``RunOutcome``, ``RunNote``, ``outcome_as_json``/``outcome_from_json``).  The web process and the
 workers both use it, so it imports nothing from Django, from the rest of ``leaderboard`` or from
 ``workers`` (an import-linter contract checks it).
@@ -207,6 +207,24 @@ class RunPlan:
             ],
             "limits": asdict(self.limits),
         }
+
+    def slugs_by_output(self) -> dict[str, str]:
+        """{output file name: dataset slug}: how a run's outputs are named back to its datasets."""
+        return {d.output_name: d.slug for d in self.datasets}
+
+    def as_json(self) -> dict[str, Any]:
+        """The plan as its claim stores it on the attempt (``Submission.run_plan``), trusted side only:
+        it names datasets, files and re-keying keys, never a gold answer."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> RunPlan:
+        """The inverse of ``as_json``; a field the plan does not have is refused (TypeError)."""
+        return cls(**{
+            **raw,
+            "limits": Limits(**raw["limits"]),
+            "datasets": [RunDataset(**d) for d in raw["datasets"]],
+        })
 
 
 @dataclass(frozen=True)
