@@ -33,8 +33,9 @@ class SubmissionAdmin(BoardShownAdmin):
     list_display = ("id", "team", "phase", "kind", "status", "failure_cause", "primary_score", "hidden_reason",
                     "excluded_reason", "created_at")
     list_filter = ("phase__challenge", "status", "kind")
+    # The run's plan is its claim's (it names the files a worker is served): never edited by hand.
     readonly_fields = ("file", "sha256", "size_bytes", "primary_score", "scoring_version", "started_at",
-                       "finished_at")
+                       "finished_at", "run_plan")
     inlines = [ScoreInline, ScoreHistoryInline]
 
     def board_challenge_id(self, obj: Any) -> int | None:

@@ -15,10 +15,12 @@
     finished --submission_select--> finished, the team's selected row
     (a log on hidden data is released by the console's audited action: no status changes)
 
-The run is claimed with the gold it reads stamped on it (``Submission.run_gold``), and its plan
-built from that gold.  Every transition is a conditional UPDATE on the current status (and, for
-a run, its attempt), so two workers, a redelivered message or the reaper can never both move the
-same submission forward, nor move a run that someone else now owns.
+The run is claimed with the gold it reads stamped on it (``Submission.run_gold``), and the plan
+built from that gold kept on it (``Submission.run_plan``): the attempt's later stages read that
+plan (``selectors.submission_run_plan``), never derive it again.  Every transition is a conditional
+UPDATE on the current status (and, for a run, its attempt), so two workers, a redelivered message
+or the reaper can never both move the same submission forward, nor move a run that someone else
+now owns.
 """
 
 from __future__ import annotations
@@ -115,8 +117,9 @@ def submission_run_take(*, submission_id: int, attempts: int, worker: str, now: 
     """queued -> running, as attempt ``attempts + 1`` if the run is still at ``attempts``, with a lease:
     the one claim transition (by id here, or the fair pick of ``worker_api.submission_run_claim_next``).
 
-    The gold the attempt reads is resolved once, here: stamped on the run (``Submission.run_gold``,
-    which the finish reads back) and the plan built from it.  None if someone else moved the run first.
+    The gold the attempt reads and its plan are resolved once, here, and kept on the run
+    (``Submission.run_gold``, checked again at the finish; ``Submission.run_plan``, which every later
+    stage reads: ``selectors.submission_run_plan``).  None if someone else moved the run first.
     """
     claimed = Submission.objects.filter(pk=submission_id, status=Status.QUEUED, attempts=attempts).update(
         status=Status.RUNNING,
@@ -129,9 +132,10 @@ def submission_run_take(*, submission_id: int, attempts: int, worker: str, now: 
         return None
     submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
     files = phase_gold_files(phase=submission.phase)
+    plan = system_run_plan(submission=submission, files=files)
     Submission.objects.filter(pk=submission.pk, attempts=submission.attempts).update(
-        run_gold={str(f.dataset_id): f.sha256 for f in files})
-    return system_run_plan(submission=submission, files=files)
+        run_gold={str(f.dataset_id): f.sha256 for f in files}, run_plan=plan.as_json())
+    return plan
 
 
 def submission_run_claim(submission_id: int, *, worker: str) -> RunPlan | None:

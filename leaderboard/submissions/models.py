@@ -119,6 +119,11 @@ class Submission(models.Model):
     # organizer who replaces one while the system runs makes its answers another data's, so the run
     # goes again, as the platform's fault (``evaluation.submission_run_finish``).
     run_gold = models.JSONField(default=dict, blank=True)
+    # The plan the attempt's claim built from that gold (``RunPlan.as_json``): what every later stage
+    # of the attempt reads (``selectors.submission_run_plan``), so that a dataset revealed meanwhile
+    # changes no name or id key of the run.  Platform-side: datasets, files, keys; no gold answer.
+    # Null for runs claimed before plans were kept.
+    run_plan = models.JSONField(null=True, blank=True)
     # stdout and stderr of the run, capped.  A run over hidden data shows it to the
     # organizers only, until one of them releases it to the team (recorded).
     log = models.TextField(blank=True)

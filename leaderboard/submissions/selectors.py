@@ -278,11 +278,12 @@ def submission_run_gold(*, submission: Submission) -> RunGold:
 
 
 def system_run_plan(*, submission: Submission, files: Sequence[DatasetFile] | None = None) -> RunPlan:
-    """What a run of this system reads and writes: every dataset with gold for the phase's portion.
+    """What a run of this system would read and write now: every dataset with gold for the phase's portion.
 
     Split III datasets are included under their sealed alias (file names too)
-    until the organizers reveal them.  ``files``: the gold the attempt was claimed with
-    (``phase_gold_files`` at the claim, ``submission_run_gold`` at the finish); default, the gold now.
+    until the organizers reveal them.  Built once per attempt, by its claim
+    (``lifecycle.submission_run_take``, from the gold it stamps: ``files``; default, the gold now),
+    and kept; every later stage reads the kept one (``submission_run_plan``).
     """
     phase = submission.phase
     challenge = phase.challenge
@@ -323,6 +324,16 @@ def system_run_plan(*, submission: Submission, files: Sequence[DatasetFile] | No
         datasets=datasets,
         hidden_data=phase_runs_on_hidden_data(phase=phase),
     )
+
+
+def submission_run_plan(*, submission: Submission) -> RunPlan:
+    """The plan of the run's current attempt, as its claim built and kept it (``Submission.run_plan``):
+    what the inputs, the result, the dialogs and the finish of the attempt all read, whatever was
+    revealed or changed since.  A run claimed before plans were kept: the plan derived now (its gold
+    is checked against the stamp at the finish all the same)."""
+    if submission.run_plan:
+        return RunPlan.from_json(submission.run_plan)
+    return system_run_plan(submission=submission)
 
 
 def submissions_of_team(*, team: Team) -> QuerySet[Submission]:
