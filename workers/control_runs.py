@@ -36,7 +36,7 @@ from leaderboard.submissions.lifecycle import (
     submissions_reap,
 )
 from leaderboard.submissions.models import Submission
-from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.selectors import submission_run_plan
 from scoring.dialogs import Revealed
 from workers import runner
 from workers.dispatch import dispatch_again
@@ -79,7 +79,7 @@ class LocalTransport:
 
     def finish(self, ticket: RunTicket, outcome: RunOutcome) -> None:
         submission = Submission.objects.select_related("phase__challenge").get(pk=ticket.submission_id)
-        slugs = {ds.output_name: ds.slug for ds in system_run_plan(submission=submission).datasets}
+        slugs = submission_run_plan(submission=submission).slugs_by_output()
         outcome.outputs = {slugs[k]: v for k, v in outcome.outputs.items()}
         outcome.output_errors = {slugs[k]: v for k, v in outcome.output_errors.items()}
         outcome.outputs_too_large = {slugs[k] for k in outcome.outputs_too_large}

@@ -28,7 +28,7 @@ from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.answers_json import answer_refusal
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.scores import score_dataset
-from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.selectors import submission_run_plan
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Dialog, Mode, Revealed, dialogs_of_file, reveal
 
 _ACTS = {"yesno": frozenset({"y", "n", "x"}), "followup": frozenset({"y", "n", "m"})}
@@ -52,13 +52,14 @@ class RunDialogs:
 
 @lru_cache(maxsize=256)
 def _run_gold_paths(submission_id: int, attempt: int) -> tuple[str, ...]:
-    """The gold file of each of a run's datasets, in the run's order.  Asked once per turn, so kept
-    per attempt (a run's datasets are fixed when it is claimed: a new gold gets a new attempt's plan
-    only when the run is queued again; a file replaced meanwhile is caught by run_gold_dialogs)."""
+    """The gold file of each of a run's datasets, in the order of the attempt's plan.  Asked once per
+    turn, so kept per attempt (a run's datasets are fixed when it is claimed: a new gold gets a new
+    attempt's plan only when the run is queued again; a file replaced meanwhile is caught by
+    run_gold_dialogs)."""
     submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
     files = {f.dataset.slug: f.gold.path for f in DatasetFile.objects.filter(
         dataset__challenge=submission.phase.challenge, portion=submission.phase.portion).select_related("dataset")}
-    return tuple(files[ds.slug] for ds in system_run_plan(submission=submission).datasets)
+    return tuple(files[ds.slug] for ds in submission_run_plan(submission=submission).datasets)
 
 
 def run_gold_dialogs(*, submission: Submission, dataset: int) -> RunDialogs:

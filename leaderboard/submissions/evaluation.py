@@ -38,7 +38,7 @@ from leaderboard.submissions.lifecycle import (
 )
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.scores import score_dataset, scores_write
-from leaderboard.submissions.selectors import submission_run_gold, system_run_plan
+from leaderboard.submissions.selectors import submission_run_gold, submission_run_plan
 from leaderboard.submissions.storage import run_answers_store
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, check_qids, parse_upload
 from scoring.errors import ScoringError
@@ -247,8 +247,9 @@ def submission_evaluate(submission_id: int) -> None:
 def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutcome) -> None:
     """Record the run (log always), then fail it with a verdict or score its outputs.
 
-    The gold and the plan are the attempt's: what its claim stamped (``submission_run_gold``), not
-    derived again from the challenge now; a gold replaced meanwhile sends the run round again.
+    The gold and the plan are the attempt's: what its claim stamped and kept (``submission_run_gold``,
+    ``submission_run_plan``), not derived again from the challenge now (a dataset revealed meanwhile
+    keeps the alias and id key the system read); a gold replaced meanwhile sends the run round again.
     """
     base = Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt)
     submission = base.select_related("phase__challenge", "team").first()
@@ -263,7 +264,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         if submission_run_platform_failure(submission_id, attempt=attempt, reason=reason):
             transaction.on_commit(lambda: run_dispatch_again(submission_id))
         return
-    plan = system_run_plan(submission=submission, files=gold.files)
+    plan = submission_run_plan(submission=submission)
     peak_mib = None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20)
     record = {
         "log": log_clean(outcome.logs),  # the runner cleaned it already; idempotent, so positions stay

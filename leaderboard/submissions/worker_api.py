@@ -48,7 +48,7 @@ from leaderboard.sandbox.contract import (
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.lifecycle import submission_run_take
 from leaderboard.submissions.models import Status, Submission, WorkerToken
-from leaderboard.submissions.selectors import run_queue_order, system_run_plan
+from leaderboard.submissions.selectors import run_queue_order, submission_run_plan
 from scoring import inputs
 
 logger = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ def run_ticket_build(plan: RunPlan) -> RunTicket:
 
 
 def run_input_path(*, submission: Submission, index: int) -> Path | None:
-    datasets = system_run_plan(submission=submission).datasets
+    datasets = submission_run_plan(submission=submission).datasets
     if not 0 <= index < len(datasets) or not datasets[index].source:
         return None
     return _input_file(datasets[index])
@@ -237,8 +237,8 @@ def submission_run_result_store(*, submission: Submission, outcome: dict[str, An
     Checked here, before anything is kept: the outcome's shape, and that every output is one the
     run has, no larger than the output limit (a worker sends what its system wrote, no more).
     """
-    plan = system_run_plan(submission=submission)
-    slugs = {ds.output_name: ds.slug for ds in plan.datasets}
+    plan = submission_run_plan(submission=submission)
+    slugs = plan.slugs_by_output()
     limit = plan.limits.output_mb * 1024 * 1024
     unknown = sorted(set(outputs) - set(slugs))
     if unknown:
@@ -308,10 +308,8 @@ def submission_run_result_score(submission_id: int) -> None:
     plan_slugs = {p.name: p.name for p in (folder / "outputs").iterdir()}
     outputs = {slug: (folder / "outputs" / slug).read_bytes() for slug in plan_slugs}
     submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
-    slugs = {ds.output_name: ds.slug for ds in system_run_plan(submission=submission).datasets}
-    outcome: RunOutcome = outcome_from_json(
-        stored["outcome"], outputs={}, slugs=slugs
-    )
+    slugs = submission_run_plan(submission=submission).slugs_by_output()
+    outcome: RunOutcome = outcome_from_json(stored["outcome"], outputs={}, slugs=slugs)
     outcome.outputs = outputs
     submission_run_finish(submission_id, attempt=int(stored["attempt"]), outcome=outcome)
     shutil.rmtree(folder, ignore_errors=True)
