@@ -21,12 +21,11 @@ from django.db import transaction
 from django.test import Client
 
 from leaderboard.challenges.models import Challenge, Dataset
-from leaderboard.sandbox.contract import RunOutcome
+from leaderboard.sandbox.contract import RunOutcome, RunPlan
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.selectors import system_run_plan
 from tests.leaderboard.conftest import DEMO_DATA, Cast, gold_predictions, mrqa_gold, upload
 from tests.leaderboard.test_permissions import ALPHA_TEST, _scored_run
 from tests.workers.systems_fixtures import system_phases
@@ -52,12 +51,12 @@ def outcome(**changes: object) -> RunOutcome:
     return RunOutcome(**base)  # type: ignore[arg-type]
 
 
-def gold_outputs(submission: Submission) -> dict[str, bytes]:
+def gold_outputs(plan: RunPlan) -> dict[str, bytes]:
     """Gold answers as a system writes them: under the ids it reads (a sealed dataset's are re-keyed)."""
     import json
 
     out = {}
-    for ds in system_run_plan(submission=submission).datasets:
+    for ds in plan.datasets:
         gold = mrqa_gold(DEMO_DATA / "mrqa" / GOLD_FILES[ds.slug])
         out[ds.slug] = json.dumps({sid: gold[qid][0] for sid, qid in ds.qids_for_system(list(gold)).items()}).encode()
     return out
@@ -68,7 +67,7 @@ def run_as_worker(submission: Submission, *, worker: str = "systems@host-a:101",
     plan = submission_run_claim(submission.pk, worker=worker)
     assert plan is not None, "the submission was not queued"
     if "outputs" not in changes and changes.get("exit_code", 0) == 0:
-        changes["outputs"] = gold_outputs(submission)
+        changes["outputs"] = gold_outputs(plan)
     submission_run_finish(submission.pk, attempt=plan.attempt, outcome=outcome(**changes))
     submission.refresh_from_db()
     return submission

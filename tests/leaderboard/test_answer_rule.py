@@ -26,12 +26,13 @@ from django.utils import timezone
 from leaderboard.challenges.models import AuditEntry, DatasetFile, Phase
 from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.sandbox.answers_json import ANSWER_MAX_CHARS, answer_refusal
+from leaderboard.sandbox.contract import RunPlan
 from leaderboard.submissions import evaluation
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
-from leaderboard.submissions.selectors import quota_usage, run_queue_order, system_run_plan
+from leaderboard.submissions.selectors import quota_usage, run_queue_order
 from leaderboard.submissions.uploads import UploadError
 from leaderboard.submissions.worker_api import submission_run_claim_next
 from tests.leaderboard.conftest import Cast
@@ -73,10 +74,9 @@ def test_the_rule_takes_text_with_tabs_line_breaks_and_any_script() -> None:
     assert "U+0085" in (answer_refusal({"answers": ["ok", "\x85"]}) or "")
 
 
-def _system_outputs(submission: Submission, *, oddity: Any) -> dict[str, bytes]:
+def _system_outputs(plan: RunPlan, *, oddity: Any) -> dict[str, bytes]:
     """Every question of every dataset of the run answered "x" under the ids the system read, but the
     first question of the first dataset, answered ``oddity`` (json.dumps escapes it as a system would)."""
-    plan = system_run_plan(submission=submission)
     out = {}
     for n, ds in enumerate(plan.datasets):
         qids = DatasetFile.objects.get(dataset__challenge__slug=plan.challenge, dataset__slug=ds.slug,
@@ -126,7 +126,7 @@ def test_each_oddity_is_the_teams_counted_fault_in_the_same_words_on_both_channe
     plan = submission_run_claim(queued.pk, worker="host:1")
     assert plan is not None
     submission_run_finish(queued.pk, attempt=plan.attempt,
-                          outcome=outcome(outputs=_system_outputs(queued, oddity=answer)))
+                          outcome=outcome(outputs=_system_outputs(plan, oddity=answer)))
     run = Submission.objects.get(pk=queued.pk)
     assert (run.status, run.failure_cause, run.verdict) == (Status.FAILED, FailureCause.PARTICIPANT, verdict), \
         run.failure_reason
@@ -158,7 +158,7 @@ def _fail_by_the_platform_while_finishing(cast: Cast, phase: Phase, monkeypatch:
 
     monkeypatch.setattr(evaluation, "run_answers_store", store_fails)
     submission_run_finish(queued.pk, attempt=plan.attempt, outcome=outcome(
-        outputs=_system_outputs(queued, oddity="x"), duration_s=7.3, peak_memory_bytes=77 * 2**20, exit_code=0))
+        outputs=_system_outputs(plan, oddity="x"), duration_s=7.3, peak_memory_bytes=77 * 2**20, exit_code=0))
     return Submission.objects.get(pk=queued.pk)
 
 

@@ -40,7 +40,6 @@ from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.reload import challenge_load, dataset_gold_replace
 from leaderboard.submissions.rescore import Rescored, submission_rescore
-from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.storage import run_answers_name, storage_report
 from scoring import mrqa
 from tests.leaderboard.conftest import DEMO_DATA
@@ -160,7 +159,7 @@ def system_run(loaded: Loaded) -> Submission:
     outputs = {
         ds.slug: json.dumps({seen: gold[ds.slug][qid][0] for seen, qid in ds.qids_for_system(list(gold[ds.slug])).items()})
         .encode()
-        for ds in system_run_plan(submission=submission).datasets
+        for ds in plan.datasets
     }
     submission_run_finish(submission.pk, attempt=plan.attempt, outcome=RunOutcome(
         exit_code=0, timed_out=False, oom_killed=False, output_too_large=False, duration_s=1.0, logs="",

@@ -7,6 +7,7 @@ so every transition and refusal is checked quickly.  The real runs are in tests/
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import io
 import json
 import re
@@ -16,7 +17,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from leaderboard.sandbox.contract import RunOutcome, RunPlan
+from leaderboard.challenges.models import Dataset, DatasetFile
+from leaderboard.challenges.services import dataset_reveal
+from leaderboard.sandbox.contract import RunOutcome, RunPlan, outcome_as_json
+from leaderboard.submissions import worker_api
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.lifecycle import (
@@ -27,7 +31,8 @@ from leaderboard.submissions.lifecycle import (
     submissions_reap,
 )
 from leaderboard.submissions.models import FailureCause, Score, Status, Submission
-from leaderboard.submissions.selectors import quota_usage, system_run_plan
+from leaderboard.submissions.selectors import quota_usage, submission_run_plan, system_run_plan
+from leaderboard.submissions.worker_api import run_ticket_build
 from tests.leaderboard.conftest import DEMO_DATA, Cast, mrqa_gold
 from tests.workers.systems_fixtures import system_phases
 
@@ -61,7 +66,7 @@ GOLD_FILES = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz"
 def gold_outputs(plan: RunPlan | None = None, *, extra: dict[str, str] | None = None) -> dict[str, bytes]:
     """Gold answers as a system would write them: under the ids it read (a sealed dataset's
     are re-keyed), with ``extra`` answers added to every file."""
-    plan = plan or system_run_plan(submission=Submission.objects.get())
+    plan = plan or submission_run_plan(submission=Submission.objects.get())
     out = {}
     for ds in plan.datasets:
         gold = mrqa_gold(DEMO_DATA / "mrqa" / GOLD_FILES[ds.slug])
@@ -316,3 +321,59 @@ def test_a_run_whose_data_an_organizer_replaced_meanwhile_runs_again_as_the_plat
     queued.refresh_from_db()
     current = DatasetFile.objects.get(dataset_id=xquad.dataset_id, portion="test")
     assert plan is not None and queued.run_gold[str(xquad.dataset_id)] == current.sha256 != xquad.sha256
+
+
+# --------------------------------------------------------------------------- the plan, once per attempt
+
+
+def test_the_claim_keeps_its_plan_on_the_attempt_and_it_names_no_gold(queued: Submission) -> None:
+    plan = submission_run_claim(queued.pk, worker="host:1")
+    assert plan is not None
+    queued.refresh_from_db()
+    assert queued.run_plan == plan.as_json() and RunPlan.from_json(queued.run_plan) == plan
+    assert submission_run_plan(submission=queued) == plan
+    # Organizer and platform data only: datasets, answer-free inputs, keys; no gold file, no answer.
+    kept = json.dumps(queued.run_plan)
+    for gold_file in DatasetFile.objects.filter(portion="test"):
+        assert gold_file.gold.path not in kept and gold_file.gold.name not in kept
+        answers = mrqa_gold(DEMO_DATA / "mrqa" / GOLD_FILES[gold_file.dataset.slug])
+        assert not any(f'"{answer[0]}"' in kept for answer in answers.values())
+
+
+def test_a_dataset_revealed_while_a_run_runs_changes_nothing_the_run_is_scored_with(queued: Submission) -> None:
+    """The system read the sealed dataset under its alias and re-keyed ids, and wrote its output under
+    the alias: a reveal meanwhile must not rename the output or drop the key that maps the ids back."""
+    plan = submission_run_claim(queued.pk, worker="host:1")
+    assert plan is not None
+    ticket = run_ticket_build(plan)
+    outputs = gold_outputs(plan)
+    sealed = next(ds for ds in plan.datasets if ds.sealed)
+    dataset_reveal(dataset=Dataset.objects.get(slug=sealed.slug))
+    queued.refresh_from_db()
+    assert system_run_plan(submission=queued) != plan  # a plan derived now would differ
+    assert submission_run_plan(submission=queued) == plan
+    # The inputs a worker fetches are those its ticket hashed.
+    index = plan.datasets.index(sealed)
+    served = worker_api.run_input_path(submission=queued, index=index)
+    assert served is not None and hashlib.sha256(served.read_bytes()).hexdigest() == ticket.inputs[index].sha256
+    # The outputs, named as the ticket named them, are taken, and scored under the ids the system read.
+    by_name = {ds.output_name: outputs[ds.slug] for ds in plan.datasets}
+    assert sealed.output_name in ticket.output_names and sealed.output_name in by_name
+    worker_api.submission_run_result_store(
+        submission=queued, outcome=outcome_as_json(outcome()),
+        outputs={name: SimpleUploadedFile(name, data) for name, data in by_name.items()})
+    worker_api.submission_run_result_score(queued.pk)
+    queued.refresh_from_db()
+    assert queued.status == Status.FINISHED, queued.failure_reason
+    assert Score.objects.get(submission=queued, dataset__isnull=True, metric="macro_f1").value == pytest.approx(100)
+
+
+def test_a_run_claimed_before_plans_were_kept_is_finished_with_the_plan_derived_now(queued: Submission) -> None:
+    plan = submission_run_claim(queued.pk, worker="host:1")
+    assert plan is not None
+    Submission.objects.filter(pk=queued.pk).update(run_plan=None)
+    queued.refresh_from_db()
+    assert submission_run_plan(submission=queued) == plan == system_run_plan(submission=queued)
+    submission_run_finish(queued.pk, attempt=1, outcome=outcome(outputs=gold_outputs(plan)))
+    queued.refresh_from_db()
+    assert queued.status == Status.FINISHED, queued.failure_reason

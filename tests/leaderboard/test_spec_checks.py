@@ -36,7 +36,7 @@ from leaderboard.submissions.intake import submission_create_predictions, submis
 from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.selectors import quota_usage, submission_run_report, system_run_plan
+from leaderboard.submissions.selectors import quota_usage, submission_run_report
 from scoring.errors import ScoringError
 from tests.leaderboard.conftest import DEMO_DATA, REPO, Cast, gold_predictions, upload
 from tests.leaderboard.test_run_lifecycle import bundle, gold_outputs, outcome
@@ -606,7 +606,7 @@ def test_a_gold_failure_on_a_sealed_dataset_never_names_it_to_the_team(cast: Cas
                                       kind="code_bundle")
     plan = submission_run_claim(queued.pk, worker="host:1")
     assert plan is not None
-    outputs = gold_outputs(system_run_plan(submission=queued))
+    outputs = gold_outputs(plan)
     coqa = DatasetFile.objects.get(dataset__slug="coqa", portion="test")
     break_gold(coqa)
     submission_run_finish(queued.pk, attempt=1, outcome=outcome(outputs=outputs))
