@@ -167,7 +167,7 @@ def _own_submission(request: HttpRequest, slug: str, pk: int) -> tuple[Challenge
 _ACTIONS: dict[str, Callable[..., Submission]] = {
     "cancel": submission_cancel,
     "select": submission_select,
-    # No "release_log": a log is released from the console, with a reason, audited (issue 22).
+    # No "release_log": a log is released from the console, with a reason, audited.
 }
 
 
