@@ -2,10 +2,11 @@
 
 Settings of a challenge's systems (``SystemSettings``, ``Limits``), how runs on hidden data are
 sandboxed apart (``HiddenRuns``), the plan the trusted side makes once per attempt and keeps
-(``RunPlan``, ``RunDataset``; ``RunPlan.as_json``/``from_json``), the ticket a compute worker is given (``RunTicket``, ``TicketFile``) and the outcome it hands back
-(``RunOutcome``, ``RunNote``, ``outcome_as_json``/``outcome_from_json``).  The web process and the
-workers both use it, so it imports nothing from Django, from the rest of ``leaderboard`` or from
-``workers`` (an import-linter contract checks it).
+(``RunPlan``, ``RunDataset``; ``RunPlan.as_json``/``from_json``), the ticket a compute worker is
+given (``RunTicket``, ``TicketFile``) and the outcome it hands back (``RunOutcome``, ``RunNote``,
+``outcome_as_json``/``outcome_from_json``).  The web process and the workers both use it, so it
+imports nothing from Django, from the rest of ``leaderboard`` or from ``workers`` (an import-linter
+contract checks it).
 
 The contract a system follows (README "Submitting a system"):
 
