@@ -23,3 +23,7 @@ def shared_path(*parts: str) -> Path:
             pytest.fail(f"{path} is missing; CI needs ../shared beside the repository")
         pytest.skip(f"{path} is not available")
     return path
+
+
+# Shared fixtures, found by pytest wherever a test asks for them (never imported by name).
+pytest_plugins = ["tests.fixtures.cast"]

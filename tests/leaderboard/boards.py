@@ -15,7 +15,7 @@ from leaderboard.challenges.models import Phase
 from leaderboard.challenges.services import challenge_load
 from leaderboard.rankings.selectors import board_datasets
 from leaderboard.submissions.services import ImportedEntry, results_import
-from tests.leaderboard.conftest import DEMO_DATA, REPO
+from tests.builders.cast import DEMO_DATA, REPO
 
 DEMO_SPEC = REPO / "deploy" / "demo" / "mrqa-demo.yaml"
 THOUSAND = 1000

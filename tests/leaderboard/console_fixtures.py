@@ -30,7 +30,7 @@ from leaderboard.submissions.system_services import (
     submission_run_finish,
 )
 from leaderboard.submissions.systems import RunOutcome
-from tests.leaderboard.conftest import DEMO_DATA, Cast, gold_predictions, mrqa_gold, upload
+from tests.builders.cast import DEMO_DATA, Cast, gold_predictions, mrqa_gold, upload
 from tests.leaderboard.test_permissions import ALPHA_TEST, _scored_run
 from tests.workers.systems_fixtures import system_phases
 

@@ -20,7 +20,7 @@ import pytest
 from leaderboard.challenges.suites import SUITES
 from leaderboard.submissions.services import predictions_check
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, parse_upload
-from tests.leaderboard.conftest import DEMO_DATA
+from tests.builders.cast import DEMO_DATA
 from tests.leaderboard.test_suites_more import coqa_gold, quac_gold, squad2_gold
 
 

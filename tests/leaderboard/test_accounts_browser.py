@@ -21,7 +21,7 @@ from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.models import Status
 from leaderboard.submissions.services import submission_create_predictions
 from tests.chromium import chromium_driver, page_wait, screenshot_widths
-from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
+from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-teams"
 NEW_PASSWORD = "Correct-horse-battery-staple-9"

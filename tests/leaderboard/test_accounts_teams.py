@@ -51,7 +51,7 @@ from leaderboard.challenges.spec import SpecError
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
-from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
+from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
 NEW_PASSWORD = "Correct-horse-battery-staple-9"
 INVALID_LOGIN = "Please enter a correct username and password"

@@ -36,7 +36,7 @@ from leaderboard.submissions.system_services import (
     submission_run_finish,
 )
 from leaderboard.submissions.uploads import UploadError
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.leaderboard.test_dialog_runs import run as claimed_dialog_run
 from tests.leaderboard.test_run_lifecycle import bundle, outcome
 from tests.workers.systems_fixtures import system_phases

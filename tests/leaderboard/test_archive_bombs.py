@@ -22,7 +22,7 @@ import pytest
 
 from leaderboard.submissions.systems import ArchiveError, bundle_inspect, image_archive_inspect
 from tests.benchmarks import archive_bombs as ab
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.leaderboard.test_system_uploads import image_archive, nothing_stored, post, systems  # noqa: F401
 
 MIB = 2**20

@@ -43,7 +43,7 @@ from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
 from tests.leaderboard.boards import THOUSAND, thousand_row_phase, wide_board_phase
-from tests.leaderboard.conftest import REPO, Cast
+from tests.builders.cast import REPO, Cast
 
 SITE_CSS = REPO / "leaderboard" / "core" / "static" / "readerboard" / "site.css"
 

@@ -19,7 +19,7 @@ from leaderboard.challenges.models import SubmissionKind
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.leaderboard.test_browser import board_rows, browser  # noqa: F401 (the fixture)
 
 SHOTS = Path(tempfile.gettempdir())

@@ -23,7 +23,7 @@ from leaderboard.rankings.snapshots import (
 )
 from leaderboard.rankings.versions import board_version_get
 from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
-from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
+from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
 URLS = ("board", "board-csv", "board-json", "board-chart")
 

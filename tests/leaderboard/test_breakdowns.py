@@ -25,7 +25,7 @@ from leaderboard.submissions.breakdowns import NOT_REPRODUCED, SEALED_NOTE, subm
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.services import scores_write, submission_create_predictions, submission_evaluate
 from tests.chromium import screenshot_widths
-from tests.leaderboard.conftest import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
+from tests.builders.cast import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
 from tests.leaderboard.test_browser import browser  # noqa: F401 (the fixture)
 
 HIDDEN = "hidden: a slice has fewer than 50 questions of hidden test data"

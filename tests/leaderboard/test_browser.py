@@ -21,7 +21,7 @@ from django.core import mail
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
 from tests.chromium import chromium_driver, page_wait
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.builders.cast import Cast, gold_predictions, upload
 
 SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-board.png"
 

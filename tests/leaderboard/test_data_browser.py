@@ -23,7 +23,7 @@ from leaderboard.challenges.models import Dataset
 from leaderboard.challenges.services import dataset_file_put
 from leaderboard.submissions.models import Score, Status, Submission
 from tests.chromium import WAIT_SECONDS, chromium_driver
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.leaderboard.test_data_page import TRAIN_FILE, run_kit_locally
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-data-page"

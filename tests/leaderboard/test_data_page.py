@@ -40,7 +40,7 @@ from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.services import phase_prediction_targets, submission_create_predictions
 from leaderboard.submissions.systems import bundle_inspect
-from tests.leaderboard.conftest import DEMO_DATA, REPO, Cast, upload
+from tests.builders.cast import DEMO_DATA, REPO, Cast, upload
 
 TRAIN_FILE = DEMO_DATA / "mrqa" / "SQuAD.train.jsonl.gz"
 ROLES = ("anonymous", "dave", "erin", "bob", "charlie", "oscar", "root")

@@ -37,7 +37,7 @@ from leaderboard.submissions.services import (
     submission_create_predictions,
     submission_evaluate,
 )
-from tests.leaderboard.conftest import DEMO_DATA, mrqa_gold, upload
+from tests.builders.cast import DEMO_DATA, mrqa_gold, upload
 
 MRQA = DEMO_DATA / "mrqa"
 SPEC = f"""

@@ -20,7 +20,7 @@ from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import scores_write, submission_create_predictions
 from tests.chromium import WAIT_SECONDS
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.builders.cast import Cast, gold_predictions, upload
 from tests.leaderboard.test_board_sealed_browser import login
 from tests.leaderboard.test_browser import board_rows, browser  # noqa: F401 (the fixture)
 from tests.leaderboard.test_uploads import first_qids

@@ -14,7 +14,7 @@ from leaderboard.challenges.services import challenge_load
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.services import submission_create_predictions
-from tests.leaderboard.conftest import upload
+from tests.builders.cast import upload
 
 REPO = Path(__file__).resolve().parents[2]
 

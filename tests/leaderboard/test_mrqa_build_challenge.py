@@ -18,7 +18,7 @@ from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.services import submission_create_predictions
 from scoring.cli import main
 from tests.conftest import shared_path
-from tests.leaderboard.conftest import upload
+from tests.builders.cast import upload
 
 SPEC = """
 slug: built

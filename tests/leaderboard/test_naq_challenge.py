@@ -20,7 +20,7 @@ from leaderboard.submissions.services import submission_create_predictions
 from scoring.cli import main
 from scoring.unanswerable import evaluate_unanswerable
 from tests.conftest import shared_path
-from tests.leaderboard.conftest import upload
+from tests.builders.cast import upload
 from tests.leaderboard.test_suites_more import SPEC, squad_qas
 
 

@@ -42,7 +42,7 @@ from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_build
 from leaderboard.rankings.significance import METHOD, NO_QUESTION_SCORES, RowSignificance, Significance
 from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.services import ImportedEntry, results_import
-from tests.leaderboard.conftest import REPO
+from tests.builders.cast import REPO
 
 SPEC = """
 slug: tagged

@@ -27,7 +27,7 @@ from leaderboard.challenges.services import dataset_reveal
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import scores_write, submission_create_predictions
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.builders.cast import Cast, gold_predictions, upload
 
 ROLES = ("anonymous", "dave", "bob", "charlie", "oscar", "root")
 ORGANIZERS = {"oscar", "root"}

@@ -29,7 +29,7 @@ from leaderboard.core.errors import QuotaExceeded
 from leaderboard.submissions.models import FailureCause, Status, Submission
 from leaderboard.submissions.selectors import quota_usage
 from leaderboard.submissions.services import submission_cancel, submission_create_predictions
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.builders.cast import Cast, gold_predictions, upload
 
 N_THREADS = 20
 QUOTA = 5  # the dev phase's per_day quota in the cast

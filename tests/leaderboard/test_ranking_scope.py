@@ -22,7 +22,7 @@ from leaderboard.challenges.suites import SUITES, DatasetResult
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.services import scores_write
-from tests.leaderboard.conftest import REPO
+from tests.builders.cast import REPO
 
 SPEC = """
 slug: scoped

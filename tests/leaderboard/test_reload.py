@@ -45,7 +45,7 @@ from leaderboard.submissions.system_services import (
 )
 from leaderboard.submissions.systems import RunOutcome
 from scoring import mrqa
-from tests.leaderboard.conftest import DEMO_DATA
+from tests.builders.cast import DEMO_DATA
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -28,7 +28,7 @@ from leaderboard.submissions.system_services import (
     submissions_reap,
 )
 from leaderboard.submissions.systems import RunOutcome, RunPlan
-from tests.leaderboard.conftest import DEMO_DATA, Cast, mrqa_gold
+from tests.builders.cast import DEMO_DATA, Cast, mrqa_gold
 from tests.workers.systems_fixtures import system_phases
 
 pytestmark = pytest.mark.django_db
@@ -277,7 +277,7 @@ def test_a_prediction_file_is_scored_by_a_named_worker(cast: Cast) -> None:
     from django.conf import settings as django_settings
 
     from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
-    from tests.leaderboard.conftest import gold_predictions, upload
+    from tests.builders.cast import gold_predictions, upload
 
     submission = submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
                                                upload=upload(gold_predictions()),

@@ -22,7 +22,7 @@ from leaderboard.submissions.system_services import (
     submission_run_heartbeat,
 )
 from leaderboard.submissions.systems import RunNote
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.leaderboard.test_run_lifecycle import bundle, gold_outputs, outcome
 from tests.leaderboard.test_system_uploads import bundle_of, post
 from tests.workers.image_archives import no_command

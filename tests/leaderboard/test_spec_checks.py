@@ -35,7 +35,7 @@ from leaderboard.submissions.system_services import (
     submission_run_finish,
 )
 from scoring.errors import ScoringError
-from tests.leaderboard.conftest import DEMO_DATA, REPO, Cast, gold_predictions, upload
+from tests.builders.cast import DEMO_DATA, REPO, Cast, gold_predictions, upload
 from tests.leaderboard.test_run_lifecycle import bundle, gold_outputs, outcome
 from tests.leaderboard.test_suites_more import coqa_gold, quac_gold, squad2_gold
 from tests.workers.systems_fixtures import system_phases

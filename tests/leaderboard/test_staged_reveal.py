@@ -22,7 +22,7 @@ from leaderboard.console.selectors import dataset_reveal_preview
 from leaderboard.console.services import dataset_reveal_audited
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import scores_write
-from tests.leaderboard.conftest import DEMO_DATA
+from tests.builders.cast import DEMO_DATA
 
 MRQA = DEMO_DATA / "mrqa"
 SPEC = f"""

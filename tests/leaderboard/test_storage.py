@@ -22,7 +22,7 @@ from leaderboard.challenges.services import SpecError, challenge_load
 from leaderboard.submissions.models import BoardEntry, Status, Submission
 from leaderboard.submissions.services import board_entry_refresh
 from leaderboard.submissions.storage import storage_report, team_storage_usage
-from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
+from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 from tests.leaderboard.test_system_uploads import CHANNELS, bundle_of, post, stored_files
 from tests.workers.systems_fixtures import TEST_LIMITS, system_phases
 

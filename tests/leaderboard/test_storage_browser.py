@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from leaderboard.submissions.models import Submission
 from tests.chromium import WAIT_SECONDS
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.leaderboard.test_board_sealed_browser import login
 from tests.leaderboard.test_browser import browser  # noqa: F401 (the fixture)
 from tests.leaderboard.test_data_browser import screenshot

@@ -28,7 +28,7 @@ from leaderboard.submissions.services import submission_create_predictions
 from scoring import coqa, quac, squad, unanswerable
 from scoring.errors import InputFormatError, ScoringError
 from tests.conftest import shared_path
-from tests.leaderboard.conftest import upload
+from tests.builders.cast import upload
 
 # --------------------------------------------------------------------------- fixtures: SQuAD 2.0
 

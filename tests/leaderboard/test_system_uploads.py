@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.submissions.models import Status, Submission
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.workers.systems_fixtures import system_phases
 
 CHANNELS = ["api", "web"]

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from leaderboard.accounts.services import api_token_obtain
 from leaderboard.submissions.models import Submission
-from tests.leaderboard.conftest import Cast, gold_predictions
+from tests.builders.cast import Cast, gold_predictions
 
 CHANNELS = ("web", "api-token", "api-session")
 
@@ -228,7 +228,7 @@ def test_an_empty_file_is_refused(cast: Cast, nothing_stored: None, channel: str
 def test_the_service_refuses_an_empty_upload_too(cast: Cast, nothing_stored: None) -> None:
     from leaderboard.submissions.services import submission_create_predictions
     from leaderboard.submissions.uploads import UploadError
-    from tests.leaderboard.conftest import upload
+    from tests.builders.cast import upload
 
     with pytest.raises(UploadError, match="preds.json: the file is empty"):
         submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice, upload=upload(b""),

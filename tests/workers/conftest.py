@@ -11,7 +11,6 @@ import pytest
 from django.conf import settings
 
 from leaderboard.core import tasks
-from tests.leaderboard.conftest import cast  # noqa: F401  (the platform cast, reused here)
 from tests.workers.processes import RedisServer
 from tests.workers.systems_fixtures import engine, platform  # noqa: F401
 

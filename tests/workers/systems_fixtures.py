@@ -19,7 +19,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from leaderboard.challenges.models import SubmissionKind
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.workers.processes import (
     ComputeWorker,
     RedisServer,

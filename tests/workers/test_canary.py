@@ -28,7 +28,7 @@ from leaderboard.challenges.services import dataset_file_put
 from leaderboard.submissions.models import Status
 from scoring import inputs
 from scoring.inputs import FORMATS
-from tests.leaderboard.conftest import DEMO_DATA, Cast
+from tests.builders.cast import DEMO_DATA, Cast
 from tests.workers.systems_fixtures import Platform, bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]

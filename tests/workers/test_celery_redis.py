@@ -10,7 +10,7 @@ from django.test import Client
 
 from leaderboard.core import tasks
 from leaderboard.submissions.models import Status
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.builders.cast import Cast, gold_predictions, upload
 from tests.workers.processes import RedisServer, Worker
 from tests.workers.systems_fixtures import wait_final
 

@@ -29,7 +29,7 @@ from leaderboard.submissions.compute import submission_run_claim_next, worker_to
 from leaderboard.submissions.models import Status, Submission, Verdict
 from leaderboard.submissions.system_services import submission_create_system
 from leaderboard.submissions.systems import Limits
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.leaderboard.test_run_lifecycle import bundle
 from tests.workers.systems_fixtures import SYSTEMS, Platform, script_bundle, system_phases
 from workers import compute, runner

@@ -13,7 +13,7 @@ import pytest
 
 from leaderboard.core.tasks import EVALUATE_SUBMISSION
 from leaderboard.submissions.models import QuestionScores, Status, Submission
-from tests.leaderboard.conftest import gold_predictions, upload
+from tests.builders.cast import gold_predictions, upload
 from tests.workers.systems_fixtures import SYSTEMS, Platform, bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]

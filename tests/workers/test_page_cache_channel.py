@@ -26,7 +26,7 @@ from leaderboard.submissions.compute import run_ticket_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from workers import runner
 from workers.systems import local_config
 

@@ -32,7 +32,7 @@ from leaderboard.submissions.system_services import (
     submissions_reap,
 )
 from leaderboard.submissions.systems import ArchiveError, bundle_extract
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from tests.leaderboard.test_run_lifecycle import bundle
 from tests.workers.systems_fixtures import system_phases
 from workers import dispatch, run_system, runner

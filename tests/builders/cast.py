@@ -17,16 +17,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.services import team_create, team_join
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.services import challenge_load
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_DATA = REPO / "deploy" / "demo" / "data"
@@ -106,26 +103,6 @@ class Cast:
         return client
 
 
-@pytest.fixture
-def cast(db: None, tmp_path: Path) -> Cast:
-    users = {name: User.objects.create_user(name, password=f"{name}-pw") for name in
-             ("alice", "bob", "charlie", "dave", "oscar")}
-    root = User.objects.create_superuser("root", password="root-pw")
-    spec = tmp_path / "demo.yaml"
-    spec.write_text(SPEC)
-    challenge = challenge_load(spec_path=spec)
-    alpha = team_create(challenge=challenge, owner=users["alice"], name="Alpha")
-    team_join(user=users["bob"], join_code=alpha.join_code)
-    charlies = team_create(challenge=challenge, owner=users["charlie"], name="Charlie's")
-    return Cast(
-        challenge=challenge,
-        dev=challenge.phases.get(slug="dev"),
-        test=challenge.phases.get(slug="test"),
-        alpha=alpha,
-        charlies=charlies,
-        root=root,
-        **users,
-    )
 
 
 def now() -> dt.datetime:
