@@ -26,4 +26,4 @@ def shared_path(*parts: str) -> Path:
 
 
 # Shared fixtures, found by pytest wherever a test asks for them (never imported by name).
-pytest_plugins = ["tests.fixtures.cast"]
+pytest_plugins = ["tests.fixtures.cast", "tests.fixtures.console", "tests.fixtures.systems", "tests.fixtures.browser", "tests.fixtures.dialogs", "tests.fixtures.system_uploads"]

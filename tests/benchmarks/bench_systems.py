@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from leaderboard.core import tasks
     from leaderboard.submissions.models import Status, Submission
     from leaderboard.submissions.system_services import submission_create_system
-    from tests.workers.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
+    from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
     spec_path = tmp / "spec.yaml"
     spec_path.write_text(spec(args.datasets, tmp))

@@ -20,8 +20,8 @@ from leaderboard.accounts.services import team_create, team_invite_create
 from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.models import Status
 from leaderboard.submissions.services import submission_create_predictions
-from tests.chromium import chromium_driver, page_wait, screenshot_widths
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
+from tests.builders.chromium import chromium_driver, page_wait, screenshot_widths
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-teams"
 NEW_PASSWORD = "Correct-horse-battery-staple-9"

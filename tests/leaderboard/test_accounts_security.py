@@ -44,8 +44,8 @@ from leaderboard.core.errors import ServiceError
 from leaderboard.settings.base import private_dir, sqlite_database
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
-from tests.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
 from tests.builders.cast import REPO, Cast, gold_predictions, upload
+from tests.builders.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-accounts-security"
 PASSWORD = "Tr0ub4dor&3-horse-battery"

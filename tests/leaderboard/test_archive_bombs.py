@@ -23,7 +23,7 @@ import pytest
 from leaderboard.submissions.systems import ArchiveError, bundle_inspect, image_archive_inspect
 from tests.benchmarks import archive_bombs as ab
 from tests.builders.cast import Cast
-from tests.leaderboard.test_system_uploads import image_archive, nothing_stored, post, systems  # noqa: F401
+from tests.builders.system_uploads import image_archive, post
 
 MIB = 2**20
 BOMB = 64 * MIB

@@ -42,7 +42,7 @@ from leaderboard.rankings.selectors import board_datasets
 from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
-from tests.leaderboard.boards import THOUSAND, thousand_row_phase, wide_board_phase
+from tests.builders.boards import THOUSAND, thousand_row_phase, wide_board_phase
 from tests.builders.cast import REPO, Cast
 
 SITE_CSS = REPO / "leaderboard" / "core" / "static" / "readerboard" / "site.css"

@@ -31,9 +31,9 @@ from leaderboard.challenges.models import Phase
 from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.imports import load_results_file
 from leaderboard.submissions.services import results_import
-from tests.chromium import WAIT_SECONDS, chromium_driver
-from tests.leaderboard.boards import WIDE_TEAMS, thousand_row_phase, wide_board_phase
+from tests.builders.boards import WIDE_TEAMS, thousand_row_phase, wide_board_phase
 from tests.builders.cast import REPO, Cast
+from tests.builders.chromium import WAIT_SECONDS, chromium_driver
 
 SHOTS = Path(tempfile.gettempdir()) / "readerboard-board-layout"
 WIDTHS = (1366, 400)

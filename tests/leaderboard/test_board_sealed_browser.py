@@ -12,15 +12,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from django.test import Client
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import SubmissionKind
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
+from tests.builders.browser import board_rows, login
 from tests.builders.cast import Cast
-from tests.leaderboard.test_browser import board_rows, browser  # noqa: F401 (the fixture)
 
 SHOTS = Path(tempfile.gettempdir())
 WIDTHS = (1366, 400)
@@ -36,13 +35,6 @@ def scored(cast: Cast, team, scores: dict[str, dict[str, float]]) -> Submission:
         datasets[slug]: DatasetResult(metrics=m, per_example=[]) for slug, m in scores.items()
     })
     return submission
-
-
-def login(driver, base: str, cast: Cast, who: str) -> None:  # type: ignore[no-untyped-def]
-    client = Client()
-    client.force_login(getattr(cast, who))
-    driver.get(f"{base}/")
-    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
 
 
 def shoot(driver, name: str) -> list[Path]:  # type: ignore[no-untyped-def]

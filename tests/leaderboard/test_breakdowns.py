@@ -24,9 +24,8 @@ from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.breakdowns import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.services import scores_write, submission_create_predictions, submission_evaluate
-from tests.chromium import screenshot_widths
 from tests.builders.cast import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
-from tests.leaderboard.test_browser import browser  # noqa: F401 (the fixture)
+from tests.builders.chromium import screenshot_widths
 
 HIDDEN = "hidden: a slice has fewer than 50 questions of hidden test data"
 FOR_ORGANIZERS = "its team does not see this family: a slice has fewer than 50 questions of hidden test data"

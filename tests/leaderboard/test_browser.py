@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,27 +19,13 @@ from django.core import mail
 
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.services import submission_create_predictions
-from tests.chromium import chromium_driver, page_wait
+from tests.builders.browser import board_rows
 from tests.builders.cast import Cast, gold_predictions, upload
+from tests.builders.chromium import page_wait
 
 SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-board.png"
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    with chromium_driver() as driver:
-        yield driver
-
-
-def board_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
-    from selenium.webdriver.common.by import By
-
-    return [
-        [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
-        for row in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")
-    ]
 
 
 def test_a_new_participant_signs_up_submits_and_tops_the_board(

@@ -24,13 +24,7 @@ from leaderboard.submissions.selectors import quota_usage
 from leaderboard.submissions.services import submission_check_can_submit, submission_create_predictions
 from leaderboard.submissions.system_services import submission_run_claim
 from tests.builders.cast import gold_predictions, upload
-from tests.leaderboard.console_fixtures import (  # noqa: F401  (the fixture)
-    FAILED_LOG,
-    ConsoleWorld,
-    bundle,
-    console_world,
-    run_as_worker,
-)
+from tests.builders.console import FAILED_LOG, ConsoleWorld, bundle, run_as_worker
 
 pytestmark = pytest.mark.django_db
 

@@ -23,10 +23,10 @@ from leaderboard.challenges.models import AuditEntry
 from leaderboard.submissions.compute import worker_token_create
 from leaderboard.submissions.models import ScoreHistory, Status, Submission, WorkerToken
 from leaderboard.submissions.system_services import submission_create_system, submission_run_claim
-from tests.chromium import WAIT_SECONDS, chromium_driver
+from tests.builders.browser import board_rows
 from tests.builders.cast import Cast
-from tests.leaderboard.console_fixtures import FAILED_LOG, bundle, console_world_build, run_as_worker
-from tests.leaderboard.test_browser import board_rows
+from tests.builders.chromium import WAIT_SECONDS, chromium_driver
+from tests.builders.console import FAILED_LOG, bundle, console_world_build, run_as_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(tempfile.gettempdir()) / "readerboard-console"

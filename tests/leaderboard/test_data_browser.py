@@ -11,7 +11,6 @@ Needs Debian's ``chromium`` and ``chromium-driver`` (skipped without them, excep
 from __future__ import annotations
 
 import hashlib
-import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -22,11 +21,10 @@ import pytest
 from leaderboard.challenges.models import Dataset
 from leaderboard.challenges.services import dataset_file_put
 from leaderboard.submissions.models import Score, Status, Submission
-from tests.chromium import WAIT_SECONDS, chromium_driver
+from tests.builders.browser import screenshot
 from tests.builders.cast import Cast
-from tests.leaderboard.test_data_page import TRAIN_FILE, run_kit_locally
-
-SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-data-page"
+from tests.builders.chromium import WAIT_SECONDS, chromium_driver
+from tests.builders.data_page import TRAIN_FILE, run_kit_locally
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,21 +51,6 @@ def wait_for_download(folder: Path, name: str) -> bytes:
             return path.read_bytes()
         time.sleep(0.1)
     raise AssertionError(f"{name} was not downloaded; the folder holds {sorted(p.name for p in folder.iterdir())}")
-
-
-def screenshot(driver, name: str, width: int) -> Path:  # type: ignore[no-untyped-def]
-    """The whole page at ``width`` px (the window grows to the page's height)."""
-    SCREENSHOTS.mkdir(exist_ok=True)
-    driver.set_window_size(width, 1000)
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(width, min(int(height) + 120, 6000))
-    path = SCREENSHOTS / f"{name}-{width}.png"
-    driver.save_screenshot(str(path))
-    # Nothing overflows the page sideways: wide tables scroll inside their own box.
-    overflow = driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 0, f"{name} at {width}px is {overflow}px wider than the window"
-    driver.set_window_size(1366, 1000)
-    return path
 
 
 def test_a_participant_reproduces_the_dev_scores_from_the_data_page_downloads(

@@ -24,7 +24,7 @@ from leaderboard.submissions.answers_json import NotJson, answers_decode
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from tests.builders.cast import Cast, gold_predictions, upload
-from tests.leaderboard.test_uploads import CHANNELS, first_qids, post, zip_of
+from tests.builders.uploads import CHANNELS, first_qids, post, zip_of
 
 
 def form_errors(page: str) -> list[str]:

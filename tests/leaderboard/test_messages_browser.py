@@ -19,11 +19,10 @@ from leaderboard.challenges.models import Challenge, SubmissionKind
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import scores_write, submission_create_predictions
-from tests.chromium import WAIT_SECONDS
+from tests.builders.browser import board_rows, login
 from tests.builders.cast import Cast, gold_predictions, upload
-from tests.leaderboard.test_board_sealed_browser import login
-from tests.leaderboard.test_browser import board_rows, browser  # noqa: F401 (the fixture)
-from tests.leaderboard.test_uploads import first_qids
+from tests.builders.chromium import WAIT_SECONDS
+from tests.builders.uploads import first_qids
 
 SHOTS = Path(tempfile.gettempdir())
 WIDTHS = (1366, 400)

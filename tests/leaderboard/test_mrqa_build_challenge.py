@@ -17,8 +17,8 @@ from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.services import submission_create_predictions
 from scoring.cli import main
-from tests.conftest import shared_path
 from tests.builders.cast import upload
+from tests.builders.shared import shared_path
 
 SPEC = """
 slug: built

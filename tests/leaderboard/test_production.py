@@ -25,8 +25,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from leaderboard.settings.base import database_from_url
-from tests.databases import database_url
 from tests.builders.cast import REPO, Cast
+from tests.builders.databases import database_url
 
 SECRET = "a-production-secret-for-this-test-only-0123456789"
 POSTGRES = "postgres://board:p%40ss%2Fword@db.internal:6432/readerboard?sslmode=require"

@@ -23,10 +23,10 @@ from leaderboard.submissions.system_services import (
 )
 from leaderboard.submissions.systems import RunNote
 from tests.builders.cast import Cast
-from tests.leaderboard.test_run_lifecycle import bundle, gold_outputs, outcome
-from tests.leaderboard.test_system_uploads import bundle_of, post
-from tests.workers.image_archives import no_command
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.image_archives import no_command
+from tests.builders.runs import bundle, gold_outputs, outcome
+from tests.builders.system_uploads import bundle_of, post
+from tests.builders.systems import system_phases
 
 pytestmark = pytest.mark.django_db
 

@@ -36,9 +36,9 @@ from leaderboard.submissions.system_services import (
 )
 from scoring.errors import ScoringError
 from tests.builders.cast import DEMO_DATA, REPO, Cast, gold_predictions, upload
-from tests.leaderboard.test_run_lifecycle import bundle, gold_outputs, outcome
-from tests.leaderboard.test_suites_more import coqa_gold, quac_gold, squad2_gold
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.runs import bundle, gold_outputs, outcome
+from tests.builders.suites import coqa_gold, quac_gold, squad2_gold
+from tests.builders.systems import system_phases
 
 MRQA = DEMO_DATA / "mrqa"
 

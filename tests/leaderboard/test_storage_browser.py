@@ -16,13 +16,11 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from leaderboard.submissions.models import Submission
-from tests.chromium import WAIT_SECONDS
+from tests.builders.browser import login, screenshot
 from tests.builders.cast import Cast
-from tests.leaderboard.test_board_sealed_browser import login
-from tests.leaderboard.test_browser import browser  # noqa: F401 (the fixture)
-from tests.leaderboard.test_data_browser import screenshot
-from tests.leaderboard.test_storage import finish, post_id, weights
-from tests.workers.systems_fixtures import TEST_LIMITS, system_phases
+from tests.builders.chromium import WAIT_SECONDS
+from tests.builders.storage import finish, post_id, weights
+from tests.builders.systems import TEST_LIMITS, system_phases
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,7 +22,7 @@ from leaderboard.submissions.models import FailureCause, Status, Submission, Ver
 from leaderboard.submissions.selectors import quota_usage
 from leaderboard.submissions.services import phase_prediction_targets
 from scoring.dialogs import Mode
-from tests.workers.systems_fixtures import Platform, bundle
+from tests.builders.systems import Platform, bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 
@@ -93,7 +93,7 @@ for n, line in enumerate(sys.stdin):
 def test_an_interactive_answer_the_rule_refuses_ends_the_mode_as_the_systems_doing(
     engine: docker.DockerClient, tmp_path: Path, oddity: str, literal: str,
 ) -> None:
-    from tests.workers.test_converse import run
+    from tests.builders.converse import run
 
     [session], result = run(engine, tmp_path, INTERACTIVE.replace("ODDITY", literal), Mode.OWN, turn_limit_s=5)
     assert result.verdict == "answer_refused", (result.reason, result.log)  # type: ignore[attr-defined]

@@ -13,71 +13,27 @@ any real id of the hidden data; the organizer's view still shows the full reason
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import zipfile
-from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.core import mail
 
-from leaderboard.challenges.models import Dataset, Split
-from leaderboard.challenges.services import dataset_file_put
+from leaderboard.challenges.models import Dataset
 from leaderboard.submissions.models import Status
-from scoring import inputs
 from scoring.inputs import FORMATS
-from tests.builders.cast import DEMO_DATA, Cast
-from tests.workers.systems_fixtures import Platform, bundle
+from tests.builders.canary import CANARY, HIDDEN, LEAK, plant_canaries
+from tests.builders.systems import Platform, bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 
-CANARY = "RBCANARY9c41e2"
-LEAK = Path(__file__).resolve().parent / "canary" / "leak.py"
-HIDDEN = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz", "drop": "DROP.test.jsonl.gz"}
 SEALED_NAMES = ("CoQA", "DROP")
 LIBRARY = "the starting kit's scoring library"
 MODES = {"unknown_ids": "unknown_ids", "empty": "answers_missing", "exit_code": "crashed",
          "broken_json": "output_not_json", "timing": "output_missing", "log": "finished",
          "mounts": "answers_missing", "refused_answer": "answer_refused"}
-
-
-def canary_record(slug: str) -> dict[str, object]:
-    context = f"The {CANARY} of {slug} was opened in 1475 by the librarian."
-    start = context.index("1475")
-    return {
-        "id": f"{CANARY}-context-{slug}",
-        "context": context,
-        "qas": [{
-            "qid": f"{CANARY}-qid-{slug}",
-            "question": f"When was the {CANARY} opened?",
-            "answers": ["1475"],
-            "detected_answers": [{"text": "1475", "char_spans": [[start, start + 3]], "token_spans": [[7, 7]]}],
-        }],
-    }
-
-
-def plant_canaries(cast: Cast) -> set[str]:
-    """Re-load the challenge's hidden test files with a canary context; return every hidden id."""
-    ids: set[str] = set()
-    # A second sealed dataset, named as a spec without an alias names it (HMAC of the secret).
-    Dataset.objects.get_or_create(
-        challenge=cast.challenge, slug="drop",
-        defaults={"name": "DROP", "split": Split.III, "portions": ["test"], "order": 9,
-                  "sealed_alias": inputs.alias_for(cast.challenge.secret.encode("ascii"), "drop")},
-    )
-    for slug, name in HIDDEN.items():
-        lines = gzip.open(DEMO_DATA / "mrqa" / name, "rt", encoding="utf-8").read().splitlines()
-        lines.append(json.dumps(canary_record(slug)))
-        for line in lines[1:]:
-            record = json.loads(line)
-            ids.add(record["id"])
-            ids.update(qa["qid"] for qa in record["qas"])
-        content = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
-        dataset = Dataset.objects.get(challenge=cast.challenge, slug=slug)
-        dataset_file_put(dataset=dataset, portion="test", content=content, filename=name)
-    return ids
 
 
 def team_surfaces(platform: Platform, pks: list[int]) -> dict[str, str]:

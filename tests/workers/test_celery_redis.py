@@ -11,8 +11,8 @@ from django.test import Client
 from leaderboard.core import tasks
 from leaderboard.submissions.models import Status
 from tests.builders.cast import Cast, gold_predictions, upload
-from tests.workers.processes import RedisServer, Worker
-from tests.workers.systems_fixtures import wait_final
+from tests.builders.processes import RedisServer, Worker
+from tests.builders.systems import wait_final
 
 
 @pytest.mark.django_db(transaction=True)

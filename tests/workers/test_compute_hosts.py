@@ -30,8 +30,8 @@ from leaderboard.submissions.models import Status, Submission, Verdict
 from leaderboard.submissions.system_services import submission_create_system
 from leaderboard.submissions.systems import Limits
 from tests.builders.cast import Cast
-from tests.leaderboard.test_run_lifecycle import bundle
-from tests.workers.systems_fixtures import SYSTEMS, Platform, script_bundle, system_phases
+from tests.builders.runs import bundle
+from tests.builders.systems import SYSTEMS, Platform, script_bundle, system_phases
 from workers import compute, runner
 
 FORBIDDEN_ENV = ("READERBOARD_DATABASE_URL", "DJANGO_SETTINGS_MODULE", "READERBOARD_PRIVATE_ROOT",

@@ -13,14 +13,11 @@ from pathlib import Path
 import docker
 import pytest
 
-from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
-from scoring.dialogs import Dialog, Mode, Session, Turn
-from workers import runner
-from workers.converse import converse
+from scoring.dialogs import Mode
+from tests.builders.converse import LIMITS, run
 
 pytestmark = pytest.mark.docker
 
-LIMITS = Limits(cpus=1, memory_mb=256, pids=64, time_limit_s=60, log_bytes=64 * 1024)
 
 # Reads a request, logs it, answers it; at the end of stdin, exits.
 HONEST = r"""
@@ -78,22 +75,6 @@ for line in sys.stdin:
     request = json.loads(line)
     print(json.dumps({"id": request["id"], "answer": "a"}), flush=True)
 """
-
-
-def dialog() -> Dialog:
-    turns = [Turn(f"q{n}", f"Question {n}?", [f"GOLD-{n}"], "x", "y") for n in (1, 2, 3)]
-    return Dialog("d1", "A passage about nothing in particular.", turns)
-
-
-def run(engine: docker.DockerClient, tmp_path: Path, script: str, mode: Mode = Mode.GOLD, *,
-        turn_limit_s: float = 5, runtime: str | None = None) -> tuple[list[Session], object]:
-    (tmp_path / "in").mkdir(exist_ok=True)
-    (tmp_path / "out").mkdir(exist_ok=True)
-    spec = runner.RunSpec(image=DEFAULT_BASE_IMAGE, command=["python3", "-u", "-c", script],
-                          input_dir=tmp_path / "in", output_dir=tmp_path / "out", limits=LIMITS, runtime=runtime,
-                          labels={"readerboard.test": "converse"})
-    sessions = [Session(dialog(), mode)]
-    return sessions, converse(engine, spec, sessions, turn_limit_s=turn_limit_s)
 
 
 def received(log: str) -> list[dict]:

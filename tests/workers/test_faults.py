@@ -14,26 +14,9 @@ import pytest
 from leaderboard.core.tasks import EVALUATE_SUBMISSION
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from tests.builders.cast import gold_predictions, upload
-from tests.workers.systems_fixtures import SYSTEMS, Platform, bundle
+from tests.builders.systems import Platform, slow_bundle, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
-
-
-def slow_bundle(sleep_s: float = 8) -> bytes:
-    run = (SYSTEMS / "slow" / "run.py").read_text()
-    run = run.replace('"READERBOARD_TEST_SLEEP_S", "8"', f'"READERBOARD_TEST_SLEEP_S", "{sleep_s}"')
-    assert f'"{sleep_s}"' in run, "slow/run.py no longer reads its default sleep where this expects"
-    return bundle(("run.py", run),
-                  ("trivial.py", (SYSTEMS / "trivial" / "run.py").read_text()))
-
-
-def wait_for(predicate: object, timeout: float, what: str, platform: Platform) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}\n{platform.logs()}")
 
 
 def containers_of(engine: docker.DockerClient, pk: int) -> list[object]:

@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from leaderboard.submissions.models import FailureCause, Status, Submission
-from tests.workers.systems_fixtures import SYSTEMS, TEST_LIMITS, Platform, bundle, script_bundle
+from tests.builders.systems import SYSTEMS, TEST_LIMITS, Platform, bundle, script_bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 

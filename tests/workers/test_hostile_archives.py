@@ -4,7 +4,7 @@ its team's fault after exactly one attempt, with a clear reason, while the worke
 Where an archive can be refused at upload it is (no ENTRYPOINT or CMD; a file and a folder of one
 name), and that is checked too; to show that the worker's own classification holds for an archive
 accepted before those checks existed, those are then stored past the upload check.  The images are
-built in Python (tests/workers/image_archives.py): no registry, no ``docker build``.
+built in Python (tests/builders/image_archives.py): no registry, no ``docker build``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from leaderboard.submissions import system_services
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.systems import BundleInfo
-from tests.workers.image_archives import hard_link_out_of_layer, many_layers, no_command
-from tests.workers.systems_fixtures import SYSTEMS, Platform, bundle
+from tests.builders.image_archives import hard_link_out_of_layer, many_layers, no_command
+from tests.builders.systems import SYSTEMS, Platform, bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 

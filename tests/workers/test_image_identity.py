@@ -29,8 +29,7 @@ from django.test import Client
 
 from leaderboard.submissions import system_services
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
-from tests.workers.systems_fixtures import SYSTEMS, Platform, bundle, script_bundle
-from tests.workers.test_systems import BASELINE_IMAGE, saved_image
+from tests.builders.systems import BASELINE_IMAGE, SYSTEMS, Platform, bundle, saved_image, script_bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 

@@ -24,13 +24,9 @@ from leaderboard.accounts.services import team_create
 from leaderboard.challenges.suites import SUITES
 from leaderboard.submissions.models import DialogAnswers, Score, Status
 from scoring.dialogs import DialogGold, Mode, Session, quac_protocol_dialogs
-from tests.leaderboard.test_dialog_runs import (
-    conversational_challenge,
-    conversational_phase,
-    interactive_bundle,
-)
-from tests.leaderboard.test_suites_more import quac_gold
-from tests.workers.systems_fixtures import Platform
+from tests.builders.dialogs import conversational_challenge, conversational_phase, interactive_bundle
+from tests.builders.suites import quac_gold
+from tests.builders.systems import Platform
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 

@@ -33,8 +33,8 @@ from leaderboard.submissions.system_services import (
 )
 from leaderboard.submissions.systems import ArchiveError, bundle_extract
 from tests.builders.cast import Cast
-from tests.leaderboard.test_run_lifecycle import bundle
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.runs import bundle
+from tests.builders.systems import system_phases
 from workers import dispatch, run_system, runner
 from workers import systems as worker_systems
 

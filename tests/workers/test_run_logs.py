@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from leaderboard.submissions.models import Status, Submission
-from tests.workers.systems_fixtures import SYSTEMS, TEST_LIMITS, Platform, bundle
+from tests.builders.systems import SYSTEMS, TEST_LIMITS, Platform, bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 

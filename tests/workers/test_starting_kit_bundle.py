@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from leaderboard.submissions.models import Score, Status
-from tests.leaderboard.test_data_page import body, run_kit_locally
-from tests.workers.systems_fixtures import Platform
+from tests.builders.data_page import body, run_kit_locally
+from tests.builders.systems import Platform
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 

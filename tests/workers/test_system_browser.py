@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 
 from leaderboard.submissions.models import Status, Submission
-from tests.leaderboard.test_browser import browser  # noqa: F401  (the Chromium fixture)
-from tests.workers.systems_fixtures import Platform, bundle
-from tests.workers.test_canary import CANARY, LEAK, plant_canaries
-from tests.workers.test_faults import slow_bundle, wait_for
+from tests.builders.canary import CANARY, LEAK, plant_canaries
+from tests.builders.systems import Platform, bundle, slow_bundle, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-system.png"

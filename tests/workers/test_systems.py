@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from leaderboard.submissions.models import Score, Status, Submission
-from tests.workers.systems_fixtures import SYSTEMS, Platform, script_bundle
+from tests.builders.systems import BASELINE_IMAGE, SYSTEMS, Platform, saved_image, script_bundle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
 
@@ -26,20 +26,6 @@ def test_a_code_bundle_runs_on_the_hidden_test_inputs_and_is_scored(platform: Pl
     assert "Hidden-07" in submission.log and "CoQA" not in submission.log
     assert submission.exit_code == 0 and submission.run_seconds is not None
     assert submission.attempts == 1
-
-
-BASELINE_IMAGE = "readerboard/baseline:latest"
-
-
-def saved_image(engine: docker.DockerClient, tag: str, path: Path) -> Path:
-    try:
-        image = engine.images.get(tag)
-    except docker.errors.ImageNotFound:
-        pytest.fail(f"{tag} is missing; deploy/images/build.sh builds it")
-    with open(path, "wb") as fh:
-        for chunk in image.save(named=True):
-            fh.write(chunk)
-    return path
 
 
 def test_the_baseline_image_submitted_through_the_api_runs_and_its_scores_reach_the_board(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.databases import database_url
+from tests.builders.databases import database_url
 
 REPO = Path(__file__).resolve().parents[2]
 

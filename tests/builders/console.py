@@ -13,7 +13,6 @@ import io
 import zipfile
 from dataclasses import dataclass
 
-import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -21,9 +20,10 @@ from django.db import transaction
 from django.test import Client
 
 from leaderboard.challenges.models import Challenge, Dataset
+from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.selectors import system_run_plan
-from leaderboard.submissions.services import submission_create_predictions
+from leaderboard.submissions.services import scores_write, submission_create_predictions
 from leaderboard.submissions.system_services import (
     submission_create_system,
     submission_run_claim,
@@ -31,8 +31,7 @@ from leaderboard.submissions.system_services import (
 )
 from leaderboard.submissions.systems import RunOutcome
 from tests.builders.cast import DEMO_DATA, Cast, gold_predictions, mrqa_gold, upload
-from tests.leaderboard.test_permissions import ALPHA_TEST, _scored_run
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.systems import system_phases
 
 # What Charlie's failed system printed: it read the hidden questions (organizers only).
 FAILED_LOG = "reading /input/hidden-07.jsonl.gz\nTraceback: KeyError 'context'\n"
@@ -116,10 +115,29 @@ def console_world_build(cast: Cast) -> ConsoleWorld:
                         Dataset.objects.get(challenge=cast.challenge, slug="coqa"))
 
 
-@pytest.fixture
-def console_world(cast: Cast, django_capture_on_commit_callbacks) -> ConsoleWorld:  # type: ignore[no-untyped-def]
-    with django_capture_on_commit_callbacks(execute=True):
-        world = console_world_build(cast)
-    world.alpha_dev.refresh_from_db()
-    assert world.alpha_dev.status == Status.FINISHED, world.alpha_dev.failure_reason
-    return world
+# Fabricated test-phase scores.  The values are >= 60 so that no timestamp (seconds.micros)
+# can contain them by accident, and odd enough not to collide with any other number shown.
+ALPHA_TEST = {"xquad-en": {"f1": 81.25, "em": 70.5}, "coqa": {"f1": 67.8912, "em": 61.2345}}
+
+
+def _scored_run(cast: Cast, *, team, user, scores: dict[str, dict[str, float]]) -> tuple[Submission, bytes]:
+    """A test-phase submission scored on XQuAD-en and on sealed CoQA, as a worker would write it.
+
+    Prediction uploads never cover Split III (teams never see its questions), so the
+    CoQA scores are fabricated; the state machine is followed (queued -> scoring -> finished).
+    """
+    content = upload(gold_predictions("test"))
+    raw = content.read()
+    content.seek(0)
+    submission = submission_create_predictions(
+        team=team, phase=cast.test, user=user, upload=content, limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES
+    )
+    assert Submission.objects.filter(pk=submission.pk, status=Status.QUEUED).update(status=Status.SCORING) == 1
+    datasets = {d.slug: d for d in cast.challenge.datasets.all()}
+    scores_write(
+        submission=submission,
+        results={datasets[slug]: DatasetResult(metrics=dict(m), per_example=[]) for slug, m in scores.items()},
+    )
+    submission.refresh_from_db()
+    assert submission.status == Status.FINISHED
+    return submission, raw

@@ -6,7 +6,7 @@ import io
 import os
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,18 +18,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.challenges.models import SubmissionKind
 from leaderboard.submissions.models import Submission
-from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE
 from tests.builders.cast import Cast
-from tests.workers.processes import (
+from tests.builders.processes import (
     ComputeWorker,
     RedisServer,
     WebServer,
     Worker,
-    compute_workers,
-    shared_mount_release,
 )
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "workers"  # the systems the worker tests submit
 SYSTEMS = HERE / "systems"
 
 # Small limits so hostile systems are stopped quickly; heartbeats and leases short so
@@ -47,23 +44,6 @@ FAST_LEASES = {
 
 def _in_ci() -> bool:
     return os.environ.get("CI") == "true"
-
-
-@pytest.fixture(scope="session")
-def engine() -> docker.DockerClient:
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means "no engine here"
-        message = f"no Docker engine ({exc}); deploy/setup.sh installs and starts it"
-        if _in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
-    try:
-        client.images.get(DEFAULT_BASE_IMAGE)
-    except docker.errors.ImageNotFound:
-        pytest.fail(f"the base image {DEFAULT_BASE_IMAGE} is missing; deploy/images/build.sh builds it")
-    return client
 
 
 def wait_final(pk: int, timeout: float = 90, context: Callable[[], str] = lambda: "") -> Submission:
@@ -131,28 +111,32 @@ def system_phases(cast: Cast, limits: dict[str, object] | None = None) -> None:
     cast.challenge.save()
 
 
-@pytest.fixture
-def platform(cast: Cast, engine: docker.DockerClient, real_broker: RedisServer, tmp_path: Path) -> Iterator[Platform]:
-    """The platform as it runs across hosts: Redis; the web app under gunicorn; the control worker
-    (prediction files, finishing runs, the reaper with beat); and two compute workers on queue "cpu",
-    each with its own token and work folder, no database URL, and the private storage and databases
-    hidden from it (its own mount namespace).  Every run of a test goes through the internal API."""
-    system_phases(cast)
-    web = WebServer(real_broker.url, tmp_path / "web.log", extra_env=FAST_LEASES)
-    control = Worker(real_broker.url, tmp_path / "control.log", queues="celery,control", beat=True,
-                     extra_env=FAST_LEASES)
-    compute_root = tmp_path / "compute"
-    computes = compute_workers(real_broker.url, web.url, compute_root, tmp_path, prefix="test-compute")
-    processes: list[Any] = [web, control, *computes]
+BASELINE_IMAGE = "readerboard/baseline:latest"
+
+
+def saved_image(engine: docker.DockerClient, tag: str, path: Path) -> Path:
     try:
-        web.start()
-        control.start()
-        for worker in computes:
-            worker.start()
-        yield Platform(cast, real_broker, processes, tmp_path, web=web, control=control, compute=computes)
-    finally:
-        for process in reversed(processes):
-            process.stop()
-        for container in engine.containers.list(all=True, filters={"label": "readerboard.submission"}):
-            container.remove(force=True)
-        shared_mount_release(compute_root)
+        image = engine.images.get(tag)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"{tag} is missing; deploy/images/build.sh builds it")
+    with open(path, "wb") as fh:
+        for chunk in image.save(named=True):
+            fh.write(chunk)
+    return path
+
+
+def slow_bundle(sleep_s: float = 8) -> bytes:
+    run = (SYSTEMS / "slow" / "run.py").read_text()
+    run = run.replace('"READERBOARD_TEST_SLEEP_S", "8"', f'"READERBOARD_TEST_SLEEP_S", "{sleep_s}"')
+    assert f'"{sleep_s}"' in run, "slow/run.py no longer reads its default sleep where this expects"
+    return bundle(("run.py", run),
+                  ("trivial.py", (SYSTEMS / "trivial" / "run.py").read_text()))
+
+
+def wait_for(predicate: object, timeout: float, what: str, platform: Platform) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}\n{platform.logs()}")
