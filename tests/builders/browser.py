@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_browser.py)."""
+"""Page helpers for the browser tests: the board's rows, a logged-in driver, a whole-page screenshot."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/workers/test_canary.py)."""
+"""Canaries planted in the hidden data, and the system that tries to leak them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.builders.cast import DEMO_DATA, Cast
 CANARY = "RBCANARY9c41e2"
 
 
-LEAK = Path(__file__).resolve().parents[1] / "workers" / "canary" / "leak.py"
+LEAK = Path(__file__).resolve().parents[1] / "sandbox" / "canary" / "leak.py"
 
 
 HIDDEN = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz", "drop": "DROP.test.jsonl.gz"}

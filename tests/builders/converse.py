@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/workers/test_converse.py)."""
+"""An interactive (converse) run through a real engine, as the compute worker runs it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_data_page.py)."""
+"""The data page's starting kit, run on this machine as a team would run it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_dialog_runs.py)."""
+"""Conversational challenges and interactive runs, claimed through the internal API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_run_lifecycle.py)."""
+"""System runs driven through the services a worker calls: a bundle, an outcome, gold outputs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_staged_reveal.py)."""
+"""A challenge with a staged reveal (sealed datasets revealed in stages) and board rows on it."""
 
 from __future__ import annotations
 

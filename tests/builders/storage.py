@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_storage.py)."""
+"""System uploads for the storage tests: posted, finished, their weights."""
 
 from __future__ import annotations
 

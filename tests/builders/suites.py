@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_suites_more.py)."""
+"""Small gold files of the SQuAD 2.0, QuAC and CoQA suites, and checks shared by the suite tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_system_uploads.py)."""
+"""System uploads (image archives, code bundles) through each channel, and what they leave stored."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""Fixtures for tests that run submitted systems: a real Docker engine, Redis and Celery workers."""
+"""Builders for tests that run submitted systems: the test limits, bundles, the platform's handle, waits."""
 
 from __future__ import annotations
 
 import io
-import os
 import time
 import zipfile
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from tests.builders.processes import (
     Worker,
 )
 
-HERE = Path(__file__).resolve().parents[1] / "workers"  # the systems the worker tests submit
+HERE = Path(__file__).resolve().parents[1] / "sandbox"  # the systems the sandbox tests submit
 SYSTEMS = HERE / "systems"
 
 # Small limits so hostile systems are stopped quickly; heartbeats and leases short so
@@ -40,10 +39,6 @@ FAST_LEASES = {
     "READERBOARD_REDISPATCH_AFTER_S": "4",
     "READERBOARD_RUN_RETRY_BACKOFF_S": "1",
 }
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI") == "true"
 
 
 def wait_final(pk: int, timeout: float = 90, context: Callable[[], str] = lambda: "") -> Submission:

@@ -1,4 +1,4 @@
-"""Shared builders (moved from tests/leaderboard/test_uploads.py)."""
+"""Prediction uploads through each channel (web form, API with session or token)."""
 
 from __future__ import annotations
 

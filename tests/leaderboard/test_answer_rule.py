@@ -9,7 +9,7 @@ it shows nothing and is bounded.
 * More of a team's hidden runs failed by the platform in a day than the challenge allows hold its
   next hidden run for an organizer's look, visibly, until one releases it.
 
-The same oddities through real containers are in tests/workers/test_answer_oddities.py.
+The same oddities through real containers are in tests/sandbox/test_answer_oddities.py.
 """
 
 from __future__ import annotations

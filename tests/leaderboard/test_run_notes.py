@@ -2,7 +2,7 @@
 before it can fail a run; and a team stopping its own running system.
 
 No engine: runs are finished with the outcomes a worker hands over (see test_run_lifecycle.py).
-The real log capture is in tests/workers/test_run_logs.py.
+The real log capture is in tests/sandbox/test_run_logs.py.
 """
 
 from __future__ import annotations

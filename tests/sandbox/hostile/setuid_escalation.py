@@ -2,7 +2,7 @@
 
 EXPECT: exit:3
 
-Meant to run as the image readerboard-test/hostile-setuid (tests/workers/hostile/setuid/Dockerfile),
+Meant to run as the image readerboard-test/hostile-setuid (tests/sandbox/hostile/setuid/Dockerfile),
 which adds /usr/local/bin/supy, a root-owned setuid copy of python3, and /usr/local/bin/sgpy, a
 setgid-shadow copy (Linux ignores the setuid bit on scripts, so the interpreter itself is copied).
 It runs both to call os.setuid(0) and read /etc/shadow, then tries `su` and the image's other

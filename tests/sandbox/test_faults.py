@@ -16,7 +16,7 @@ from leaderboard.submissions.models import QuestionScores, Status, Submission
 from tests.builders.cast import gold_predictions, upload
 from tests.builders.systems import Platform, slow_bundle, wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def containers_of(engine: docker.DockerClient, pk: int) -> list[object]:

@@ -4,7 +4,7 @@ The demo's hidden test data (a copy, loaded into the test challenge) gets a uniq
 string planted in a question, a context and an id of every hidden dataset: XQuAD-en's test
 portion, CoQA sealed under a spec's alias, and DROP sealed under the alias derived from the
 challenge's secret (added here: two sealed datasets, as the demo has).  Hostile systems
-(tests/workers/canary/leak.py) run through the real path (upload, queue, worker, engine) and try
+(tests/sandbox/canary/leak.py) run through the real path (upload, queue, worker, engine) and try
 to get it out: unknown ids quoting the inputs, an empty output, an exit code, broken JSON at a
 chosen position, a chosen run time, and printing everything into the log.  Then every surface
 the team can reach is fetched, and none may carry the canary, the sealed dataset's real name or
@@ -27,7 +27,7 @@ from scoring.inputs import FORMATS
 from tests.builders.canary import CANARY, HIDDEN, LEAK, plant_canaries
 from tests.builders.systems import Platform, bundle
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 SEALED_NAMES = ("CoQA", "DROP")
 LIBRARY = "the starting kit's scoring library"

@@ -19,7 +19,7 @@ from leaderboard.submissions.models import Score, Status
 from tests.builders.data_page import body, run_kit_locally
 from tests.builders.systems import Platform
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_kits_baseline_bundle_runs_on_the_platform_with_the_kits_local_scores(

@@ -13,7 +13,7 @@ from django.test import Client
 from leaderboard.submissions.models import Score, Status, Submission
 from tests.builders.systems import BASELINE_IMAGE, SYSTEMS, Platform, saved_image, script_bundle
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_code_bundle_runs_on_the_hidden_test_inputs_and_is_scored(platform: Platform) -> None:

@@ -31,7 +31,7 @@ from leaderboard.submissions import system_services
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from tests.builders.systems import BASELINE_IMAGE, SYSTEMS, Platform, bundle, saved_image, script_bundle
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Issue 22, section 1, through real containers: an answer the platform cannot take is the team's fault.
 
-A code bundle (tests/workers/oddities/emit.py) writes valid JSON with one answer of each oddity (a lone
+A code bundle (tests/sandbox/oddities/emit.py) writes valid JSON with one answer of each oddity (a lone
 surrogate, NUL, 4001 characters, a number, lists three deep) on the dev and the test phase, through
 the real path (upload, queue, compute worker, internal API, control worker).  Each run fails as the
 team's fault and counts; the same answers as a prediction file are refused in the same words; on
@@ -24,7 +24,7 @@ from leaderboard.submissions.services import phase_prediction_targets
 from scoring.dialogs import Mode
 from tests.builders.systems import Platform, bundle
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 EMIT = Path(__file__).resolve().parent / "oddities" / "emit.py"
 VERDICTS = {"surrogate": Verdict.ANSWER_REFUSED, "nul": Verdict.ANSWER_REFUSED, "over_long": Verdict.ANSWER_REFUSED,

@@ -15,7 +15,7 @@ from leaderboard.submissions.models import Status, Submission
 from tests.builders.canary import CANARY, LEAK, plant_canaries
 from tests.builders.systems import Platform, bundle, slow_bundle, wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-system.png"
 SCREENSHOT_ORGANIZER = Path(tempfile.gettempdir()) / "readerboard-system-organizer.png"
 

@@ -19,7 +19,7 @@ from leaderboard.submissions.systems import BundleInfo
 from tests.builders.image_archives import hard_link_out_of_layer, many_layers, no_command
 from tests.builders.systems import SYSTEMS, Platform, bundle
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 FILE_AND_FOLDER = bundle(("run.py", "print('never runs')\n"), ("lib", "a file"), ("lib/util.py", "x = 1\n"))
 

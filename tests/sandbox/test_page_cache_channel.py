@@ -14,19 +14,13 @@ from __future__ import annotations
 import dataclasses
 import io
 import secrets
-import threading
-import time
 from pathlib import Path
 
 import docker
 import docker.errors
 import pytest
 
-from leaderboard.submissions.compute import run_ticket_build
-from leaderboard.submissions.models import Submission
-from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
-from tests.builders.cast import Cast
 from workers import runner
 from workers.systems import local_config
 
@@ -92,7 +86,6 @@ def copy_made_here(engine: docker.DockerClient):  # type: ignore[no-untyped-def]
         runner.image_remove(engine, reference)
 
 
-@pytest.mark.docker
 @pytest.mark.parametrize("worker_runtime", [None, "runc"], ids=["platform-settings", "dev-runs-under-runc"])
 def test_a_hidden_run_cannot_signal_its_teams_next_dev_run_through_the_page_cache(
     engine: docker.DockerClient, tmp_path: Path, copy_made_here: None, worker_runtime: str | None
@@ -107,7 +100,6 @@ def test_a_hidden_run_cannot_signal_its_teams_next_dev_run_through_the_page_cach
     assert right <= 0.6 * BITS, f"{right} of {BITS} bits crossed from the hidden run to the dev run ({calibration})"
 
 
-@pytest.mark.docker
 def test_without_the_protection_the_same_probe_carries_the_bits(
     engine: docker.DockerClient, tmp_path: Path
 ) -> None:
@@ -129,7 +121,6 @@ def _processes(engine: docker.DockerClient, tmp_path: Path, name: str, policy: r
     return int(next(line.split()[1] for line in log.splitlines() if line.startswith("PROCESSES ")))
 
 
-@pytest.mark.docker
 @pytest.mark.parametrize("protected", [True, False], ids=["platform-settings", "protection-off"])
 def test_a_later_dev_run_reads_no_host_counter_a_hidden_run_moved(
     engine: docker.DockerClient, tmp_path: Path, copy_made_here: None, protected: bool
@@ -152,74 +143,6 @@ def test_a_later_dev_run_reads_no_host_counter_a_hidden_run_moved(
         assert after - before >= 300
 
 
-def test_the_sandbox_of_a_run_follows_whether_it_is_on_hidden_data() -> None:
-    policy = runner.HiddenRuns()
-    hidden = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=policy)
-    assert (hidden.runtime, hidden.private_image, hidden.exclusive) == ("runsc", True, True)
-    # A run its team reads: gVisor too unless the worker names a runtime (else it reads the host's counters).
-    dev = runner.sandbox_choose(hidden=False, challenge_runtime="", worker_runtime="", policy=policy)
-    assert (dev.runtime, dev.private_image, dev.exclusive) == ("runsc", False, False)
-    dev = runner.sandbox_choose(hidden=False, challenge_runtime="", worker_runtime="runc", policy=policy)
-    assert dev.runtime == "runc"
-    off = runner.HiddenRuns(runtime="", isolate=False)
-    unprotected = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=off)
-    assert (unprotected.runtime, unprotected.private_image, unprotected.exclusive) == (None, False, False)
-    # A challenge that forces a runtime keeps it; the copy and the host to itself stay.
-    forced = runner.sandbox_choose(hidden=True, challenge_runtime="runc", worker_runtime="", policy=policy)
-    assert (forced.runtime, forced.private_image, forced.exclusive) == ("runc", True, True)
-
-
-@pytest.mark.django_db
-def test_the_ticket_says_a_run_is_on_hidden_data_by_the_platforms_one_rule(cast: Cast) -> None:
-    for phase, hidden in ((cast.dev, False), (cast.test, True)):
-        submission = Submission.objects.create(team=cast.alpha, phase=phase, kind="code_bundle", attempts=1)
-        assert system_run_plan(submission=submission).hidden_data is hidden
-    plan = system_run_plan(submission=submission)
-    assert run_ticket_build(dataclasses.replace(plan, upload_path="")).hidden_data is True
-
-
-def test_a_hidden_run_has_the_host_to_itself(tmp_path: Path) -> None:
-    """While a hidden run holds the host, no other run starts on it, and one waiting does not
-    let new runs in ahead of it."""
-    lock = tmp_path / "host.lock"
-    events: list[str] = []
-
-    def shared(name: str) -> None:
-        with runner.host_slot(lock, exclusive=False):
-            events.append(name)
-
-    with runner.host_slot(lock, exclusive=True):
-        other = threading.Thread(target=shared, args=("dev",))
-        other.start()
-        time.sleep(0.3)
-        assert events == []  # the dev run waits
-    other.join(5)
-    assert events == ["dev"]
-
-    release = threading.Event()
-
-    def exclusive() -> None:
-        with runner.host_slot(lock, exclusive=True):
-            events.append("hidden")
-            release.wait(5)
-
-    with runner.host_slot(lock, exclusive=False):  # a dev run holds the host
-        hidden = threading.Thread(target=exclusive)
-        hidden.start()
-        time.sleep(0.2)
-        late = threading.Thread(target=shared, args=("late dev",))
-        late.start()
-        time.sleep(0.2)
-        assert events == ["dev"]  # neither the hidden run nor the dev run that came after it
-    time.sleep(0.3)
-    assert events == ["dev", "hidden"]  # the hidden run went first, and holds the host alone
-    release.set()
-    hidden.join(5)
-    late.join(5)
-    assert events == ["dev", "hidden", "late dev"]
-
-
-@pytest.mark.docker
 def test_a_team_images_hidden_copy_shares_no_layer_and_lives_for_its_run_only(
     engine: docker.DockerClient, tmp_path: Path, copy_made_here: None
 ) -> None:
@@ -240,7 +163,6 @@ def test_a_team_images_hidden_copy_shares_no_layer_and_lives_for_its_run_only(
         assert not runner.image_exists(engine, left)
 
 
-@pytest.mark.docker
 def test_a_hidden_copy_keeps_the_images_configuration_as_written(engine: docker.DockerClient) -> None:
     """The copy's configuration goes through the engine's Dockerfile parser: a ``$`` or a backslash in
     an ENV value, an odd WORKDIR and a declared VOLUME (where code may write under the read-only root)

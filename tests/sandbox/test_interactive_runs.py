@@ -28,7 +28,7 @@ from tests.builders.dialogs import conversational_challenge, conversational_phas
 from tests.builders.suites import quac_gold
 from tests.builders.systems import Platform
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 COPYCAT = r"""
 import json, os, sys

@@ -1,6 +1,6 @@
 """Hostile systems, each contained with a clear failure reason while the worker goes on to the next.
 
-Every script in tests/workers/hostile/ attacks the sandbox one way and prints ``BLOCKED:`` for each
+Every script in tests/sandbox/hostile/ attacks the sandbox one way and prints ``BLOCKED:`` for each
 attempt that was stopped and ``BREACH:`` for any that succeeded; its docstring's ``EXPECT:`` line says
 how the platform must end the run.  They all run through the real path (upload, queue, worker, engine)
 with runc and with gVisor (runsc), then an honest system runs to show the worker is still healthy.
@@ -17,7 +17,7 @@ import pytest
 from leaderboard.submissions.models import FailureCause, Status, Submission
 from tests.builders.systems import SYSTEMS, TEST_LIMITS, Platform, bundle, script_bundle
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.docker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 SETUID_IMAGE = "readerboard-test/hostile-setuid"

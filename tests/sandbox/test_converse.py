@@ -16,9 +16,6 @@ import pytest
 from scoring.dialogs import Mode
 from tests.builders.converse import LIMITS, run
 
-pytestmark = pytest.mark.docker
-
-
 # Reads a request, logs it, answers it; at the end of stdin, exits.
 HONEST = r"""
 import json, sys
