@@ -14,16 +14,23 @@ echo "== import layering (workers -> leaderboard -> scoring)"
 .venv/bin/lint-imports
 echo "== ruff"
 .venv/bin/ruff check scoring tests deploy/images workers
-# The suite runs twice, on the two databases the platform supports: SQLite (the demo's, embedded) and
-# PostgreSQL (production's; deploy/postgres.sh installs and starts a local one and prints its URL).
-# READERBOARD_TEST_DATABASES=sqlite (or postgres) runs one of them, for a quick run by hand.
+# The suite, in two passes: the whole suite once on PostgreSQL (production's database; deploy/postgres.sh
+# installs and starts a local one and prints its URL), and again on SQLite (the demo's, embedded) only
+# the tests that touch the database (marker "database", added at collection), without the sandbox and
+# browser tiers, whose subject is not the database.  The scoring tests and the other database-free ones
+# run once.  Both passes run under xdist (two workers); the slow tiers (tests/e2e, tests/sandbox,
+# tests/processes) run one after another on one of them (--dist loadgroup), beside the fast tests.
+# READERBOARD_TEST_DATABASES=sqlite (or postgres) runs the whole suite on one of them, for a quick run by
+# hand; with both, the first runs the whole suite and the second the database tests.
 # The first non-zero exit status of pytest is the script's (5, it collected nothing, is a failure for
-# us, not a pass), and both runs must end with the same counts (passed, skipped, ...).
+# us, not a pass), and every test of the database pass must have the same outcome on the full pass
+# (deploy/passes_agree.py reads both passes' JUnit XML).
 status=0
-summaries=()
+reports=()
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-for database in ${READERBOARD_TEST_DATABASES:-sqlite postgres}; do
+workers=${READERBOARD_TEST_WORKERS:-2}
+for database in ${READERBOARD_TEST_DATABASES:-postgres sqlite}; do
   case $database in
     sqlite) url="" ;;
     postgres) url=$(bash deploy/postgres.sh)
@@ -33,16 +40,20 @@ for database in ${READERBOARD_TEST_DATABASES:-sqlite postgres}; do
       esac ;;
     *) echo "test.sh: READERBOARD_TEST_DATABASES: unknown database '$database' (sqlite, postgres)" >&2; exit 2 ;;
   esac
-  echo "== pytest on $database"
+  selection=()
+  if [ ${#reports[@]} -eq 0 ]; then
+    echo "== pytest on $database: the whole suite"
+  else
+    echo "== pytest on $database: the tests that touch the database"
+    selection=(-m "database and not docker and not browser")
+  fi
   code=0
-  READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest "$@" 2>&1 | tee "$logs/$database.log" || code=$?
+  READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest -n "$workers" --dist loadgroup \
+    --junitxml="$logs/$database.xml" "${selection[@]}" "$@" || code=$?
   [ "$status" -ne 0 ] || status=$code
-  # pytest's closing line without its duration and warnings: "1234 passed, 5 skipped".
-  summaries+=("$(grep -E '([0-9]+ (passed|failed|errors?|skipped|deselected)|no tests ran).* in [0-9.]+s' \
-    "$logs/$database.log" | tail -n1 | sed -E 's/^=+ //; s/ in [0-9.]+s.*$//; s/,? [0-9]+ warnings?//')")
+  reports+=("$logs/$database.xml")
 done
-if [ "$status" -eq 0 ] && [ ${#summaries[@]} -eq 2 ] && [ "${summaries[0]}" != "${summaries[1]}" ]; then
-  echo "test.sh: the two runs differ: SQLite '${summaries[0]}', Postgres '${summaries[1]}'" >&2
-  status=1
+if [ "$status" -eq 0 ] && [ ${#reports[@]} -eq 2 ]; then
+  .venv/bin/python deploy/passes_agree.py "${reports[0]}" "${reports[1]}" || status=1
 fi
 exit "$status"

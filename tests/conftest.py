@@ -6,7 +6,9 @@ test module or a fixture by name (``tests/test_layout.py`` checks it).
 
 The tiers (``tests/builders/tiers.py``): ``tests/e2e/`` is marked ``browser``, ``tests/sandbox/``
 ``docker`` and ``tests/processes/`` ``processes``, here, by directory; a test that uses a slow fixture
-outside its tier fails the collection.
+outside its tier fails the collection.  A test that touches the database is marked ``database``
+(from its ``django_db`` marker or database fixtures): the second pass of deploy/test.sh, on SQLite,
+runs those.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         fixtures = getattr(item, "fixturenames", ())
         for marker in sorted(markers_of(path, fixtures)):
             item.add_marker(marker)
+            # The slow tiers share the engine, ports and the host: under xdist (--dist loadgroup) they
+            # run one after another on one worker, beside the fast tests.
+            item.add_marker(pytest.mark.xdist_group("slow"))
+        if item.get_closest_marker("django_db") or "_django_db_helper" in fixtures:
+            item.add_marker("database")
         reason = misplaced(path, fixtures)
         if reason:
             wrong.append(f"{item.nodeid}: {reason}")
