@@ -46,7 +46,7 @@ pids+=($!)
     READERBOARD_API_URL="http://127.0.0.1:${PORT}" READERBOARD_WORKER_TOKEN="$worker_token" \
     READERBOARD_WORK_DIR="$PWD/var/compute" READERBOARD_CONTAINER_RUNTIME="${READERBOARD_CONTAINER_RUNTIME:-}" \
     READERBOARD_RUN_IMAGE_REPOSITORY="${READERBOARD_RUN_IMAGE_REPOSITORY:-readerboard-run}" \
-    $PY -m celery -A workers.compute worker --pool=solo --concurrency=1 --loglevel=INFO -Q cpu -n compute1@%h
+    $PY -m celery -A workers.compute_app worker --pool=solo --concurrency=1 --loglevel=INFO -Q cpu -n compute1@%h
 ) >var/worker-compute.log 2>&1 &
 pids+=($!)
 

@@ -5,11 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
 
-echo "== mypy --strict scoring, and the Django-free parts of systems (archives, the compute worker)"
+echo "== mypy --strict scoring, the run contract (leaderboard/sandbox) and the compute worker"
 .venv/bin/mypy --strict scoring
+# The compute worker's files are the source modules of its forbidden contract in pyproject.toml.
 .venv/bin/mypy --strict --follow-imports=silent --ignore-missing-imports \
-  leaderboard/submissions/systems.py workers/runner.py workers/run_system.py workers/internal_api.py workers/compute.py \
-  workers/converse.py
+  leaderboard/sandbox workers/compute_app.py workers/run_system.py workers/internal_api.py workers/runner.py \
+  workers/converse.py workers/celery_settings.py
 echo "== import layering (workers -> leaderboard -> scoring)"
 .venv/bin/lint-imports
 echo "== ruff"

@@ -2,9 +2,9 @@
 
 Neither can run here (no registry), so they are parsed and held to what runs for real: the web
 command is deploy/serve.sh, the one the image starts; the workers consume the queues of
-leaderboard/core/tasks.py TASK_QUEUES and the reaper's, split as deploy/demo.sh splits them: a control
+leaderboard/core/enqueue.py TASK_QUEUES and the reaper's, split as deploy/demo.sh splits them: a control
 worker (workers.celery_app) on the scoring and control queues, with one beat, and a compute worker
-(workers.compute) on the run queue that holds the broker, the web app's address and its token and
+(workers.compute_app) on the run queue that holds the broker, the web app's address and its token and
 nothing of the platform's (no database, no secret key, no Django settings, no private files); every
 READERBOARD_* variable they set is read by the settings, the scripts or the compute worker; every name
 a manifest refers to (a volume, a claim, a config map, a secret, a service's pods) is defined.
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from leaderboard.core.tasks import TASK_QUEUES
+from leaderboard.core.enqueue import TASK_QUEUES
 from workers.celery_app import REAP, app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ DEPLOY = REPO / "deploy"
 PLATFORM_IMAGE = "readerboard/platform:latest"
 PLATFORM_SERVICES = {"web", "web-internal", "control-worker", "compute-worker", "beat"}
 SERVE = ["deploy/serve.sh"]
-CONTROL_APP, COMPUTE_APP = "workers.celery_app", "workers.compute"
+CONTROL_APP, COMPUTE_APP = "workers.celery_app", "workers.compute_app"
 # What a compute worker needs, and what of the platform's it must never hold.
 COMPUTE_NEEDS = {"READERBOARD_BROKER_URL", "READERBOARD_API_URL", "READERBOARD_WORKER_TOKEN"}
 PLATFORM_ONLY = {"READERBOARD_DATABASE_URL", "READERBOARD_SECRET_KEY", "DJANGO_SETTINGS_MODULE",
@@ -103,8 +103,8 @@ def variables_read() -> set[str]:
 
 
 def compute_variables_read() -> set[str]:
-    """READERBOARD_* names the compute worker reads (workers/compute.py: no Django settings there)."""
-    text = (REPO / "workers" / "compute.py").read_text()
+    """READERBOARD_* names the compute worker reads (workers/compute_app.py: no Django settings there)."""
+    text = (REPO / "workers" / "compute_app.py").read_text()
     return {f"READERBOARD_{n}" for n in re.findall(r"\b_env\(\s*\"([A-Z0-9_]+)\"", text)}
 
 
@@ -355,7 +355,7 @@ def test_k8s_compute_workers_hold_nothing_of_the_platforms_and_reach_the_web_app
 def test_the_demo_prints_its_site_administrator_and_the_account_exists_as_printed() -> None:
     """The reveal, the organizers and the Django admin start from the site administrator (issue 9):
     the demo's closing message names it, with the password demo_setup gives it."""
-    from leaderboard.core.management.commands.demo_setup import DEMO_USERS
+    from leaderboard.submissions.management.commands.demo_setup import DEMO_USERS
 
     message = (REPO / "deploy" / "demo.sh").read_text()
     password, admin = DEMO_USERS["admin"]

@@ -33,7 +33,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from leaderboard.submissions.answers_json import answer_refusal
+from leaderboard.sandbox.answers_json import answer_refusal
 from scoring.dialogs import ProtocolError, Session
 from workers import runner
 

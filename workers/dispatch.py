@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from leaderboard.challenges.models import Challenge
-from leaderboard.core.tasks import TASK_QUEUES, send_task
+from leaderboard.core.enqueue import TASK_QUEUES, send_task
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.services import queue_for, run_queue_of, task_for
 from leaderboard.submissions.system_services import submissions_lost_in_queue

@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from leaderboard.submissions.systems import RunOutcome, RunTicket, TicketFile, outcome_as_json
+from leaderboard.sandbox.contract import RunOutcome, RunTicket, TicketFile, outcome_as_json
 from scoring.dialogs import Revealed
 from workers import runner
 from workers.run_system import RunFailure

@@ -2,7 +2,7 @@
 
 No Django here, no database, no gold: a compute worker knows a run only by its ``RunTicket`` and
 talks to the platform through a ``RunTransport`` (``workers.internal_api`` over HTTP with a token
-on compute hosts; ``workers.systems.LocalTransport`` in-process, for tests and tools on the web
+on compute hosts; ``workers.control_runs.LocalTransport`` in-process, for tests and tools on the web
 host).  The platform owns every state change and every verdict; this module owns the host side:
 the run folder, the engine, and the clean-up of what a dead worker on this host left behind.
 """
@@ -29,17 +29,20 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from leaderboard.submissions.systems import (
-    PLATFORM_ERRNOS,
+from leaderboard.sandbox.archives import (
     ArchiveError,
     OutputTooLarge,
+    bundle_extract,
+    output_read,
+    run_image_reference,
+)
+from leaderboard.sandbox.contract import (
+    PLATFORM_ERRNOS,
+    HiddenRuns,
     RunNote,
     RunOutcome,
     RunTicket,
     TicketFile,
-    bundle_extract,
-    output_read,
-    run_image_reference,
 )
 from scoring.dialogs import Mode, Revealed, Session, dialogs_of_file
 from workers import runner
@@ -138,7 +141,7 @@ class ComputeConfig:
     work_dir: Path
     run_image_repository: str
     runtime: str = ""  # "" = the engine's default, unless the challenge forces one
-    hidden: runner.HiddenRuns = runner.HiddenRuns()  # how runs on hidden data are sandboxed apart
+    hidden: HiddenRuns = HiddenRuns()  # how runs on hidden data are sandboxed apart
 
 
 def run_failure_classify(exc: Exception) -> RunFailure:

@@ -40,15 +40,8 @@ import docker.errors
 import docker.types
 import requests.exceptions
 
-from leaderboard.submissions.systems import (
-    ArchiveError,
-    Limits,
-    RunNote,
-    RunOutcome,
-    image_archive_inspect,
-    image_archive_untagged,
-    log_clean,
-)
+from leaderboard.sandbox.archives import ArchiveError, image_archive_inspect, image_archive_untagged
+from leaderboard.sandbox.contract import HiddenRuns, Limits, RunNote, RunOutcome, log_clean
 
 logger = logging.getLogger(__name__)
 
@@ -109,22 +102,6 @@ HIDDEN_COPY_LABEL = "org.readerboard.hidden-copy"
 HIDDEN_COPY_MARKER = ".readerboard-hidden-copy"
 # On the copy of a team's image, made for one run and removed after it: one left is a dead worker's.
 HIDDEN_COPY_PER_RUN_LABEL = "org.readerboard.hidden-copy-per-run"
-DEFAULT_HOST_LOCK = Path("/run/readerboard-compute.lock")
-
-
-@dataclass(frozen=True)
-class HiddenRuns:
-    """How this worker runs systems on hidden data (the compute worker's environment).
-
-    ``runtime``: READERBOARD_HIDDEN_RUNTIME (default ``runsc``; empty for the worker's default).
-    ``isolate``: READERBOARD_HIDDEN_ISOLATION (default on): the private image copy and the host to
-    itself; off only for trials and for the test that shows the channel is there without it.
-    ``lock_path``: READERBOARD_HOST_LOCK, a file every compute worker of a host opens (the same one).
-    """
-
-    runtime: str = "runsc"
-    isolate: bool = True
-    lock_path: Path = DEFAULT_HOST_LOCK
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from leaderboard.core.tasks import (
+from leaderboard.core.enqueue import (
     BOARD_SIGNIFICANCE,
     BOARD_SNAPSHOT,
     EVALUATE_SUBMISSION,
@@ -21,8 +21,8 @@ from leaderboard.submissions.compute import submission_run_result_score
 from leaderboard.submissions.rescore import submission_rescore
 from leaderboard.submissions.services import submission_evaluate
 from workers.celery_app import REAP, app
+from workers.control_runs import runs_reap
 from workers.dispatch import dispatch_again, lost_messages_redispatch
-from workers.systems import runs_reap
 
 logger = logging.getLogger(__name__)
 

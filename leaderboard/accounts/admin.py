@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from leaderboard.accounts.models import ApiToken, Membership, PendingConfirmation, Team
-from leaderboard.rankings.admin import BoardShownAdmin
+from leaderboard.challenges.admin import BoardShownAdmin
 
 
 class MembershipInline(admin.TabularInline):

@@ -22,7 +22,7 @@ from leaderboard.accounts.models import (
     TeamInvite,
 )
 from leaderboard.challenges.models import Challenge
-from leaderboard.challenges.selectors import user_is_organizer  # noqa: F401  (lives with challenges)
+from leaderboard.challenges.selectors import Viewer, user_is_organizer
 from leaderboard.core.errors import PermissionDenied
 
 
@@ -79,6 +79,17 @@ def team_of_user(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge
         Membership.objects.select_related("team").filter(user_id=user.pk, challenge=challenge).first()
     )
     return membership.team if membership else None
+
+
+def viewer_of(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> tuple[Viewer, Team | None]:
+    """Who looks at a challenge's pages: an organizer, a member of a team in it (with the team), a
+    logged-in outsider, or anonymous.  The pages ask; the reads of ``challenges`` take the answer."""
+    team = team_of_user(user=user, challenge=challenge)
+    if user_is_organizer(user=user, challenge=challenge):
+        return Viewer.ORGANIZER, team
+    if team is not None:
+        return Viewer.MEMBER, team
+    return (Viewer.OUTSIDER if user.is_authenticated else Viewer.ANONYMOUS), None
 
 
 def api_token_list(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:

@@ -44,9 +44,8 @@ from leaderboard.accounts.selectors import (
     user_take_part_check,
 )
 from leaderboard.challenges.models import Challenge
-from leaderboard.challenges.spec import SpecError
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
-from leaderboard.rankings.versions import board_changed
 
 logger = logging.getLogger(__name__)
 
@@ -68,22 +67,10 @@ def _team_name(name: str) -> str:
     return name
 
 
-def team_rules_parse(raw: object, *, where: str) -> bool:
-    """Whether a spec's ``teams:`` mapping (``{approval: required | off}``, absent: off) asks for
-    each new team to be approved by an organizer before it submits."""
-    if raw is None:
-        return False
-    approval = raw.get("approval", "off") if isinstance(raw, dict) else None
-    if approval is False:
-        approval = "off"  # YAML reads an unquoted off as false
-    if approval not in ("required", "off"):
-        raise SpecError(f"{where}: expected {{approval: required}} or {{approval: off}}, found {raw!r}")
-    return approval == "required"
-
-
 def team_rules_set(*, challenge: Challenge, approval_required: bool) -> None:
-    """Keep the challenge's team rules (at every load of its spec).  Switching approval on holds
-    new teams only; switching it off releases the teams still waiting."""
+    """Keep the challenge's team rules (at every load of its spec, as ``challenges.spec.team_rules_parse``
+    reads them).  Switching approval on holds new teams only; switching it off releases the teams still
+    waiting."""
     ChallengeTeamRules.objects.update_or_create(challenge=challenge, defaults={"approval_required": approval_required})
     if not approval_required:
         Team.objects.filter(challenge=challenge, approval_pending=True).update(approval_pending=False)

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib import admin
+from django.db import transaction
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -13,14 +13,47 @@ from leaderboard.challenges.models import (
     Announcement,
     AuditEntry,
     Challenge,
-    Dataset,
     DatasetFile,
     Phase,
     TeamPhaseOverride,
 )
-from leaderboard.console.services import dataset_reveal_audited, dataset_unreveal_audited
-from leaderboard.core.errors import ServiceError
-from leaderboard.rankings.admin import BoardShownAdmin
+from leaderboard.challenges.versions import board_changed
+
+
+class BoardShownAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """An admin whose objects the boards show (a team's name, a dataset's split or alias, a phase's
+    board, a submission's standing): each save or delete raises the challenge's board version in
+    the same transaction, as the services do, so no board snapshot outlives the edit.  The admins of
+the apps above (teams, submissions) stand on it too."""
+
+    def board_challenge_id(self, obj: Any) -> int | None:
+        return getattr(obj, "challenge_id", None)
+
+    def _changed(self, obj: Model) -> None:
+        challenge_id = self.board_challenge_id(obj)
+        if challenge_id is not None:
+            board_changed(challenge_id=challenge_id)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        self._changed(obj)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)  # inlines: phases, scores
+        self._changed(form.instance)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        challenge_id = self.board_challenge_id(obj)
+        super().delete_model(request, obj)
+        if challenge_id is not None:
+            board_changed(challenge_id=challenge_id)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        challenge_ids = {self.board_challenge_id(obj) for obj in queryset}
+        with transaction.atomic():
+            super().delete_queryset(request, queryset)
+            for challenge_id in challenge_ids - {None}:
+                board_changed(challenge_id=challenge_id)  # type: ignore[arg-type]
 
 
 class PhaseInline(admin.TabularInline):
@@ -57,36 +90,6 @@ class ChallengeAdmin(BoardShownAdmin):
     @admin.display(description="console")
     def console(self, challenge: Challenge) -> str:
         return format_html('<a href="{}">console</a>', reverse("console", args=[challenge.slug]))
-
-
-def _seal_action(request: HttpRequest, queryset: QuerySet[Dataset], change: Callable[..., Dataset], done: str,
-                 modeladmin: admin.ModelAdmin) -> None:
-    """The console's services, so the audit log records what the site administration does too."""
-    for dataset in queryset.select_related("challenge"):
-        try:
-            change(dataset=dataset, actor=request.user, reason=f"{done} from the site administration")
-        except ServiceError as exc:
-            modeladmin.message_user(request, f"{dataset}: {exc.message}", level=messages.ERROR)
-        else:
-            modeladmin.message_user(request, f"{dataset}: {done}.")
-
-
-@admin.action(description="Reveal the selected Split III datasets (the console shows what becomes public first)")
-def reveal(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
-    _seal_action(request, queryset, dataset_reveal_audited, "revealed", modeladmin)
-
-
-@admin.action(description="Seal the selected Split III datasets again")
-def unreveal(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Dataset]) -> None:
-    _seal_action(request, queryset, dataset_unreveal_audited, "sealed again", modeladmin)
-
-
-@admin.register(Dataset)
-class DatasetAdmin(BoardShownAdmin):
-    list_display = ("slug", "name", "challenge", "split", "sealed_alias", "revealed_at")
-    list_filter = ("challenge", "split")
-    readonly_fields = ("revealed_at",)
-    actions = [reveal, unreveal]
 
 
 @admin.register(AuditEntry)

@@ -18,18 +18,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.challenges.downloads import (
-    KIT_KEY,
-    NO_FILE_MESSAGE,
+from leaderboard.accounts.selectors import viewer_of
+from leaderboard.challenges.data_page import (
     DataFile,
     DataListing,
-    Viewer,
     data_file_get,
     data_listing_get,
     starting_kit_get,
 )
+from leaderboard.challenges.downloads import KIT_KEY, NO_FILE_MESSAGE
 from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.selectors import Viewer
 
 VIEWER_MESSAGES = {
     Viewer.ANONYMOUS: "Log in and join a team in this challenge to download.",
@@ -104,7 +104,8 @@ class DataListApi(APIView):
     @extend_schema(responses=DataListingOutput)
     def get(self, request: Request, slug: str) -> Response:
         challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
-        listing = data_listing_get(challenge=challenge, user=request.user)
+        viewer, _ = viewer_of(user=request.user, challenge=challenge)
+        listing = data_listing_get(challenge=challenge, viewer=viewer)
         return Response(DataListingOutput(listing, context={"request": request, "slug": slug}).data)
 
 
@@ -114,7 +115,8 @@ class DataFileApi(APIView):
     @extend_schema(responses=FILE_RESPONSES)
     def get(self, request: Request, slug: str, kind: str, dataset_slug: str) -> FileResponse:
         challenge = _challenge_or_no_file(slug)
-        served = data_file_get(challenge=challenge, user=request.user, kind=kind, dataset_slug=dataset_slug)
+        viewer, _ = viewer_of(user=request.user, challenge=challenge)
+        served = data_file_get(challenge=challenge, viewer=viewer, kind=kind, dataset_slug=dataset_slug)
         if served is None:
             raise Http404(NO_FILE_MESSAGE)
         return download_response(method=request.method or "GET", challenge=challenge, served=served)
@@ -126,7 +128,8 @@ class StartingKitApi(APIView):
     @extend_schema(responses=FILE_RESPONSES)
     def get(self, request: Request, slug: str) -> FileResponse:
         challenge = _challenge_or_no_file(slug)
-        served = starting_kit_get(challenge=challenge, user=request.user)
+        viewer, _ = viewer_of(user=request.user, challenge=challenge)
+        served = starting_kit_get(challenge=challenge, viewer=viewer)
         if served is None:
             raise Http404(NO_FILE_MESSAGE)
         return download_response(method=request.method or "GET", challenge=challenge, served=served)

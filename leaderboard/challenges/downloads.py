@@ -1,6 +1,7 @@
 """What a challenge's Data page offers, who may download it and when; download counts.
 
-The rules, written once here for the page, the API and the file views:
+The rules and the catalogue, written once here for the page, the API and the file views (their
+reads, which add the starting kit, are ``data_page``; the kit builder reads ``dev_downloads``):
 
 * **training files** (portion ``train``, Split I only): once the challenge's first phase opens;
 * **dev portions of Split I and II datasets, with answers** (public by definition): once a phase
@@ -30,14 +31,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import BinaryIO
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.db.models.fields.files import FieldFile
 from django.utils import timezone
 
-from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
 from leaderboard.challenges.models import (
     Challenge,
     DatasetFile,
@@ -48,7 +46,7 @@ from leaderboard.challenges.models import (
     Split,
     SubmissionKind,
 )
-from leaderboard.challenges.selectors import dataset_label, datasets_public_order
+from leaderboard.challenges.selectors import Viewer, datasets_public_order
 from leaderboard.challenges.suites import suite_for
 from leaderboard.submissions.services import phase_prediction_targets
 
@@ -77,63 +75,6 @@ class DataKind(enum.StrEnum):
     TEST_INPUTS = "test-inputs"
 
 
-class Viewer(enum.StrEnum):
-    ORGANIZER = "organizer"
-    MEMBER = "member"  # of a team registered in this challenge
-    OUTSIDER = "outsider"  # logged in, no team here
-    ANONYMOUS = "anonymous"
-
-
-@dataclass(frozen=True)
-class DataFile:
-    """One row of the Data page.  ``key`` is empty for a dataset that has nothing to download."""
-
-    key: str
-    label: str
-    split: str
-    what: str
-    filename: str = ""
-    size_bytes: int | None = None
-    sha256: str = ""
-    n_questions: int | None = None
-    opens_at: dt.datetime | None = None
-    # May this viewer download it now?
-    available: bool = False
-    # Organizers only: how often it was downloaded, and when last.
-    downloads: int | None = None
-    last_download_at: dt.datetime | None = None
-
-    @property
-    def kind(self) -> str:
-        return self.key.split("/", 1)[0] if self.key else "no-download"
-
-    @property
-    def dataset_slug(self) -> str:
-        return self.key.split("/", 1)[1] if "/" in self.key else ""
-
-
-@dataclass(frozen=True)
-class DataSection:
-    """The files of one phase (or the training files, with ``phase`` None)."""
-
-    title: str
-    phase: Phase | None
-    files: list[DataFile]
-
-
-@dataclass(frozen=True)
-class DataListing:
-    challenge: Challenge
-    viewer: Viewer
-    team: Team | None
-    sections: list[DataSection]
-    kit: DataFile
-
-    @property
-    def may_download(self) -> bool:
-        return self.viewer in (Viewer.ORGANIZER, Viewer.MEMBER)
-
-
 @dataclass(frozen=True)
 class ServedFile:
     """A file a caller may download: what to stream, under which name and type."""
@@ -148,7 +89,7 @@ class ServedFile:
 
 
 @dataclass(frozen=True)
-class _Offer:
+class DataOffer:
     """A downloadable dataset file and the earliest moment teams may fetch it."""
 
     key: str
@@ -163,10 +104,10 @@ class _Offer:
 
 
 @dataclass(frozen=True)
-class _Catalogue:
+class DataCatalogue:
     """Everything the Data page of a challenge offers, computed once per request."""
 
-    offers: dict[str, _Offer]  # every downloadable file, by key
+    offers: dict[str, DataOffer]  # every downloadable file, by key
     training: list[str]  # keys of the training files, in dataset order
     # Per phase: each dataset file of its portion, with its key ("" = nothing to download).
     phase_rows: list[tuple[Phase, list[tuple[DatasetFile, str]]]]
@@ -181,7 +122,7 @@ def _earliest(values: Iterable[dt.datetime | None]) -> dt.datetime | None:
     return min(present) if present else None
 
 
-def _is_servable(kind: DataKind, record: DatasetFile) -> bool:
+def is_servable(kind: DataKind, record: DatasetFile) -> bool:
     """The last guard before bytes leave: whatever the listing says, never test gold, never Split III."""
     if record.dataset.split == Split.III:
         return False
@@ -203,7 +144,7 @@ def _kind_in_phase(phase: Phase, record: DatasetFile, scored_by_files: set[int])
     return None  # a hidden test portion that only systems run on
 
 
-def _catalogue(challenge: Challenge) -> _Catalogue:
+def data_catalogue(challenge: Challenge) -> DataCatalogue:
     phases = list(challenge.phases.all())
     records = list(
         DatasetFile.objects.filter(dataset__challenge=challenge)
@@ -214,15 +155,15 @@ def _catalogue(challenge: Challenge) -> _Catalogue:
     position = {ds.pk: i for i, ds in enumerate(datasets_public_order({r.dataset.pk: r.dataset for r in records}
                                                                       .values()))}
     records.sort(key=lambda r: position[r.dataset.pk])
-    offers: dict[str, _Offer] = {}
+    offers: dict[str, DataOffer] = {}
 
     def offer(kind: DataKind, record: DatasetFile, opens_at: dt.datetime | None) -> str:
-        if not _is_servable(kind, record):
+        if not is_servable(kind, record):
             return ""
         key = f"{kind}/{record.dataset.slug}"
         earlier = offers[key].opens_at if key in offers else None
         # A file several phases offer opens with the first of them.
-        offers[key] = _Offer(key, kind, record, _earliest([earlier, opens_at]))
+        offers[key] = DataOffer(key, kind, record, _earliest([earlier, opens_at]))
         return key
 
     first_opening = _earliest(p.opens_at for p in phases)
@@ -239,15 +180,15 @@ def _catalogue(challenge: Challenge) -> _Catalogue:
             kind = _kind_in_phase(phase, record, scored)
             row.append((record, offer(kind, record, phase.opens_at) if kind else ""))
         phase_rows.append((phase, row))
-    return _Catalogue(offers=offers, training=[k for k in training if k], phase_rows=phase_rows)
+    return DataCatalogue(offers=offers, training=[k for k in training if k], phase_rows=phase_rows)
 
 
 def dev_downloads(*, challenge: Challenge) -> list[tuple[DatasetFile, str]]:
     """The dev files of the Data page with their download names, in page order (the starting kit's data)."""
     suffix = suite_for(challenge).gold_suffix
     return [
-        (offer.record, _download_name(challenge, offer, suffix))
-        for offer in _catalogue(challenge).offers.values()
+        (offer.record, download_name(challenge, offer, suffix))
+        for offer in data_catalogue(challenge).offers.values()
         if offer.kind is DataKind.DEV
     ]
 
@@ -260,16 +201,7 @@ def kit_opens_at(phases: Iterable[Phase]) -> dt.datetime | None:
     )
 
 
-def viewer_of(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> tuple[Viewer, Team | None]:
-    team = team_of_user(user=user, challenge=challenge)
-    if user_is_organizer(user=user, challenge=challenge):
-        return Viewer.ORGANIZER, team
-    if team is not None:
-        return Viewer.MEMBER, team
-    return (Viewer.OUTSIDER if user.is_authenticated else Viewer.ANONYMOUS), None
-
-
-def _may_download(viewer: Viewer, opens_at: dt.datetime | None, now: dt.datetime) -> bool:
+def may_download(viewer: Viewer, opens_at: dt.datetime | None, now: dt.datetime) -> bool:
     if viewer is Viewer.ORGANIZER:
         return True
     return viewer is Viewer.MEMBER and opens_at is not None and opens_at <= now
@@ -295,131 +227,9 @@ def file_fingerprint(path: str) -> tuple[int, str] | None:
     return st.st_size, _sha256_of(path, st.st_size, st.st_mtime_ns)
 
 
-_WHAT = {
-    DataKind.TRAIN: "training data, with answers",
-    DataKind.DEV: "dev portion, with answers",
-    DataKind.TEST_INPUTS: "test questions and contexts, no answers",
-}
-
-
-def _download_name(challenge: Challenge, offer: _Offer, suffix: str) -> str:
+def download_name(challenge: Challenge, offer: DataOffer, suffix: str) -> str:
     portion = "test-inputs" if offer.kind is DataKind.TEST_INPUTS else offer.record.portion
     return f"{challenge.slug}-{offer.record.dataset.slug}-{portion}{suffix}"
-
-
-def _offer_row(challenge: Challenge, offer: _Offer, *, suffix: str, viewer: Viewer, now: dt.datetime,
-               counts: dict[str, FileDownload]) -> DataFile:
-    record = offer.record
-    if offer.kind is DataKind.TEST_INPUTS:
-        fingerprint = file_fingerprint(record.inputs.path)
-        size, sha = fingerprint if fingerprint else (None, "")
-    else:
-        size, sha = record.size_bytes, record.sha256
-    count = counts.get(offer.key)
-    organizer = viewer is Viewer.ORGANIZER
-    return DataFile(
-        key=offer.key,
-        label=offer.record.dataset.name,
-        split=offer.record.dataset.split,
-        what=_WHAT[offer.kind],
-        filename=_download_name(challenge, offer, suffix),
-        size_bytes=size,
-        sha256=sha,
-        n_questions=record.n_questions,
-        opens_at=offer.opens_at,
-        available=_may_download(viewer, offer.opens_at, now) and size is not None,
-        downloads=(count.count if count else 0) if organizer else None,
-        last_download_at=count.last_at if organizer and count else None,
-    )
-
-
-def data_listing_get(
-    *, challenge: Challenge, user: AbstractBaseUser | AnonymousUser, now: dt.datetime | None = None
-) -> DataListing:
-    """The Data page as this user may see it (the API lists the same)."""
-    now = now or timezone.now()
-    viewer, team = viewer_of(user=user, challenge=challenge)
-    organizer = viewer is Viewer.ORGANIZER
-    suffix = suite_for(challenge).gold_suffix
-    catalogue = _catalogue(challenge)
-    counts = {d.key: d for d in FileDownload.objects.filter(challenge=challenge)} if organizer else {}
-    rendered = {key: _offer_row(challenge, offer, suffix=suffix, viewer=viewer, now=now, counts=counts)
-                for key, offer in catalogue.offers.items()}
-    sections = []
-    if catalogue.training:
-        sections.append(DataSection("Training data (Split I)", None, [rendered[k] for k in catalogue.training]))
-    for phase, keyed in catalogue.phase_rows:
-        files = []
-        for record, key in keyed:
-            if key:
-                files.append(rendered[key])
-                continue
-            ds = record.dataset
-            files.append(DataFile(
-                key="",
-                # The Data page is a public address: a sealed dataset by its alias, whoever reads it.
-                label=dataset_label(ds, reveal_sealed=False),
-                split=ds.split,
-                # Same words for a sealed dataset and any other hidden one: nothing to tell them apart.
-                what="runs on systems only, no download",
-            ))
-        sections.append(DataSection(phase.name, phase, files))
-    # Imported here: the kit builder reads this module's rules (dev_downloads).
-    from leaderboard.challenges.starting_kit import starting_kit_build
-
-    built = starting_kit_build(challenge=challenge)
-    opens = kit_opens_at(challenge.phases.all())
-    count = counts.get(KIT_KEY)
-    kit = DataFile(
-        key=KIT_KEY,
-        label="Starting kit",
-        split="",
-        what="contract and limits, sample input, baseline system, local scoring",
-        filename=built.filename,
-        size_bytes=built.size_bytes,
-        sha256=built.sha256,
-        opens_at=opens,
-        available=_may_download(viewer, opens, now),
-        downloads=(count.count if count else 0) if organizer else None,
-        last_download_at=count.last_at if organizer and count else None,
-    )
-    return DataListing(challenge=challenge, viewer=viewer, team=team, sections=sections, kit=kit)
-
-
-def data_file_get(
-    *, challenge: Challenge, user: AbstractBaseUser | AnonymousUser, kind: str, dataset_slug: str,
-    now: dt.datetime | None = None,
-) -> ServedFile | None:
-    """The file behind ``/data/<kind>/<dataset>/`` if this user may download it now; None otherwise.
-
-    None covers "no such file" and "not yours" alike, so callers answer both the same way.
-    """
-    try:
-        data_kind = DataKind(kind)
-    except ValueError:
-        return None
-    offer = _catalogue(challenge).offers.get(f"{data_kind}/{dataset_slug}")
-    if offer is None or not _is_servable(offer.kind, offer.record):
-        return None
-    viewer, _ = viewer_of(user=user, challenge=challenge)
-    if not _may_download(viewer, offer.opens_at, now or timezone.now()):
-        return None
-    filename = _download_name(challenge, offer, suite_for(challenge).gold_suffix)
-    return ServedFile(key=offer.key, filename=filename, content_type=content_type_for(filename),
-                      path=offer.stored.path)
-
-
-def starting_kit_get(
-    *, challenge: Challenge, user: AbstractBaseUser | AnonymousUser, now: dt.datetime | None = None
-) -> ServedFile | None:
-    """The starting kit if this user may download it now (same rule as the dev data); None otherwise."""
-    viewer, _ = viewer_of(user=user, challenge=challenge)
-    if not _may_download(viewer, kit_opens_at(challenge.phases.all()), now or timezone.now()):
-        return None
-    from leaderboard.challenges.starting_kit import starting_kit_build
-
-    built = starting_kit_build(challenge=challenge)
-    return ServedFile(key=KIT_KEY, filename=built.filename, content_type="application/zip", path=str(built.path))
 
 
 def file_download_record(*, challenge: Challenge, key: str, now: dt.datetime | None = None) -> None:

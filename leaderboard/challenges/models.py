@@ -62,7 +62,7 @@ class Challenge(models.Model):
     # Suite parameters, e.g. {"alpha": 1.0, "beta": 1.0} for mrc2018.
     suite_options = models.JSONField(default=dict, blank=True)
     # How submitted systems run: base image for code bundles, limits, runtime; see
-    # leaderboard.submissions.systems.SystemSettings for the keys and their defaults.
+    # leaderboard.sandbox.contract.SystemSettings for the keys and their defaults.
     system_settings = models.JSONField(default=dict, blank=True)
     ranking_rule = models.CharField(max_length=16, choices=RankingRule.choices, default=RankingRule.BEST)
     is_public = models.BooleanField(default=True)
@@ -285,3 +285,37 @@ class TeamPhaseOverride(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team} in {self.phase}"
+
+
+class BoardVersion(models.Model):
+    """A challenge's board version is ``base`` plus its ``BoardChange`` rows: the number of changes a
+    board shows that ever committed (a score, a board row, a reveal, a team's name or standing, a
+    setting, a gold file, a bootstrap result).
+
+    A change adds a row in its own transaction, which locks nothing another writer needs (a
+    counter updated in place was one row lock per challenge, taken by every scoring and every
+    rename: a deadlock with a transaction holding a team's row, and a stall of all scoring
+    during a reload).  Each commit adds one to the version as readers count it, so a snapshot
+    tagged with an older count is never served after a change committed.  Folding rows into
+    ``base`` (``board_changes_fold``) keeps the count short and leaves the version as it was.
+    """
+
+    challenge = models.OneToOneField(Challenge, on_delete=models.CASCADE, primary_key=True,
+                                     related_name="+")
+    base = models.PositiveBigIntegerField(default=0)
+    # When a background rebuild was last sent: further changes within a minute send no other (debounce);
+    # a task the broker lost is sent again after that.
+    rebuild_requested_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "rankings_boardversion"  # created by the rankings app, moved here without a copy
+
+
+class BoardChange(models.Model):
+    """One committed change of a challenge's boards (``BoardVersion``).  No foreign key: inserting
+    one takes no lock on the challenge's row."""
+
+    challenge_id = models.BigIntegerField(db_index=True)
+
+    class Meta:
+        db_table = "rankings_boardchange"  # created by the rankings app, moved here without a copy

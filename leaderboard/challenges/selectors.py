@@ -17,18 +17,22 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
 
 from leaderboard.challenges.disclosure import Average, averages_to_publish, exposed_by_reveal
 from leaderboard.challenges.models import (
     SYSTEM_KINDS,
+    Announcement,
     Challenge,
     Dataset,
     IncompleteRows,
     Phase,
     SealedAggregates,
+    TeamPhaseOverride,
 )
 from leaderboard.challenges.suites import Suite
 from leaderboard.core.errors import NotFound
+from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
 
 SPLITS = ("I", "II", "III")
@@ -38,6 +42,16 @@ AGGREGATE_SEALED_NOTE = "sealed until the organizers reveal it"
 
 # One answer for "no such challenge" and "not yours": the console's addresses confirm nothing.
 CONSOLE_NOT_FOUND = "No such page, or not one you may see."
+
+
+class Viewer(StrEnum):
+    """Who looks at a challenge's pages (``accounts.selectors.viewer_of`` says which); the Data page's
+    rules (``downloads``) decide by it."""
+
+    ORGANIZER = "organizer"
+    MEMBER = "member"  # of a team registered in this challenge
+    OUTSIDER = "outsider"  # logged in, no team here
+    ANONYMOUS = "anonymous"
 
 
 def user_is_organizer(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> bool:
@@ -326,3 +340,21 @@ def interactive_phases(phases: Iterable[Phase]) -> list[InteractivePhase]:
 def batch_system_phases(phases: Iterable[Phase]) -> bool:
     """Whether any phase runs systems in batch (reading /input, writing /output), for the contract."""
     return any(not p.protocol_modes and any(k in SYSTEM_KINDS for k in p.allowed_kinds) for p in phases)
+
+
+# --------------------------------------------------------------------------- what the challenge page shows
+
+
+def announcements_shown(*, challenge: Challenge) -> QuerySet[Announcement]:
+    """What the challenge page shows everyone: the organizers' active announcements, newest first."""
+    return Announcement.objects.filter(challenge=challenge, is_active=True)
+
+
+def team_extension_open(*, team_id: int, now: dt.datetime) -> bool:
+    """Whether an organizer's extension lets the team submit to some phase after its close, now."""
+    return TeamPhaseOverride.objects.filter(team_id=team_id, closes_at__gt=now, phase__opens_at__lte=now).exists()
+
+
+def storage_budget_bytes(*, challenge: Challenge) -> int:
+    """What each team of the challenge may keep stored (its uploads), in bytes."""
+    return SystemSettings.from_json(challenge.system_settings).storage_mb_per_team * 2**20

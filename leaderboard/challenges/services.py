@@ -1,12 +1,19 @@
-"""Writes for challenges: loading a spec (a reload reconciles: ``reconcile.py``), gold files (a replaced
-one retired while scores refer to it, its submissions rescored: ``submissions/rescore.py``), reveals."""
+"""Writes for challenges: reading and applying a spec, gold files, reveals.
+
+A load (``submissions/reload.py: challenge_load``) reads and checks a spec here (``challenge_spec_read``) and
+writes the challenge's own rows here (``challenge_spec_apply``); what the rows of other apps must do about it
+(rescore, re-run, the scores of removed datasets, averages and board rows) it applies from the ``SpecChanges``
+returned.  So too a gold file: replaced here (``dataset_file_put``; the old one is retired while scores refer to
+it), its scores follow there (``dataset_gold_replace``).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +24,6 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.accounts.services import team_rules_parse, team_rules_set
 from leaderboard.challenges.models import (
     BREAKDOWN_MIN_QUESTIONS,
     SYSTEM_KINDS,
@@ -35,19 +41,17 @@ from leaderboard.challenges.models import (
     Split,
     SubmissionKind,
 )
-from leaderboard.challenges.reconcile import DatasetSpec, ReloadPlan, datasets_remove, reload_plan
-from leaderboard.challenges.selectors import phase_datasets, phase_ranking_scope, reveal_exposes
+from leaderboard.challenges.selectors import phase_datasets, ranking_scope_get
 from leaderboard.challenges.spec import SpecError, dataset_tags_parse, mrqa_header_check, spec_check
 from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError
-from leaderboard.rankings.versions import board_changed
-from leaderboard.submissions.rerun import gold_failures_requeue
-from leaderboard.submissions.rescore import rescore_enqueue, retired_gold_prune
-from leaderboard.submissions.services import aggregates_refresh, board_entries_refresh
-from leaderboard.submissions.systems import SystemSettings
+from leaderboard.sandbox.contract import SystemSettings
 from scoring import inputs
+from scoring.cmrc2018 import TOKENIZATIONS, cjk_share
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Mode
 from scoring.errors import ScoringError
+from scoring.mrqa import load_mrqa_gold
 
 
 def _parse_utc(value: Any, where: str) -> dt.datetime:
@@ -83,27 +87,37 @@ def _choice(value: str, choices: type[Any], where: str) -> str:
     return value
 
 
-def challenge_load(
-    *, spec_path: Path, warn: Callable[[str], None] | None = None, allow_remove: bool = False
-) -> Challenge:
-    """Create or update a challenge from a YAML spec; safe to run again.
+@dataclass(frozen=True)
+class ChallengeSpec:
+    """A spec read and its challenge-level keys checked, nothing written (``challenge_spec_read``)."""
 
-    A reload reconciles (``challenges/reconcile.py``; ``challenge_plan`` says what will change):
-    datasets no longer in the spec are removed, but one that has scores only with
-    ``allow_remove``; a replaced gold file is kept while scores refer to it, and the
-    submissions scored against it are rescored in the background (``dataset_file_put``).
+    raw: Mapping[str, Any]
+    base_dir: Path  # gold files are named relative to the spec's directory
+    slug: str
+    suite: str
+    systems: dict[str, Any]
+    ranking_scope: dict[str, Any]
+    sealed_aggregates: str
+    max_team_size: int | None
+    breakdown_min_questions: int
 
-    Gold files named in the spec are validated with the challenge's metric
-    suite and stored only when their content changed.  ``warn`` receives
-    what the organizer should know but that does not stop the load.
-    """
+
+def spec_read(spec_path: Path) -> dict[str, Any]:
     try:
         spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise SpecError(f"{spec_path}: cannot read the spec ({exc})") from None
     if not isinstance(spec, dict):
         raise SpecError(f"{spec_path}: expected a mapping at the top level")
-    base_dir = spec_path.parent
+    return spec
+
+
+def challenge_spec_read(spec_path: Path) -> ChallengeSpec:
+    """Read a YAML spec and check its keys and the challenge's own values; writes nothing.
+
+    A phase's and a dataset's values are checked as they are written (``challenge_spec_apply``).
+    """
+    spec = spec_read(spec_path)
     spec_check(spec, spec_path=spec_path)
     slug = _get(spec, "slug", "challenge")
     suite = _choice(_get(spec, "metric_suite", slug), MetricSuite, f"{slug}.metric_suite")
@@ -120,75 +134,115 @@ def challenge_load(
     sealed_aggregates = _choice(
         str(spec.get("sealed_aggregates", SealedAggregates.ALL)), SealedAggregates, f"{slug}.sealed_aggregates"
     )
-    max_team_size = _max_team_size(spec.get("max_team_size"), f"{slug}.max_team_size")
-    breakdown_min_questions = _breakdown_min_questions(spec.get("breakdowns"), f"{slug}.breakdowns")
-    team_approval = team_rules_parse(spec.get("teams"), where=f"{slug}.teams")
-
-    with transaction.atomic():
-        previous_scope = Challenge.objects.filter(slug=slug).values_list("ranking_scope", flat=True).first()
-        previous_ranked = _ranked_datasets(Challenge.objects.filter(slug=slug).first())
-        # Decided before anything is written: scores are deleted only when the organizer said so.
-        plan = _reload_plan(spec, slug=slug, suite=suite, base_dir=base_dir)
-        refusal = plan.refusal(allow_remove=allow_remove)
-        if refusal:
-            raise SpecError(refusal)
-        challenge, _ = Challenge.objects.update_or_create(
-            slug=slug,
-            defaults={
-                "title": spec.get("title", slug),
-                "description": spec.get("description", ""),
-                "metric_suite": suite,
-                "suite_options": spec.get("suite_options") or {},
-                "ranking_rule": _choice(spec.get("ranking_rule", RankingRule.BEST), RankingRule, f"{slug}.ranking_rule"),
-                "is_public": bool(spec.get("is_public", True)),
-                "system_settings": systems,
-                "ranking_scope": ranking_scope,
-                "sealed_aggregates": sealed_aggregates,
-                "max_team_size": max_team_size,
-                "breakdown_min_questions": breakdown_min_questions,
-            },
-        )
-        team_rules_set(challenge=challenge, approval_required=team_approval)
-        for username in spec.get("staff", []) or []:
-            user = User.objects.filter(username=username).first()
-            if user is None:
-                raise SpecError(f"{slug}.staff: no user called {username!r}; create the account first")
-            challenge.staff.add(user)
-        for order, phase_spec in enumerate(_get(spec, "phases", slug, list)):
-            _phase_load(challenge, phase_spec, order)
-        _staged_reveal_check(challenge, _get(spec, "datasets", slug, list))
-        for order, ds_spec in enumerate(_get(spec, "datasets", slug, list)):
-            _dataset_load(challenge, ds_spec, order, base_dir, warn=warn)
-        if plan.datasets_removed:
-            # Recomputes the averages of the submissions that lose scores.
-            datasets_remove(challenge=challenge, slugs=[r.dataset for r in plan.datasets_removed])
-        elif plan.splits_changed:
-            # Per-split averages were computed under the old splits.
-            aggregates_refresh(challenge=challenge)
-        if plan.options_changed:
-            # Every stored gold must still score against itself under the new options, and every
-            # score was computed under the old ones.
-            _gold_recheck(challenge)
-            rescore_enqueue(challenge=challenge)
-        if plan.rule_changed:
-            board_entries_refresh(challenge=challenge)
-        if "incomplete" not in ranking_scope:
-            _incomplete_rows_check(challenge)
-        ranked_now = _ranked_datasets(challenge)
-        if previous_scope is not None and (previous_scope != ranking_scope or ranked_now != previous_ranked):
-            # Stored ranking averages were computed under the old scope, or over other datasets
-            # (a dataset added to a phase counts 0 for the submissions made before it).
-            aggregates_refresh(challenge=challenge)
-        # Names, aliases, splits, settings: any of them may be on a board.
-        board_changed(challenge_id=challenge.pk)
-    return challenge
+    return ChallengeSpec(
+        raw=spec, base_dir=spec_path.parent, slug=slug, suite=suite, systems=systems, ranking_scope=ranking_scope,
+        sealed_aggregates=sealed_aggregates,
+        max_team_size=_max_team_size(spec.get("max_team_size"), f"{slug}.max_team_size"),
+        breakdown_min_questions=_breakdown_min_questions(spec.get("breakdowns"), f"{slug}.breakdowns"),
+    )
 
 
-def _gold_recheck(challenge: Challenge) -> None:
-    """Check every scored gold file of the challenge again with its (new) suite options."""
+@dataclass(frozen=True)
+class SpecChanges:
+    """What a load changed that the rows of other apps follow (``submissions/reload.py`` applies it)."""
+
+    challenge: Challenge
+    # Loaded datasets the spec no longer has.  Still there: removing one removes its scores (kept in
+    # each submission's history first), so that is the caller's (``datasets_remove``).
+    datasets_removed: tuple[str, ...] = ()
+    splits_changed: bool = False  # per-split averages were computed under the old splits
+    options_changed: bool = False  # every score was computed under the old suite options
+    rule_changed: bool = False  # each team's board row was chosen by the old ranking rule
+    # Stored ranking averages were computed under the old scope, or over other datasets (a dataset
+    # added to a phase counts 0 for the submissions made before it; a removed one no longer counts).
+    scope_changed: bool = False
+    # (dataset, portion) whose gold file was replaced: the old one is retired while scores refer to it.
+    gold_replaced: tuple[tuple[Dataset, str], ...] = ()
+
+
+def challenge_spec_apply(
+    *, spec: ChallengeSpec, warn: Callable[[str], None] | None = None,
+    reveal_check: Callable[[Challenge, list[Any]], None] | None = None,
+) -> SpecChanges:
+    """Create or update the challenge, its phases, datasets and gold files as ``spec`` says; safe to run again.
+
+    Gold files named in the spec are validated with the challenge's metric suite and stored only
+    when their content changed; a replaced one is retired, not deleted.  ``warn`` receives what the
+    organizer should know but that does not stop the load.  ``reveal_check(challenge, dataset_specs)``
+    runs once the challenge and its phases are written and before any dataset is: whether a reveal
+    gives a sealed score away depends on what was scored, which this app does not read.
+
+    Nothing of another app is written: what must follow is in the ``SpecChanges`` returned.  Call it
+    inside the transaction that applies them, so a refusal here (a gold that no longer scores against
+    itself, incomplete rows without a rule) undoes them too.
+    """
+    slug, raw = spec.slug, spec.raw
+    previous = Challenge.objects.filter(slug=slug).first()
+    previous_ranked = _ranked_datasets(previous)
+    challenge, _ = Challenge.objects.update_or_create(
+        slug=slug,
+        defaults={
+            "title": raw.get("title", slug),
+            "description": raw.get("description", ""),
+            "metric_suite": spec.suite,
+            "suite_options": raw.get("suite_options") or {},
+            "ranking_rule": _choice(raw.get("ranking_rule", RankingRule.BEST), RankingRule, f"{slug}.ranking_rule"),
+            "is_public": bool(raw.get("is_public", True)),
+            "system_settings": spec.systems,
+            "ranking_scope": spec.ranking_scope,
+            "sealed_aggregates": spec.sealed_aggregates,
+            "max_team_size": spec.max_team_size,
+            "breakdown_min_questions": spec.breakdown_min_questions,
+        },
+    )
+    for username in raw.get("staff", []) or []:
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            raise SpecError(f"{slug}.staff: no user called {username!r}; create the account first")
+        challenge.staff.add(user)
+    for order, phase_spec in enumerate(_get(raw, "phases", slug, list)):
+        _phase_load(challenge, phase_spec, order)
+    dataset_specs = _get(raw, "datasets", slug, list)
+    if reveal_check is not None:
+        reveal_check(challenge, dataset_specs)
+    previous_splits = dict(Dataset.objects.filter(challenge=challenge).values_list("slug", "split"))
+    loaded: list[Dataset] = []
+    gold_replaced: list[tuple[Dataset, str]] = []
+    for order, ds_spec in enumerate(dataset_specs):
+        dataset, replaced = _dataset_load(challenge, ds_spec, order, spec.base_dir, warn=warn)
+        loaded.append(dataset)
+        gold_replaced += [(dataset, portion) for portion in replaced]
+    kept = {ds.slug for ds in loaded}
+    removed = tuple(ds_slug for ds_slug in previous_splits if ds_slug not in kept)
+    options_changed = previous is not None and previous.suite_options != challenge.suite_options
+    if options_changed:
+        # Every stored gold must still score against itself under the new options.
+        _gold_recheck(challenge, without=removed)
+    if "incomplete" not in spec.ranking_scope:
+        _incomplete_rows_check(challenge, without=removed)
+    ranked_now = _ranked_datasets(challenge, without=removed)
+    # Names, aliases, splits, settings: any of them may be on a board.
+    board_changed(challenge_id=challenge.pk)
+    return SpecChanges(
+        challenge=challenge,
+        datasets_removed=removed,
+        splits_changed=any(ds.slug in previous_splits and previous_splits[ds.slug] != ds.split for ds in loaded),
+        options_changed=options_changed,
+        rule_changed=previous is not None and previous.ranking_rule != challenge.ranking_rule,
+        scope_changed=previous is not None and (previous.ranking_scope != spec.ranking_scope
+                                                or ranked_now != previous_ranked),
+        gold_replaced=tuple(gold_replaced),
+    )
+
+
+def _gold_recheck(challenge: Challenge, *, without: Collection[str] = ()) -> None:
+    """Check every scored gold file of the challenge again with its (new) suite options (but those of
+    the datasets ``without``, which the load removes)."""
     suite = suite_for(challenge)
-    for record in DatasetFile.objects.filter(dataset__challenge=challenge).exclude(portion=FilePortion.TRAIN) \
-            .select_related("dataset"):
+    records = DatasetFile.objects.filter(dataset__challenge=challenge).exclude(portion=FilePortion.TRAIN)
+    if without:
+        records = records.exclude(dataset__slug__in=without)
+    for record in records.select_related("dataset"):
         try:
             suite.inspect_gold(Path(record.gold.path).read_bytes(), filename=Path(record.gold.name).name,
                                self_check=challenge.suite_options or {})
@@ -224,29 +278,41 @@ def _breakdown_min_questions(value: object, where: str) -> int:
     return minimum
 
 
-def _ranked_datasets(challenge: Challenge | None) -> dict[str, list[str]]:
-    """Each phase's ranked datasets (slugs), to tell whether a reload changed what rows rank on."""
+def _ranked_datasets(challenge: Challenge | None, *, without: Collection[str] = ()) -> dict[str, list[str]]:
+    """Each phase's ranked datasets (slugs), to tell whether a reload changed what rows rank on
+    (once the datasets ``without`` are removed)."""
     if challenge is None:
         return {}
-    return {phase.slug: [ds.slug for ds in phase_ranking_scope(phase=phase).datasets]
+    return {phase.slug: [ds.slug for ds in _phase_ranked(phase, without=without)]
             for phase in challenge.phases.select_related("challenge")}
 
 
-def _incomplete_rows_check(challenge: Challenge) -> None:
+def _phase_datasets_kept(phase: Phase, *, without: Collection[str]) -> list[Dataset]:
+    """``phase_datasets`` once the datasets ``without`` are removed."""
+    return [ds for ds in phase_datasets(phase=phase) if ds.slug not in without]
+
+
+def _phase_ranked(phase: Phase, *, without: Collection[str]) -> list[Dataset]:
+    """``phase_ranking_scope(phase=phase).datasets`` once the datasets ``without`` are removed."""
+    return ranking_scope_get(challenge=phase.challenge, datasets=_phase_datasets_kept(phase, without=without)).datasets
+
+
+def _incomplete_rows_check(challenge: Challenge, *, without: Collection[str] = ()) -> None:
     """Refuse a phase whose rows could not all answer what it ranks on, unless the spec says how they rank.
 
     A prediction file never covers Split III (teams never see its questions; only systems run
     on them), so in a phase that takes prediction files and ranks on Split III datasets, some
     rows are incomplete by construction: the organizer must choose whether they count 0 there
-    or are shown unranked, rather than learn it from the board.
+    or are shown unranked, rather than learn it from the board.  The datasets ``without`` (which the
+    load removes) are left out.
     """
     for order, phase in enumerate(challenge.phases.order_by("order")):
         if SubmissionKind.PREDICTIONS not in phase.allowed_kinds:
             continue
-        hidden = [ds.slug for ds in phase_ranking_scope(phase=phase).datasets if ds.split == Split.III]
+        hidden = [ds.slug for ds in _phase_ranked(phase, without=without) if ds.split == Split.III]
         if not hidden:
             continue
-        others = [ds.slug for ds in phase_datasets(phase=phase) if ds.split != Split.III]
+        others = [ds.slug for ds in _phase_datasets_kept(phase, without=without) if ds.split != Split.III]
         raise SpecError(
             f"{challenge.slug}.phases[{order}] ({phase.slug}): this phase takes prediction files, but its ranking "
             f"average covers the Split III dataset(s) {', '.join(hidden)}, which a prediction file cannot answer "
@@ -260,28 +326,33 @@ def _incomplete_rows_check(challenge: Challenge) -> None:
         )
 
 
-def _spec_read(spec_path: Path) -> dict[str, Any]:
-    try:
-        spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{spec_path}: cannot read the spec ({exc})") from None
-    if not isinstance(spec, dict):
-        raise SpecError(f"{spec_path}: expected a mapping at the top level")
-    return spec
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What a reload plan needs of a dataset in a spec: its slug, fields and gold files."""
+
+    slug: str
+    where: str  # the spec key, for messages ("mrqa-demo.datasets[2]")
+    fields: Mapping[str, Any]  # name, split, tags
+    files: Mapping[str, Path]  # portion -> path
 
 
-def challenge_plan(*, spec_path: Path) -> ReloadPlan:
-    """What loading the spec would change (``manage.py challenge_load --dry-run``); writes nothing."""
-    spec = _spec_read(spec_path)
-    spec_check(spec, spec_path=spec_path)
+@dataclass(frozen=True)
+class SpecTargets:
+    """What a spec asks the challenge to be, in the terms a reload plan compares with what is loaded."""
+
+    slug: str
+    suite: str
+    phases: tuple[tuple[str, dict[str, Any]], ...]  # (slug, the fields a load writes)
+    datasets: tuple[DatasetSpec, ...]
+    challenge_fields: dict[str, Any]  # the challenge's own scoring and ranking settings
+
+
+def spec_targets(spec: Mapping[str, Any], *, base_dir: Path) -> SpecTargets:
+    """Parse ``spec`` (checked with ``spec_check``) into what the challenge would become; writes nothing."""
     slug = _get(spec, "slug", "challenge")
     suite = _choice(_get(spec, "metric_suite", slug), MetricSuite, f"{slug}.metric_suite")
-    return _reload_plan(spec, slug=slug, suite=suite, base_dir=spec_path.parent)
-
-
-def _reload_plan(spec: Mapping[str, Any], *, slug: str, suite: str, base_dir: Path) -> ReloadPlan:
     phases = [_phase_fields(slug, p, order, suite=suite) for order, p in enumerate(_get(spec, "phases", slug, list))]
-    datasets = []
+    datasets: list[DatasetSpec] = []
     for order, ds in enumerate(_get(spec, "datasets", slug, list)):
         where = f"{slug}.datasets[{order}]"
         if not isinstance(ds, dict):
@@ -301,7 +372,8 @@ def _reload_plan(spec: Mapping[str, Any], *, slug: str, suite: str, base_dir: Pa
         "ranking_rule": _choice(spec.get("ranking_rule", RankingRule.BEST), RankingRule, f"{slug}.ranking_rule"),
         "breakdown_min_questions": _breakdown_min_questions(spec.get("breakdowns"), f"{slug}.breakdowns"),
     }
-    return reload_plan(slug=slug, suite_key=suite, phases=phases, datasets=datasets, challenge_fields=challenge_fields)
+    return SpecTargets(slug=slug, suite=suite, phases=tuple(phases), datasets=tuple(datasets),
+                       challenge_fields=challenge_fields)
 
 
 def _ranking_scope(ranking: Any, datasets: Any, where: str) -> dict[str, Any]:
@@ -413,7 +485,8 @@ def _protocol_modes(value: Any, allowed: Sequence[str], *, suite: str, where: st
 def _dataset_load(
     challenge: Challenge, spec: Mapping[str, Any], order: int, base_dir: Path,
     *, warn: Callable[[str], None] | None = None,
-) -> Dataset:
+) -> tuple[Dataset, list[str]]:
+    """Create or update a dataset and store its gold files; returns it with the portions whose gold was replaced."""
     where = f"{challenge.slug}.datasets[{order}]"
     split = _choice(str(_get(spec, "split", where)), Split, f"{where}.split")
     alias = spec.get("sealed_alias", "")
@@ -446,6 +519,7 @@ def _dataset_load(
     )
     if spec.get("revealed") and dataset.revealed_at is None:
         dataset_reveal(dataset=dataset)
+    replaced = []
     for portion, rel_path in files.items():
         path = (base_dir / rel_path).resolve()
         try:
@@ -455,17 +529,16 @@ def _dataset_load(
         if challenge.metric_suite == MetricSuite.MRQA:
             mrqa_header_check(content, name=dataset.name, slug=dataset.slug, portion=str(portion),
                               where=f"{where}.files.{portion} ({path.name})")
-        dataset_file_put(dataset=dataset, portion=portion, content=content, filename=path.name)
+        if dataset_file_put(dataset=dataset, portion=portion, content=content, filename=path.name).replaced:
+            replaced.append(str(portion))
     if challenge.metric_suite == MetricSuite.MRQA:
         scored = [(base_dir / rel).resolve() for portion, rel in files.items() if portion != FilePortion.TRAIN]
         _cjk_answers_warning(challenge, f"{where} ({dataset.slug})", scored, warn)
-    return dataset
+    return dataset, replaced
 
 
 def _tokenization_check(suite: str, options: Any, slug: str) -> None:
     """The MRQA suite's ``tokenization`` option is ``whitespace`` (MRQA's, the default) or ``cjk``."""
-    from scoring.cmrc2018 import TOKENIZATIONS
-
     tokenization = options.get("tokenization", "whitespace") if isinstance(options, dict) else "whitespace"
     if suite == MetricSuite.MRQA and tokenization not in TOKENIZATIONS:
         raise SpecError(f"{slug}.suite_options.tokenization: {tokenization!r} is not one of {', '.join(TOKENIZATIONS)}")
@@ -479,9 +552,6 @@ def _cjk_answers_warning(
     MRQA's metric splits on white space, so a Chinese answer is a single token and a near miss
     (gold plus "。") scores F1 0; ``suite_options: {tokenization: cjk}`` scores with CMRC 2018's EM/F1.
     """
-    from scoring.cmrc2018 import cjk_share
-    from scoring.mrqa import load_mrqa_gold
-
     if (challenge.suite_options or {}).get("tokenization", "whitespace") != "whitespace" or warn is None:
         return
     answers = [a for path in gold_paths for q in load_mrqa_gold(path).questions.values() for a in q.answers]
@@ -493,11 +563,22 @@ def _cjk_answers_warning(
              "EM/F1 (Chinese characters as tokens; Korean and Japanese stay NLTK words)")
 
 
-def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename: str) -> DatasetFile:
+@dataclass(frozen=True)
+class GoldPut:
+    """A gold file stored (``dataset_file_put``), and whether it replaced one."""
+
+    record: DatasetFile
+    # The portion's earlier file was retired: the scores on it must follow (``submissions/reload.py``).
+    replaced: bool = False
+
+
+def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename: str) -> GoldPut:
     """Validate and store a gold file; an unchanged file (same hash) is left alone.
 
     Test gold stays hidden; dev and training files of Split I/II are served on the
-    Data page (``challenges/downloads.py``), so training files are Split I only.
+    Data page (``challenges/downloads.py``), so training files are Split I only.  A replaced
+    file is retired, not deleted: what scores and submissions do about it is
+    ``submissions.reload.dataset_gold_replace``'s.
     """
     if portion not in FilePortion.values:
         raise ServiceError(f"{dataset.slug}: unknown portion {portion!r}; use one of {', '.join(FilePortion.values)}")
@@ -506,7 +587,7 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
     sha = hashlib.sha256(content).hexdigest()
     existing = DatasetFile.objects.filter(dataset=dataset, portion=portion).first()
     if existing is not None and existing.sha256 == sha:
-        return existing
+        return GoldPut(existing)
     suite = suite_for(dataset.challenge)
     try:
         # A scored portion's gold must score against itself; training files are never scored.
@@ -537,29 +618,7 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
         record.save()
         # The organizer view of a board shows what the gold allows (Siblini et al.'s best reachable).
         board_changed(challenge_id=dataset.challenge_id)
-        if existing is not None:
-            # Scores follow the gold: each submission scored against the old file is rescored in
-            # the background after the commit, then the old file goes once nothing refers to it.
-            rescore_enqueue(challenge=dataset.challenge, dataset=dataset, portion=portion)
-            # Submissions that failed on the old gold (the organizers' fault) are evaluated again.
-            gold_failures_requeue(challenge_id=dataset.challenge_id, portion=portion, dataset_id=dataset.pk)
-            transaction.on_commit(functools.partial(retired_gold_prune, challenge=dataset.challenge))
-    return record
-
-
-def _staged_reveal_check(challenge: Challenge, dataset_specs: list[Any]) -> None:
-    """Refuse a reload that reveals some sealed datasets while the averages published until now,
-    with the revealed scores, would give away the score of one it leaves sealed."""
-    marked = {str(d.get("slug")) for d in dataset_specs if isinstance(d, dict) and d.get("revealed")}
-    revealing = [ds for ds in Dataset.objects.filter(challenge=challenge, slug__in=marked) if ds.is_sealed]
-    exposed = [ds for ds in reveal_exposes(datasets=revealing) if ds.slug not in marked] if revealing else []
-    if exposed:
-        raise SpecError(
-            f"{challenge.slug}.datasets: revealing {', '.join(ds.name for ds in revealing)} now would give away the "
-            f"score of {', '.join(ds.name for ds in exposed)}, which stays sealed: averages published while both "
-            "were sealed (anyone may have copied them) minus the revealed scores leave only its own. "
-            f"Mark {', '.join(ds.slug for ds in exposed)} 'revealed: true' too, and reveal them together."
-        )
+    return GoldPut(record, replaced=existing is not None)
 
 
 def dataset_reveal(*, dataset: Dataset) -> Dataset:

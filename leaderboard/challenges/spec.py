@@ -29,7 +29,7 @@ from django.db import models
 
 from leaderboard.challenges.models import Challenge, Dataset, FilePortion, Phase, Split
 from leaderboard.core.errors import ServiceError
-from leaderboard.submissions.systems import Limits, SystemSettings
+from leaderboard.sandbox.contract import Limits, SystemSettings
 from scoring.cmrc2018 import TOKENIZATIONS
 from scoring.formats import mrqa_header
 from scoring.quac import DEFAULT_MIN_F1
@@ -68,7 +68,7 @@ SPEC_KEYS: Keys = {
     "ranking": {"splits": None, "datasets": None, "incomplete": None},
     "sealed_aggregates": None,
     "max_team_size": None,
-    # Checked by the accounts app (accounts.services.team_rules_parse).
+    # Read by team_rules_parse; the accounts app keeps the rules (accounts.services.team_rules_set).
     "teams": {"approval": None},
     # Checked by the loader (services._breakdown_min_questions).
     "breakdowns": {"min_questions": None},
@@ -144,6 +144,19 @@ def suite_options_parse(suite: str, raw: Any, *, where: str) -> Any:
 
 
 # --------------------------------------------------------------------------- reading and checking
+
+
+def team_rules_parse(raw: object, *, where: str) -> bool:
+    """Whether a spec's ``teams:`` mapping (``{approval: required | off}``, absent: off) asks for
+    each new team to be approved by an organizer before it submits."""
+    if raw is None:
+        return False
+    approval = raw.get("approval", "off") if isinstance(raw, dict) else None
+    if approval is False:
+        approval = "off"  # YAML reads an unquoted off as false
+    if approval not in ("required", "off"):
+        raise SpecError(f"{where}: expected {{approval: required}} or {{approval: off}}, found {raw!r}")
+    return approval == "required"
 
 
 def _nearest(key: str, known: Any) -> str | None:

@@ -42,7 +42,7 @@ import scoring
 from leaderboard.challenges.downloads import dev_downloads, file_fingerprint
 from leaderboard.challenges.models import Challenge, PhaseKind
 from leaderboard.challenges.suites import suite_for
-from leaderboard.submissions.systems import SystemSettings
+from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
 
 # Bump when the kit's layout changes without any of its inputs changing.

@@ -7,26 +7,25 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.downloads import (
-    NO_FILE_MESSAGE,
-    data_file_get,
-    data_listing_get,
-    starting_kit_get,
-)
+from leaderboard.accounts.selectors import viewer_of
+from leaderboard.challenges.data_page import data_file_get, data_listing_get, starting_kit_get
+from leaderboard.challenges.downloads import NO_FILE_MESSAGE
 from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
 from leaderboard.challenges.selectors import (
     PhaseState,
+    Viewer,
+    announcements_shown,
     batch_system_phases,
     dataset_label,
     datasets_public_order,
     interactive_phases,
     phase_status,
+    storage_budget_bytes,
+    team_extension_open,
 )
-from leaderboard.console.selectors import announcements_shown, team_extension_open
-from leaderboard.submissions.storage import size_text, storage_budget_bytes
-from leaderboard.submissions.systems import SystemSettings
+from leaderboard.core.formats import size_text
+from leaderboard.sandbox.contract import SystemSettings
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -36,7 +35,8 @@ def home(request: HttpRequest) -> HttpResponse:
 
 def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
-    is_organizer = user_is_organizer(user=request.user, challenge=challenge)
+    viewer, team = viewer_of(user=request.user, challenge=challenge)
+    is_organizer = viewer is Viewer.ORGANIZER
     phases = list(challenge.phases.all())
     # A public address shows the public view to everyone, organizers included (what they share
     # or screenshot must hide what the public may not see): a sealed dataset by its alias only.
@@ -49,9 +49,8 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     takes_systems = any(k in SYSTEM_KINDS for p in phases for k in p.allowed_kinds)
     now = timezone.now()
     statuses = [phase_status(p, now=now) for p in phases]
-    team = team_of_user(user=request.user, challenge=challenge)
     # A team the organizers gave a later deadline may still submit after a phase closed.
-    extended = team is not None and team_extension_open(team=team, now=now)
+    extended = team is not None and team_extension_open(team_id=team.pk, now=now)
     return render(
         request,
         "challenges/detail.html",
@@ -78,10 +77,11 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_safe
 def data_page(request: HttpRequest, slug: str) -> HttpResponse:
-    """What teams may download, per phase and dataset; who may, and when (challenges/downloads.py)."""
+    """What teams may download, per phase and dataset; who may, and when (challenges/downloads.py, data_page.py)."""
     challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
-    listing = data_listing_get(challenge=challenge, user=request.user)
-    return render(request, "challenges/data.html", {"challenge": challenge, "listing": listing})
+    viewer, team = viewer_of(user=request.user, challenge=challenge)
+    listing = data_listing_get(challenge=challenge, viewer=viewer)
+    return render(request, "challenges/data.html", {"challenge": challenge, "listing": listing, "team": team})
 
 
 def _challenge_or_no_file(slug: str) -> Challenge:
@@ -95,7 +95,8 @@ def _challenge_or_no_file(slug: str) -> Challenge:
 @require_safe
 def data_file(request: HttpRequest, slug: str, kind: str, dataset_slug: str) -> FileResponse:
     challenge = _challenge_or_no_file(slug)
-    served = data_file_get(challenge=challenge, user=request.user, kind=kind, dataset_slug=dataset_slug)
+    viewer, _ = viewer_of(user=request.user, challenge=challenge)
+    served = data_file_get(challenge=challenge, viewer=viewer, kind=kind, dataset_slug=dataset_slug)
     if served is None:
         raise Http404(NO_FILE_MESSAGE)
     return download_response(method=request.method or "GET", challenge=challenge, served=served)
@@ -104,7 +105,8 @@ def data_file(request: HttpRequest, slug: str, kind: str, dataset_slug: str) -> 
 @require_safe
 def starting_kit(request: HttpRequest, slug: str) -> FileResponse:
     challenge = _challenge_or_no_file(slug)
-    served = starting_kit_get(challenge=challenge, user=request.user)
+    viewer, _ = viewer_of(user=request.user, challenge=challenge)
+    served = starting_kit_get(challenge=challenge, viewer=viewer)
     if served is None:
         raise Http404(NO_FILE_MESSAGE)
     return download_response(method=request.method or "GET", challenge=challenge, served=served)

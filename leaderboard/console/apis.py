@@ -19,13 +19,12 @@ from rest_framework.views import APIView
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import Announcement, AuditEntry, Challenge, Dataset, TeamPhaseOverride
-from leaderboard.challenges.selectors import challenge_get_organized, dataset_label
+from leaderboard.challenges.selectors import announcements_shown, challenge_get_organized, dataset_label
 from leaderboard.console.actions import ACTIONS, TARGETS, action_get, action_perform, target_name
 from leaderboard.console.selectors import (
     AUDIT_PER_PAGE,
     SUBMISSIONS_PER_PAGE,
     RevealPreview,
-    announcements_shown,
     audit_entries,
     console_submissions,
     console_teams,

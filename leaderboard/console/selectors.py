@@ -2,8 +2,8 @@
 
 The console's callers have checked the role (``challenge_get_organized``): what ``console_*``,
 ``queue_report`` and ``dataset_reveal_preview`` return is for the challenge's organizers, hidden
-data included.  ``team_notices`` and ``announcements_shown`` are what teams and the public read:
-words the organizers wrote for them, nothing else.
+data included.  ``team_notices`` is what a team reads of its standing: words the organizers wrote
+for it, nothing else (the announcements the public reads are ``challenges.selectors``').
 """
 
 from __future__ import annotations
@@ -326,16 +326,6 @@ def _hidden_reasons(*, challenge: Challenge, team: Team | None = None) -> dict[i
 def audit_entries(*, challenge: Challenge) -> QuerySet[AuditEntry]:
     """Newest first."""
     return AuditEntry.objects.filter(challenge=challenge).select_related("actor")
-
-
-def announcements_shown(*, challenge: Challenge) -> QuerySet[Announcement]:
-    """What the challenge page shows everyone: the organizers' active announcements, newest first."""
-    return Announcement.objects.filter(challenge=challenge, is_active=True)
-
-
-def team_extension_open(*, team: Team, now: dt.datetime) -> bool:
-    """Whether an organizer's extension lets the team submit to some phase after its close, now."""
-    return TeamPhaseOverride.objects.filter(team=team, closes_at__gt=now, phase__opens_at__lte=now).exists()
 
 
 def team_notices(*, team: Team) -> list[str]:

@@ -26,9 +26,9 @@ from leaderboard.challenges.selectors import (
     user_is_organizer,
 )
 from leaderboard.challenges.services import dataset_reveal, dataset_unreveal
+from leaderboard.challenges.versions import board_changed
 from leaderboard.console.selectors import runs_in_progress, submission_read_sealed_data
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
-from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.services import board_entry_refresh
 

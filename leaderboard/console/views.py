@@ -21,12 +21,11 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods, require_safe
 
 from leaderboard.challenges.models import Challenge, Split, SubmissionKind
-from leaderboard.challenges.selectors import challenge_get_organized, dataset_label
+from leaderboard.challenges.selectors import announcements_shown, challenge_get_organized, dataset_label
 from leaderboard.console.actions import action_get, action_perform, target_name
 from leaderboard.console.selectors import (
     AUDIT_PER_PAGE,
     SUBMISSIONS_PER_PAGE,
-    announcements_shown,
     audit_entries,
     console_submissions,
     console_teams,

@@ -8,9 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.models import Challenge, Dataset, Split
-from leaderboard.challenges.selectors import dataset_label, datasets_public_order
+from leaderboard.challenges.selectors import dataset_label, datasets_public_order, user_is_organizer
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC
@@ -88,5 +87,6 @@ class LeaderboardApi(APIView):
         if view not in (PUBLIC, ORGANIZER):
             raise ServiceError(f"view must be {PUBLIC!r} or {ORGANIZER!r}, not {view!r}", field="view")
         # The same answer as the board's JSON export: from the snapshot, with its ETag (a 304 if unchanged).
+        # An address one may not see raises NotFound: the API answers it as a 404, like every service error.
         return board_json_served(request._request, board_access_get(
             slug=slug, phase_slug=phase_slug, viewer=request.user, view=view))

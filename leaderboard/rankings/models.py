@@ -24,34 +24,6 @@ class BoardSignificance(models.Model):
         constraints = [models.UniqueConstraint(fields=["phase", "key"], name="boardsignificance_unique")]
 
 
-class BoardVersion(models.Model):
-    """A challenge's board version is ``base`` plus its ``BoardChange`` rows: the number of changes a
-    board shows that ever committed (a score, a board row, a reveal, a team's name or standing, a
-    setting, a gold file, a bootstrap result).
-
-    A change adds a row in its own transaction, which locks nothing another writer needs (a
-    counter updated in place was one row lock per challenge, taken by every scoring and every
-    rename: a deadlock with a transaction holding a team's row, and a stall of all scoring
-    during a reload).  Each commit adds one to the version as readers count it, so a snapshot
-    tagged with an older count is never served after a change committed.  Folding rows into
-    ``base`` (``board_changes_fold``) keeps the count short and leaves the version as it was.
-    """
-
-    challenge = models.OneToOneField("challenges.Challenge", on_delete=models.CASCADE, primary_key=True,
-                                     related_name="+")
-    base = models.PositiveBigIntegerField(default=0)
-    # When a background rebuild was last sent: further changes within a minute send no other (debounce);
-    # a task the broker lost is sent again after that.
-    rebuild_requested_at = models.DateTimeField(null=True, blank=True)
-
-
-class BoardChange(models.Model):
-    """One committed change of a challenge's boards (``BoardVersion``).  No foreign key: inserting
-    one takes no lock on the challenge's row."""
-
-    challenge_id = models.BigIntegerField(db_index=True)
-
-
 class BoardSnapshot(models.Model):
     """One view of one phase's board as anyone without a row on it sees it, with its renderings.
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from leaderboard.challenges.models import Dataset, Phase, Split
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE, phase_ranking_scope
+from leaderboard.rankings.board_significance import METHOD
 from leaderboard.rankings.paper_tables import (
     Cell,
     Column,
@@ -45,7 +46,6 @@ from leaderboard.rankings.selectors import (
     board_build,
     board_phases,
 )
-from leaderboard.rankings.significance import METHOD
 
 WITHHELD = "withheld"
 SEALED = "sealed"

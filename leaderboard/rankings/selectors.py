@@ -32,11 +32,9 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.http import Http404
-from django.shortcuts import get_object_or_404
 
 from leaderboard.accounts.models import TeamKind
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import (
     Dataset,
     DatasetFile,
@@ -52,10 +50,12 @@ from leaderboard.challenges.selectors import (
     datasets_public_order,
     metric_split,
     ranking_scope_get,
+    user_is_organizer,
 )
 from leaderboard.challenges.suites import Suite, phase_aggregate_columns, suite_for, turn_columns
-from leaderboard.rankings.significance import METHOD as SIGNIFICANCE_METHOD
-from leaderboard.rankings.significance import (
+from leaderboard.core.errors import NotFound
+from leaderboard.rankings.board_significance import METHOD as SIGNIFICANCE_METHOD
+from leaderboard.rankings.board_significance import (
     Significance,
     SignificanceInputs,
     board_significance_get,
@@ -74,6 +74,8 @@ ORGANIZER = "organizer"
 DATASET_SEALED_NOTE = "sealed until the organizers reveal this dataset"
 WITHHELD_SIGNIFICANCE = "withheld: the ranking average is sealed on some rows, and these would bound it"
 ORGANIZER_VIEW_NOT_FOUND = "No such board, or not one you may see."
+# What an unknown public board address says (the words of Django's get_object_or_404, as before).
+PHASE_NOT_FOUND = "No Phase matches the given query."
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ class Board:
     withheld: list[str] = field(default_factory=list)
     # How rows that did not answer every ranked dataset rank (IncompleteRows).
     incomplete: str = IncompleteRows.ZERO
-    # What the ranking's bootstrap depends on, and its result (rankings.significance).
+    # What the ranking's bootstrap depends on, and its result (rankings.board_significance).
     significance_inputs: SignificanceInputs | None = None
     significance: Significance = field(default_factory=lambda: Significance(status="none"))
     # The per-dataset metric the ranking averages: its dataset columns get intervals.
@@ -200,21 +202,23 @@ def _challenge_datasets(phase: Phase) -> list[Dataset]:
 
 
 def board_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = PUBLIC) -> Board:
-    """The board at its address: 404 for an unknown phase, for a non-public challenge or board
+    """The board at its address; ``NotFound`` (a 404 page) for an unknown phase, for a non-public challenge or board
     in the public view, and for anyone but the organizers in the organizer view (the
     existence of what they may not see is not confirmed either)."""
     phases = Phase.objects.select_related("challenge").filter(challenge__slug=slug, slug=phase_slug)
     if view == PUBLIC:
-        phase = get_object_or_404(phases.filter(challenge__is_public=True))
+        phase = phases.filter(challenge__is_public=True).first()
+        if phase is None:
+            raise NotFound(PHASE_NOT_FOUND)
     else:
         # One answer for "no such phase" and "not yours": a non-public challenge stays unconfirmed.
         phase = phases.first()
         if phase is None:
-            raise Http404(ORGANIZER_VIEW_NOT_FOUND)
+            raise NotFound(ORGANIZER_VIEW_NOT_FOUND)
     try:
         return board_build(phase=phase, viewer=viewer, view=view)
     except BoardNotVisible as exc:
-        raise Http404(ORGANIZER_VIEW_NOT_FOUND if view == ORGANIZER else str(exc)) from None
+        raise NotFound(ORGANIZER_VIEW_NOT_FOUND if view == ORGANIZER else str(exc)) from None
 
 
 def board_payload(board: Board) -> dict[str, Any]:

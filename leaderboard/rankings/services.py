@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.contrib.auth.models import AnonymousUser
 
 from leaderboard.challenges.models import Phase
+from leaderboard.rankings.board_significance import board_significance_prune, board_significance_store
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, board_build
-from leaderboard.rankings.significance import board_significance_prune, board_significance_store
 
 
 def board_significance_refresh(phase_id: int) -> None:

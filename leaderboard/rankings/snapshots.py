@@ -24,7 +24,6 @@ import io
 import json
 import logging
 import pickle
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,19 +31,23 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from django.http import Http404
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
-from leaderboard.challenges.models import Phase
+from leaderboard.accounts.selectors import team_of_user
+from leaderboard.challenges.models import BoardVersion, Phase
+from leaderboard.challenges.selectors import user_is_organizer
+from leaderboard.challenges.versions import board_changes_fold, board_version_get
 from leaderboard.core.csv_safe import csv_rows_safe
+from leaderboard.core.errors import NotFound
+from leaderboard.rankings.board_significance import STALE_REQUEST
 from leaderboard.rankings.charts import board_chart_svg
-from leaderboard.rankings.models import BoardSnapshot, BoardSnapshotPage, BoardVersion
+from leaderboard.rankings.models import BoardSnapshot, BoardSnapshotPage
+from leaderboard.rankings.pages import board_content_html
 from leaderboard.rankings.selectors import (
     ORGANIZER,
     ORGANIZER_VIEW_NOT_FOUND,
+    PHASE_NOT_FOUND,
     PUBLIC,
     Board,
     Viewer,
@@ -52,26 +55,13 @@ from leaderboard.rankings.selectors import (
     board_build,
     board_payload,
 )
-from leaderboard.rankings.significance import STALE_REQUEST
 from leaderboard.rankings.table import BOARD_PAGE_ROWS
-from leaderboard.rankings.versions import board_changes_fold, board_version_get
 from leaderboard.submissions.models import BoardEntry
 
 logger = logging.getLogger(__name__)
 
 # Part of every ETag: a deploy that renders boards differently must not be answered 304.
 SNAPSHOT_FORMAT = 1
-
-# Renders a page's content from a board: set by the views module (it owns the templates), so that
-# the snapshot's pages and an overlaid page come from one function.
-PageRenderer = Callable[[Board, str | int | None], str]
-_page_renderer: PageRenderer | None = None
-
-
-def board_page_renderer_set(render: PageRenderer) -> None:
-    global _page_renderer
-    _page_renderer = render
-
 
 @dataclass(frozen=True)
 class BoardAccess:
@@ -90,18 +80,21 @@ class BoardAccess:
 
 
 def board_access_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = PUBLIC) -> BoardAccess:
-    """The board at its address, with the rules of ``board_get``: 404 for an unknown phase, for a
+    """The board at its address, with the rules of ``board_get``: ``NotFound`` for an unknown phase, for a
     non-public challenge or board in the public view, and for anyone but the organizers in the
     organizer view (the existence of what they may not see is not confirmed either)."""
     phases = Phase.objects.select_related("challenge").filter(challenge__slug=slug, slug=phase_slug)
     if view == PUBLIC:
-        phase = get_object_or_404(phases.filter(challenge__is_public=True))
-        if not phase.board_public:
-            raise Http404(f"the {phase.name} board is not public")
+        public = phases.filter(challenge__is_public=True).first()
+        if public is None:
+            raise NotFound(PHASE_NOT_FOUND)
+        if not public.board_public:
+            raise NotFound(f"the {public.name} board is not public")
+        phase = public
     else:
         found = phases.first()
         if found is None or not user_is_organizer(user=viewer, challenge=found.challenge):
-            raise Http404(ORGANIZER_VIEW_NOT_FOUND)
+            raise NotFound(ORGANIZER_VIEW_NOT_FOUND)
         phase = found
     # The version is read before anything of the board: a snapshot built from data read later is
     # at least as new as its tag says.
@@ -222,12 +215,8 @@ class BuiltSnapshot:
 
 
 def _pages(board: Board) -> list[str]:
-    if _page_renderer is None:
-        # The views module registers the renderer when it is imported (the URL configuration does).
-        import leaderboard.rankings.views  # noqa: F401
-    assert _page_renderer is not None
     count = max(1, -(-len(board.rows) // BOARD_PAGE_ROWS))
-    return [_page_renderer(board, n) for n in range(1, count + 1)]
+    return [board_content_html(board, n) for n in range(1, count + 1)]
 
 
 def _csv_bytes(board: Board) -> bytes:

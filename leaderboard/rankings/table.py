@@ -20,6 +20,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
+from leaderboard.rankings.board_significance import RowSignificance, Significance
 from leaderboard.rankings.paper_tables import fixed  # one rounding for the site and the paper's tables
 from leaderboard.rankings.selectors import (
     DATASET_SEALED_NOTE,
@@ -28,7 +29,6 @@ from leaderboard.rankings.selectors import (
     BoardColumn,
     BoardRow,
 )
-from leaderboard.rankings.significance import RowSignificance, Significance
 
 
 def _sealed_cell(note: str) -> str:

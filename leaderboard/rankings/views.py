@@ -11,26 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.contrib.messages import get_messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.safestring import mark_safe
 
-from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
 from leaderboard.core.caching import viewer_dependent
-from leaderboard.rankings.charts import board_chart_svg
-from leaderboard.rankings.paper import PAPER_FORMATS, board_tag_averages, paper_tables_build
-from leaderboard.rankings.selectors import (
-    ORGANIZER,
-    PUBLIC,
-    Board,
-    board_get,
-    board_phases,
-    phase_best_reachable,
-)
-from leaderboard.rankings.significance import METHOD
+from leaderboard.core.errors import NotFound
+from leaderboard.rankings.pages import board_content_html
+from leaderboard.rankings.paper import PAPER_FORMATS, paper_tables_build
+from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_get
 from leaderboard.rankings.snapshots import (
     BoardAccess,
     board_access_get,
@@ -38,22 +28,17 @@ from leaderboard.rankings.snapshots import (
     board_csv_for,
     board_for,
     board_json_for,
-    board_page_renderer_set,
     board_snapshot_page,
-)
-from leaderboard.rankings.table import (
-    SIGNIFICANCE_GROUP,
-    SIGNIFICANCE_LABELS,
-    board_body_html,
-    board_page_get,
-    significance_after,
 )
 
 BoardView = Callable[[HttpRequest, str, str], HttpResponse]
 
 
 def _board(request: HttpRequest, slug: str, phase_slug: str, view: str) -> Board:
-    return board_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
+    try:
+        return board_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
 
 
 def _filename(slug: str, phase_slug: str, view: str, extension: str) -> str:
@@ -70,62 +55,11 @@ def _in_view(render_board: Callable[[HttpRequest, str, str, str], HttpResponse],
     return respond
 
 
-def board_content_html(board: Board, number: str | int | None) -> str:
-    """Page ``number`` of the board's content (what the page shows inside the site's frame)."""
-    phase = board.phase
-    slug, phase_slug, view = phase.challenge.slug, phase.slug, board.view
-    groups: list[tuple[str, int]] = []
-    after = significance_after(board)
-    for i, column in enumerate(board.columns):
-        if groups and groups[-1][0] == column.group:
-            groups[-1] = (column.group, groups[-1][1] + 1)
-        else:
-            groups.append((column.group, 1))
-        if after and i + 1 == after:
-            groups.append((SIGNIFICANCE_GROUP, len(SIGNIFICANCE_LABELS)))
-    page = board_page_get(board, number)
-    tags = board_tag_averages(board=board)
-    paper = "board-organizer-paper" if view == ORGANIZER else "board-paper"
-    return render_to_string(
-        "rankings/board_content.html",
-        {
-            "board": board,
-            "challenge": phase.challenge,
-            "phase": phase,
-            "groups": groups,
-            "significance_after": after,
-            "significance_labels": SIGNIFICANCE_LABELS,
-            "significance_method": METHOD,
-            "body": board_body_html(board, page.rows),
-            "pages": page,
-            "phases": board_phases(phase=phase, view=view),
-            "chart": mark_safe(board_chart_svg(board)),  # built from escaped parts only
-            "organizer_view": view == ORGANIZER,
-            # From the gold: for the organizers only (it reads every reference).
-            "best_reachable": phase_best_reachable(phase=phase) if view == ORGANIZER else [],
-            "sealed_note": AGGREGATE_SEALED_NOTE,
-            "exports": {
-                kind: reverse(f"{name}-{kind}", kwargs={"slug": slug, "phase_slug": phase_slug})
-                for name in ["board-organizer" if view == ORGANIZER else "board"]
-                for kind in ("csv", "json")
-            },
-            "public_url": reverse("board", kwargs={"slug": slug, "phase_slug": phase_slug}),
-            # Only when some dataset of the board has tags this viewer may read.
-            "tag_averages": tags if tags.groups else None,
-            "tag_rows": [(row, tags.texts(row)) for row in page.rows] if tags.groups else [],
-            "paper_exports": {
-                fmt: reverse(paper, kwargs={"slug": slug, "phase_slug": phase_slug}) + f"?format={fmt}"
-                for fmt in PAPER_FORMATS
-            },
-        },
-    )
-
-
-board_page_renderer_set(board_content_html)
-
-
 def _access(request: HttpRequest, slug: str, phase_slug: str, view: str) -> BoardAccess:
-    return board_access_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
+    try:
+        return board_access_get(slug=slug, phase_slug=phase_slug, viewer=request.user, view=view)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
 
 
 def _unchanged(request: HttpRequest, etag: str) -> HttpResponse | None:

@@ -9,6 +9,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from leaderboard.sandbox.contract import HiddenRuns
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
@@ -61,6 +63,7 @@ INSTALLED_APPS = [
     "leaderboard.challenges",
     "leaderboard.submissions",
     "leaderboard.rankings",
+    "leaderboard.console",
 ]
 
 MIDDLEWARE = [
@@ -227,11 +230,13 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
 CONTAINER_RUNTIME = env("CONTAINER_RUNTIME", "")
 # Runs on hidden data (workers.runner.sandbox_choose): their runtime ("" = CONTAINER_RUNTIME), and
 # whether they get their own image copy and the host to themselves (off only for trials); the lock
-# file every compute worker of one host shares.
-HIDDEN_RUNTIME = env("HIDDEN_RUNTIME", "runsc")
-HIDDEN_ISOLATION = env_bool("HIDDEN_ISOLATION", True)
-HOST_LOCK = Path(env("HOST_LOCK", "/run/readerboard-compute.lock"))
-# Only the run folders inside are opened up, for the sandbox's user (workers/systems.py).
+# file every compute worker of one host shares.  The defaults are the run contract's (HiddenRuns),
+# the compute worker's too.
+_HIDDEN_DEFAULTS = HiddenRuns()
+HIDDEN_RUNTIME = env("HIDDEN_RUNTIME", _HIDDEN_DEFAULTS.runtime)
+HIDDEN_ISOLATION = env_bool("HIDDEN_ISOLATION", _HIDDEN_DEFAULTS.isolate)
+HOST_LOCK = Path(env("HOST_LOCK", str(_HIDDEN_DEFAULTS.lock_path)))
+# Only the run folders inside are opened up, for the sandbox's user (workers/control_runs.py).
 RUNS_DIR = private_dir(Path(env("RUNS_DIR", str(VAR_DIR / "runs"))))
 RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))
 RUN_LEASE_S = float(env("RUN_LEASE_S", "60"))

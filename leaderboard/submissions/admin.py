@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from leaderboard.rankings.admin import BoardShownAdmin
+from leaderboard.challenges.admin import BoardShownAdmin
 from leaderboard.submissions.models import Score, ScoreHistory, Submission
 from leaderboard.submissions.services import board_entry_refresh
 

@@ -1,6 +1,6 @@
 """The platform's side of compute workers: tokens, fair claims, tickets, files, and results.
 
-A compute worker holds no database credentials and no gold (``workers.compute``); it reaches the
+A compute worker holds no database credentials and no gold (``workers.compute_app``); it reaches the
 platform through the internal API (``internal_views``), which calls the services here:
 
     worker_token_create / worker_token_authenticate   one token per worker, stored as its sha256
@@ -35,13 +35,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
+from leaderboard.core.enqueue import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
 from leaderboard.core.errors import ServiceError
-from leaderboard.core.tasks import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
-from leaderboard.submissions.models import Status, Submission, WorkerToken
-from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
-from leaderboard.submissions.services import run_queue_of
-from leaderboard.submissions.system_services import submission_run_gold_stamp
-from leaderboard.submissions.systems import (
+from leaderboard.sandbox.contract import (
     RunDataset,
     RunOutcome,
     RunPlan,
@@ -50,6 +46,10 @@ from leaderboard.submissions.systems import (
     TicketFile,
     outcome_from_json,
 )
+from leaderboard.submissions.models import Status, Submission, WorkerToken
+from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
+from leaderboard.submissions.services import run_queue_of
+from leaderboard.submissions.system_services import submission_run_gold_stamp
 from scoring import inputs
 
 logger = logging.getLogger(__name__)

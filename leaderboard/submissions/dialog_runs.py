@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.suites import TURN_BUCKETS, DatasetResult, turn_metric
 from leaderboard.core.errors import ServiceError
-from leaderboard.submissions.answers_json import answer_refusal
+from leaderboard.sandbox.answers_json import answer_refusal
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import score_dataset

@@ -124,7 +124,7 @@ class Submission(models.Model):
     log = models.TextField(blank=True)
     # The platform's own messages about the run (log cut here, container could not start...),
     # kept apart from ``log`` so that a system cannot imitate them: [{"at": ..., "text": ...}], where
-    # "at" is the position in ``log`` a note is about (where bytes were cut) or null (systems.RunNote).
+    # "at" is the position in ``log`` a note is about (where bytes were cut) or null (leaderboard.sandbox.contract.RunNote).
     log_notes = models.JSONField(default=list, blank=True)
     log_released_at = models.DateTimeField(null=True, blank=True)
     log_released_by = models.ForeignKey(
@@ -215,7 +215,7 @@ class QuestionScores(models.Model):
     # The ranking metric's per-question values in the board's units, aligned with the dataset
     # file's qids (float32; NaN where a question does not count, as QuAC's filtered ones), so a
     # board's bootstrap reads 12 small arrays per row instead of parsing every record.  Filled
-    # on first use by ``rankings.significance``; ``vector_metric`` names what it holds.
+    # on first use by ``rankings.board_significance``; ``vector_metric`` names what it holds.
     vector = models.BinaryField(null=True, blank=True)
     vector_metric = models.CharField(max_length=40, blank=True)
 

@@ -24,8 +24,8 @@ from django.utils import timezone
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, SubmissionKind
 from leaderboard.challenges.selectors import user_is_organizer
+from leaderboard.core.enqueue import enqueue_on_commit
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
-from leaderboard.core.tasks import enqueue_on_commit
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission, Verdict
 from leaderboard.submissions.rescore import score_history_record
 from leaderboard.submissions.services import board_entry_refresh, queue_for, task_for

@@ -3,9 +3,10 @@
 A submission's scores are out of date when one of its per-dataset scores was computed against
 another gold file than the dataset's current one for the phase's portion (``Score.gold_sha256``;
 "" on scores written before the hash was recorded counts as another), or by another
-``SCORING_VERSION``.  ``dataset_file_put`` queues a rescore of every submission a gold change
-leaves out of date; ``manage.py rescore`` queues the out-of-date ones of a challenge, phase or
-dataset on demand (after a lost message, a rescore that could not be done, a new scoring version).
+``SCORING_VERSION``.  A gold change (``reload.dataset_gold_replace``, or a reload that replaces
+gold) queues a rescore of every submission it leaves out of date; ``manage.py rescore`` queues the
+out-of-date ones of a challenge, phase or dataset on demand (after a lost message, a rescore that
+could not be done, a new scoring version).
 
 A rescore reads what the submission stored, never runs a system again: a prediction file is
 parsed again against the current question ids, a system run's answers are read from the copy
@@ -44,12 +45,12 @@ from leaderboard.challenges.models import (
     SubmissionKind,
 )
 from leaderboard.challenges.suites import DatasetResult, scoring_version_of, suite_for
-from leaderboard.core.tasks import RESCORE_SUBMISSION, enqueue_on_commit
-from leaderboard.submissions.answers_json import JsonRejected, answers_decode
+from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
+from leaderboard.sandbox.answers_json import JsonRejected, answers_decode
+from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.services import board_entry_refresh, score_dataset, submission_aggregates
 from leaderboard.submissions.storage import run_answers_name, run_answers_read
-from leaderboard.submissions.systems import SystemSettings
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, parse_upload
 from scoring.errors import ScoringError
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import (
     SYSTEM_KINDS,
     Challenge,
@@ -31,9 +31,11 @@ from leaderboard.challenges.selectors import (
     dataset_positions,
     datasets_public_order,
     phase_ranking_scope,
+    user_is_organizer,
 )
 from leaderboard.challenges.suites import metric_label, phase_metric_columns, suite_for
 from leaderboard.core.errors import NotFound
+from leaderboard.sandbox.contract import RunDataset, RunPlan, SystemSettings, log_clean
 from leaderboard.submissions.models import (
     ACTIVE_STATUSES,
     BoardEntry,
@@ -44,7 +46,6 @@ from leaderboard.submissions.models import (
     Submission,
     Verdict,
 )
-from leaderboard.submissions.systems import RunDataset, RunPlan, SystemSettings, log_clean
 
 QUOTA_WINDOW = dt.timedelta(hours=24)
 Viewer = AbstractBaseUser | AnonymousUser

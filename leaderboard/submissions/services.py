@@ -42,17 +42,18 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import DatasetResult, Suite, scoring_version_of, suite_for
-from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
-from leaderboard.core.tasks import (
+from leaderboard.challenges.versions import board_changed
+from leaderboard.core.enqueue import (
     EVALUATE_SUBMISSION,
     RESCORE_SUBMISSION,
     RUN_SYSTEM,
     TASK_QUEUES,
     enqueue_on_commit,
 )
-from leaderboard.rankings.versions import board_changed
+from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
+from leaderboard.sandbox.answers_json import Answers, answers_refusal
+from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.alerts import submission_staff_alert
-from leaderboard.submissions.answers_json import Answers, answers_refusal
 from leaderboard.submissions.models import (
     FAILURE_DETAIL_CHARS,
     BoardEntry,
@@ -65,7 +66,6 @@ from leaderboard.submissions.models import (
 )
 from leaderboard.submissions.selectors import quota_usage, submissions_answering_all, team_phase_override_get
 from leaderboard.submissions.storage import storage_budget_enforce
-from leaderboard.submissions.systems import SystemSettings
 from leaderboard.submissions.uploads import (
     DatasetTarget,
     UploadError,

@@ -14,7 +14,7 @@ Private storage (``PRIVATE_STORAGE_ROOT``) holds
 
 The engine holds each run's image under a reference of its own
 (``RUN_IMAGE_REPOSITORY/<submission>:<attempt>``), removed after the run by the worker
-(``workers/systems.py``); ``run_images_in_use`` says which references a run still needs.
+(``workers/control_runs.py``); ``run_images_in_use`` says which references a run still needs.
 
 ``storage_report`` accounts for every byte under private storage; ``storage_retention_plan``
 says which uploads of finished submissions nobody needs any more, and ``storage_retain`` frees
@@ -43,25 +43,17 @@ from django.utils import timezone
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, DatasetFile, RetiredGold, SubmissionKind
+from leaderboard.challenges.selectors import storage_budget_bytes
 from leaderboard.core.errors import PayloadTooLarge
+from leaderboard.core.formats import size_text
+from leaderboard.sandbox.archives import RunImage, run_images_list
 from leaderboard.submissions.models import FINAL_STATUSES, BoardEntry, Status, Submission
-from leaderboard.submissions.systems import RunImage, SystemSettings, run_images_list
 
 logger = logging.getLogger(__name__)
 
 # A file under submissions/ or spool/ that no row names may be an upload whose transaction has
 # not committed yet: retention leaves such files alone for at least this long.
 ORPHAN_GRACE = dt.timedelta(days=1)
-
-
-def size_text(n: int) -> str:
-    """Bytes as a person reads them (binary units, as the limits are stated)."""
-    if n < 1024:
-        return f"{n} bytes"
-    for unit, scale in (("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30)):
-        if n < scale * 1024 or unit == "GiB":
-            return f"{n / scale:.1f} {unit}"
-    raise AssertionError("unreachable")
 
 
 # --------------------------------------------------------------------------- the budget
@@ -91,10 +83,6 @@ class StorageUsage:
             "would exceed it. The organizers free the files of older submissions (each team's board "
             "submission and newest ones are kept); ask them, or upload a smaller file"
         )
-
-
-def storage_budget_bytes(*, challenge: Challenge) -> int:
-    return SystemSettings.from_json(challenge.system_settings).storage_mb_per_team * 2**20
 
 
 def team_storage_usage(*, team: Team) -> StorageUsage:

@@ -1,7 +1,7 @@
 """Writes for submitted systems: accepting uploads, and the run's lifecycle.
 
 A compute worker drives a run through these services, over the internal API
-(``compute`` and ``internal_views``; in-process: ``workers/systems.py``):
+(``compute`` and ``internal_views``; in-process: ``workers/control_runs.py``):
 
     submission_run_claim     queued -> running, with a lease and an attempt number (by id; compute
                              workers claim with ``compute.submission_run_claim_next``, fair between teams)
@@ -38,15 +38,24 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, DatasetFile, Phase, SubmissionKind
-from leaderboard.challenges.selectors import dataset_label
+from leaderboard.challenges.selectors import dataset_label, user_is_organizer
 from leaderboard.challenges.suites import Suite, suite_for
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, ServiceError
+from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
+from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect, image_protocol
+from leaderboard.sandbox.contract import (
+    BUNDLE_DECLARATION,
+    INTERACTIVE,
+    PROTOCOL_LABEL,
+    RunDataset,
+    RunOutcome,
+    RunPlan,
+    log_clean,
+)
 from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert
-from leaderboard.submissions.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
 from leaderboard.submissions.models import FAILURE_DETAIL_CHARS, FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
 from leaderboard.submissions.services import (
@@ -63,19 +72,6 @@ from leaderboard.submissions.services import (
     task_for,
 )
 from leaderboard.submissions.storage import run_answers_store, storage_budget_enforce
-from leaderboard.submissions.systems import (
-    BUNDLE_DECLARATION,
-    INTERACTIVE,
-    PROTOCOL_LABEL,
-    ArchiveError,
-    RunDataset,
-    RunOutcome,
-    RunPlan,
-    bundle_inspect,
-    image_archive_inspect,
-    image_protocol,
-    log_clean,
-)
 from leaderboard.submissions.uploads import UploadError, check_qids
 from scoring.errors import ScoringError
 

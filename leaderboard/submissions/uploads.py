@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from leaderboard.core.errors import PayloadTooLarge, ServiceError
-from leaderboard.submissions.answers_json import Answers, AnswersReader, JsonRejected, answers_decode, shown
-from leaderboard.submissions.systems import ArchiveError, zip_directory_check
+from leaderboard.sandbox.answers_json import Answers, AnswersReader, JsonRejected, answers_decode, shown
+from leaderboard.sandbox.archives import ArchiveError, zip_directory_check
 
 MAX_ARCHIVE_MEMBERS = 200
 # 200 entries with names up to 1 KiB and their headers; a bigger directory is refused unread.

@@ -19,6 +19,7 @@ from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.challenges.selectors import batch_system_phases, interactive_phases
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
+from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.breakdowns import METHOD as BREAKDOWN_METHOD
 from leaderboard.submissions.breakdowns import submission_breakdowns
 from leaderboard.submissions.models import Submission
@@ -41,7 +42,6 @@ from leaderboard.submissions.services import (
 )
 from leaderboard.submissions.storage import submission_file_freed_note, team_storage_usage
 from leaderboard.submissions.system_services import submission_create_system
-from leaderboard.submissions.systems import SystemSettings
 
 
 class UploadForm(forms.Form):

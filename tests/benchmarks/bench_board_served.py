@@ -206,8 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from django.test import Client
 
     from leaderboard.challenges.models import Phase
+    from leaderboard.challenges.versions import board_changed
     from leaderboard.rankings.snapshots import board_snapshots_rebuild
-    from leaderboard.rankings.versions import board_changed
 
     phase = Phase.objects.get(challenge__slug=bench_board.SLUG, slug=bench_board.PHASE)
     rebuilds, stale_reads = [], []

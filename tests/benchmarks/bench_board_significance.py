@@ -1,7 +1,7 @@
 """How long a board's bootstrap takes at the scale issue 12 names, and how much memory it needs.
 
 1,000 entries x 12 datasets x 1,500 questions (18,000 questions), 1,000 resamples: the work of
-``rankings.significance.board_significance_compute`` once the per-question vectors are read
+``rankings.board_significance.board_significance_compute`` once the per-question vectors are read
 (paired bootstrap within each dataset, per-dataset intervals, rank groups and rank ranges).
 The entries are synthetic 0/1 answers around distinct skills, so the groups are realistic.
 

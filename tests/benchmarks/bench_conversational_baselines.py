@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
-    from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
+    from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
     from scoring.coqa import evaluate_coqa
     from scoring.dialogs import (
         Mode,

@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
-    from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
+    from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
     from scoring.dialogs import Dialog, Mode, Session, Turn
     from workers import runner
     from workers.converse import converse

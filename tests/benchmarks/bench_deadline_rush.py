@@ -131,8 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from django.core.management import call_command
 
     from leaderboard.accounts.services import api_token_create, team_create
-    from leaderboard.challenges.services import challenge_load
     from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
+    from leaderboard.submissions.reload import challenge_load
     from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
     call_command("migrate", verbosity=0)

@@ -66,8 +66,8 @@ def _measure(n_dialogs: int, modes: list[str]) -> dict[str, object]:
     from django.test import Client
 
     from leaderboard.accounts.services import team_create
-    from leaderboard.challenges.services import challenge_load
     from leaderboard.submissions.compute import worker_token_create
+    from leaderboard.submissions.reload import challenge_load
     from leaderboard.submissions.system_services import submission_create_system
     from scoring.dialogs import quac_protocol_dialogs
 

@@ -96,10 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     import django
 
-    django.setup()  # workers.runner reads the platform's shared types (leaderboard.submissions.systems)
+    django.setup()  # workers.runner reads the platform's shared types (leaderboard.sandbox)
     import docker
 
-    from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
+    from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, HiddenRuns, Limits
     from workers import runner
 
     client = docker.from_env(timeout=120)
@@ -109,10 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     worker_runtime = args.dev_runtime
     results: dict[str, Any] = {}
 
-    def policy(runtime: str, isolate: bool) -> runner.HiddenRuns:
-        return runner.HiddenRuns(runtime=runtime, isolate=isolate, lock_path=lock)
+    def policy(runtime: str, isolate: bool) -> HiddenRuns:
+        return HiddenRuns(runtime=runtime, isolate=isolate, lock_path=lock)
 
-    def run(name: str, command: list[str], *, hidden: bool, pol: runner.HiddenRuns, secret: str = "",
+    def run(name: str, command: list[str], *, hidden: bool, pol: HiddenRuns, secret: str = "",
             image: str = DEFAULT_BASE_IMAGE, runtime_override: str = "") -> tuple[str, float]:
         base = work / f"{name}-{secrets.token_hex(4)}"
         folders = {k: base / k for k in ("system", "input", "output")}

@@ -5,9 +5,10 @@ compute worker, which inspects again before ``docker load``) spends on an archiv
 
 Each case runs in a fresh subprocess that has imported the checks; growth = its ``VmHWM`` after the
 call - its ``VmRSS`` before (the kernel's peak mark reset first).  ``--systems`` loads the checks from
-another copy of ``leaderboard/submissions/systems.py`` (e.g. ``git show HEAD~1:...``), to measure the
-code before a change on the same archives.  The archives (``archive_bombs.py``) are small on disk and
-cheap to upload: header bombs (an extended header announcing 1 GiB, then the zeros), global and
+another copy of ``leaderboard/sandbox/archives.py`` (e.g. ``git show HEAD~1:...``; before the run
+contract left the Django app, ``leaderboard/submissions/systems.py``), to measure the code before a
+change on the same archives.  The archives (``archive_bombs.py``) are small on disk and cheap to
+upload: header bombs (an extended header announcing 1 GiB, then the zeros), global and
 chained pax headers, many entries, deep paths, sparse maps, huge configs and manifests, nested
 compression, and zips whose directory is huge, lies, or carries long extra fields and comment.
 """
@@ -104,8 +105,8 @@ def cases(tmp: Path) -> list[tuple[str, Callable[[], Path]]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--systems", type=Path, default=REPO / "leaderboard" / "submissions" / "systems.py",
-                        help="the copy of systems.py whose checks are measured")
+    parser.add_argument("--systems", type=Path, default=REPO / "leaderboard" / "sandbox" / "archives.py",
+                        help="the copy of archives.py whose checks are measured")
     parser.add_argument("--only", default="", help="comma-separated case numbers (1-based)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)

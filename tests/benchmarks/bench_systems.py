@@ -115,9 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from leaderboard.accounts.services import team_create
-    from leaderboard.challenges.services import challenge_load
-    from leaderboard.core import tasks
+    from leaderboard.core import enqueue
     from leaderboard.submissions.models import Status, Submission
+    from leaderboard.submissions.reload import challenge_load
     from leaderboard.submissions.system_services import submission_create_system
     from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.CELERY_BROKER_URL = redis.url
-    tasks.celery_client.cache_clear()
+    enqueue.celery_client.cache_clear()
     # As across hosts: gunicorn, the control worker, and a compute worker that reaches the platform
     # through the internal API only (its own mount namespace, without the database or private storage).
     compute_root = Path(tempfile.mkdtemp(prefix="bench-compute-"))
@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shared_mount_release(compute_root)
         shutil.rmtree(compute_root, ignore_errors=True)
         redis.stop()
-        tasks.celery_client.cache_clear()
+        enqueue.celery_client.cache_clear()
         if args.keep:
             print(f"logs kept in {tmp}")
         else:

@@ -103,7 +103,7 @@ def bench_challenge(tmp: Path, env: dict[str, str], *, slug: str, title: str, ph
     from django.core.management import call_command
 
     from leaderboard.accounts.services import api_token_create, team_create
-    from leaderboard.challenges.services import challenge_load
+    from leaderboard.submissions.reload import challenge_load
 
     call_command("migrate", verbosity=0)
     spec = tmp / "spec.yaml"

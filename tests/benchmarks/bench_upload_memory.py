@@ -308,7 +308,7 @@ import django
 django.setup()
 from leaderboard.challenges.suites import SUITES
 from leaderboard.submissions import system_services
-from leaderboard.submissions.systems import RunDataset, RunOutcome
+from leaderboard.sandbox.contract import RunDataset, RunOutcome
 
 path, n_qids = sys.argv[1], int(sys.argv[2])
 qids = [f"q{i:07d}" for i in range(n_qids)]
@@ -334,7 +334,7 @@ print(json.dumps({"before_kb": before, "hwm_kb": kb("VmHWM"), "seconds": seconds
 
 def run_outputs(tmp: Path) -> list[Figure]:
     sys.path.insert(0, str(REPO))
-    from leaderboard.submissions.systems import Limits
+    from leaderboard.sandbox.contract import Limits
 
     cap = Limits().output_mb * MIB
     files = tmp / "outputs"

@@ -12,8 +12,8 @@ from pathlib import Path
 from django.contrib.auth.models import User
 
 from leaderboard.challenges.models import Phase
-from leaderboard.challenges.services import challenge_load
 from leaderboard.rankings.selectors import board_datasets
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import ImportedEntry, results_import
 from tests.builders.cast import DEMO_DATA, REPO
 

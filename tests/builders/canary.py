@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from leaderboard.challenges.models import Dataset, Split
-from leaderboard.challenges.services import dataset_file_put
+from leaderboard.submissions.reload import dataset_gold_replace
 from scoring import inputs
 from tests.builders.cast import DEMO_DATA, Cast
 
@@ -53,5 +53,5 @@ def plant_canaries(cast: Cast) -> set[str]:
             ids.update(qa["qid"] for qa in record["qas"])
         content = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
         dataset = Dataset.objects.get(challenge=cast.challenge, slug=slug)
-        dataset_file_put(dataset=dataset, portion="test", content=content, filename=name)
+        dataset_gold_replace(dataset=dataset, portion="test", content=content, filename=name)
     return ids

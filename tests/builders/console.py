@@ -21,6 +21,7 @@ from django.test import Client
 
 from leaderboard.challenges.models import Challenge, Dataset
 from leaderboard.challenges.suites import DatasetResult
+from leaderboard.sandbox.contract import RunOutcome
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import scores_write, submission_create_predictions
@@ -29,7 +30,6 @@ from leaderboard.submissions.system_services import (
     submission_run_claim,
     submission_run_finish,
 )
-from leaderboard.submissions.systems import RunOutcome
 from tests.builders.cast import DEMO_DATA, Cast, gold_predictions, mrqa_gold, upload
 from tests.builders.systems import system_phases
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import docker
 
-from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
 from scoring.dialogs import Dialog, Mode, Session, Turn
 from workers import runner
 from workers.converse import converse

@@ -15,9 +15,9 @@ from django.test import Client
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.compute import worker_token_create
 from leaderboard.submissions.models import Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.system_services import submission_create_system
 from tests.builders.suites import quac_gold
 

@@ -202,7 +202,7 @@ def shared_mount_release(path: Path) -> None:
 
 
 class ComputeWorker(Process):
-    """``celery -A workers.compute worker`` as a compute host runs it: its environment holds the broker
+    """``celery -A workers.compute_app worker`` as a compute host runs it: its environment holds the broker
     URL, the API URL and its token, and nothing else of the platform's (no database URL, no Django
     settings); it runs in a mount namespace of its own in which the private storage and the databases
     are empty folders (a tmpfs mounted over each), so it cannot read them even as root."""
@@ -243,7 +243,7 @@ class ComputeWorker(Process):
             for p in self.hide
         ) + 'exec "$@"\n'
         command = ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c", script, "sh",
-                   sys.executable, "-m", "celery", "-A", "workers.compute", "worker", "--pool=solo",
+                   sys.executable, "-m", "celery", "-A", "workers.compute_app", "worker", "--pool=solo",
                    "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
                    "--without-heartbeat", "-Q", self.queues, "-n", f"{self.name}@%h"]
         with open(self.log, "ab") as out:

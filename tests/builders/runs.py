@@ -8,9 +8,9 @@ import zipfile
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from leaderboard.sandbox.contract import RunOutcome, RunPlan
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import system_run_plan
-from leaderboard.submissions.systems import RunOutcome, RunPlan
 from tests.builders.cast import DEMO_DATA, mrqa_gold
 
 

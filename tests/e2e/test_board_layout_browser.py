@@ -28,8 +28,8 @@ from django.test import Client
 from django.utils import timezone
 
 from leaderboard.challenges.models import Phase
-from leaderboard.challenges.services import challenge_load
 from leaderboard.submissions.imports import load_results_file
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import results_import
 from tests.builders.boards import WIDE_TEAMS, thousand_row_phase, wide_board_phase
 from tests.builders.cast import REPO, Cast

@@ -38,9 +38,9 @@ from leaderboard.accounts.services import (
     team_update,
 )
 from leaderboard.challenges.models import AuditEntry
-from leaderboard.challenges.services import challenge_load
 from leaderboard.challenges.spec import SpecError
 from leaderboard.submissions.models import Submission
+from leaderboard.submissions.reload import challenge_load
 from tests.builders.cast import SPEC, Cast, gold_predictions
 
 PASSWORD = "Correct-horse-battery-staple-9"

@@ -46,10 +46,10 @@ from leaderboard.accounts.services import (
     team_owner_handover,
     team_rename,
 )
-from leaderboard.challenges.services import challenge_load
 from leaderboard.challenges.spec import SpecError
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
 from leaderboard.submissions.models import Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 

@@ -14,9 +14,9 @@ from django.test import Client
 
 from leaderboard.challenges.models import Challenge, Dataset, Phase
 from leaderboard.challenges.selectors import dataset_label, datasets_ordered
-from leaderboard.challenges.services import challenge_load
 from leaderboard.rankings.selectors import ORGANIZER, board_build
 from leaderboard.submissions.models import Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.selectors import system_run_plan
 from tests.builders.staged import SPEC, WALK_SPEC, system_row
 

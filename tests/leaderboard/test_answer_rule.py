@@ -24,8 +24,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from leaderboard.challenges.models import AuditEntry, DatasetFile, Phase
+from leaderboard.sandbox.answers_json import ANSWER_MAX_CHARS, answer_refusal
 from leaderboard.submissions import system_services
-from leaderboard.submissions.answers_json import ANSWER_MAX_CHARS, answer_refusal
 from leaderboard.submissions.compute import run_queue_order, submission_run_claim_next
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage, system_run_plan
@@ -282,7 +282,7 @@ def test_more_platform_failures_in_a_day_than_allowed_hold_the_next_hidden_run_u
 
 
 def test_the_days_allowance_is_a_spec_setting(cast: Cast) -> None:
-    from leaderboard.submissions.systems import SystemSettings
+    from leaderboard.sandbox.contract import SystemSettings
 
     assert SystemSettings().platform_failures_per_day == 3
     assert SystemSettings.from_json({"platform_failures_per_day": 0}).platform_failures_per_day == 0

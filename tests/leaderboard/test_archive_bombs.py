@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.submissions.systems import ArchiveError, bundle_inspect, image_archive_inspect
+from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect
 from tests.benchmarks import archive_bombs as ab
 from tests.builders.cast import Cast
 from tests.builders.system_uploads import image_archive, post

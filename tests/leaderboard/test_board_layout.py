@@ -37,9 +37,9 @@ from django.urls import path
 from leaderboard import urls as site_urls
 from leaderboard.challenges.models import Phase, SubmissionKind
 from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.csv_safe import csv_cell_safe, csv_rows_safe
 from leaderboard.rankings.selectors import board_datasets
-from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
 from tests.builders.boards import THOUSAND, thousand_row_phase, wide_board_phase

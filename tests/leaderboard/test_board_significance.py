@@ -18,12 +18,12 @@ from django.test import Client, TestCase
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, SubmissionKind
-from leaderboard.challenges.services import challenge_load
 from leaderboard.challenges.suites import DatasetResult
+from leaderboard.rankings.board_significance import NO_QUESTION_SCORES, question_vector
 from leaderboard.rankings.models import BoardSignificance
 from leaderboard.rankings.selectors import ORGANIZER, Board, board_build
-from leaderboard.rankings.significance import NO_QUESTION_SCORES, question_vector
 from leaderboard.submissions.models import QuestionScores, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import (
     ImportedEntry,
     results_import,

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from leaderboard.accounts.services import team_rename, team_update
 from leaderboard.challenges.models import Dataset
-from leaderboard.challenges.services import challenge_load
+from leaderboard.challenges.versions import board_version_get
 from leaderboard.console.services import dataset_reveal_audited, team_disqualify
 from leaderboard.rankings.models import BoardSnapshot
 from leaderboard.rankings.snapshots import (
@@ -21,7 +21,7 @@ from leaderboard.rankings.snapshots import (
     board_snapshot_build,
     board_snapshots_rebuild,
 )
-from leaderboard.rankings.versions import board_version_get
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
@@ -202,8 +202,8 @@ def test_an_older_build_never_replaces_a_newer_snapshot(scored: Cast) -> None:
 
 
 def test_each_committed_change_counts_once_and_folding_keeps_the_version(scored: Cast) -> None:
-    from leaderboard.rankings.models import BoardChange, BoardVersion
-    from leaderboard.rankings.versions import board_changed, board_changes_fold
+    from leaderboard.challenges.models import BoardChange, BoardVersion
+    from leaderboard.challenges.versions import board_changed, board_changes_fold
 
     start = board_version_get(challenge_id=scored.challenge.pk)
     for _ in range(3):
@@ -256,7 +256,7 @@ def test_a_bootstrap_request_old_enough_to_be_lost_is_asked_again_by_the_next_re
     long_ago = timezone.now() - dt.timedelta(hours=2)
     BoardSnapshot.objects.filter(pk=snapshot.pk).update(built_at=long_ago)
     BoardSignificance.objects.filter(phase=scored.dev).update(requested_at=long_ago)
-    with mock.patch("leaderboard.rankings.significance.enqueue_on_commit") as sent:
+    with mock.patch("leaderboard.rankings.board_significance.enqueue_on_commit") as sent:
         page(Client())
     assert sent.called  # the request was sent again
     assert BoardSnapshot.objects.get(phase=scored.dev, view="public").built_at > long_ago

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
-from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites import DatasetResult
 from leaderboard.submissions.breakdowns import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
 from leaderboard.submissions.models import QuestionScores, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import scores_write, submission_create_predictions
 from tests.builders.breakdowns import FOR_ORGANIZERS, HIDDEN, submit
 from tests.builders.cast import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.starting_kit import _score_lines
 from leaderboard.challenges.suites import SUITES
+from leaderboard.submissions.reload import challenge_load
 
 SPEC = """
 slug: zh

@@ -20,15 +20,15 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
+from leaderboard.challenges.gold_diff import gold_answers
 from leaderboard.challenges.models import Challenge, DatasetFile, MetricSuite, Phase
-from leaderboard.challenges.reconcile import gold_answers
-from leaderboard.challenges.services import challenge_load
 from leaderboard.challenges.spec import SUITE_OPTIONS, NoOptions
 from leaderboard.challenges.starting_kit import _score_lines
 from leaderboard.challenges.suites import SUITES, DeepReadSuite, metric_label
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from scoring import deepread
 from scoring.errors import InputFormatError

@@ -123,7 +123,7 @@ def test_a_phase_in_the_protocol_refuses_a_system_that_does_not_declare_it(
 
 
 def test_an_image_declares_the_protocol_with_its_label() -> None:
-    from leaderboard.submissions.systems import ArchiveError, ImageArchive, image_protocol
+    from leaderboard.sandbox.archives import ArchiveError, ImageArchive, image_protocol
 
     def image(labels: object) -> ImageArchive:
         return ImageArchive(image_id="sha256:x", config={"config": {"Labels": labels}}, uncompressed_bytes=0)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.submissions.systems import (
+from leaderboard.sandbox.archives import (
     ArchiveError,
     image_archive_inspect,
     image_archive_untagged,

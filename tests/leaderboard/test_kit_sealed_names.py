@@ -12,8 +12,8 @@ from pathlib import Path
 
 from django.contrib.auth.models import User
 
-from leaderboard.challenges.services import challenge_load
 from leaderboard.challenges.starting_kit import SCORING_DIR, starting_kit_build
+from leaderboard.submissions.reload import challenge_load
 from scoring.inputs import FORMATS
 from tests.builders.staged import WALK_SPEC
 

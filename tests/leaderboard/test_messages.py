@@ -19,8 +19,8 @@ import pytest
 from django.conf import settings
 
 from leaderboard.rankings.selectors import board_build
-from leaderboard.submissions import answers_json
-from leaderboard.submissions.answers_json import NotJson, answers_decode
+from leaderboard.sandbox import answers_json
+from leaderboard.sandbox.answers_json import NotJson, answers_decode
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from tests.builders.cast import Cast, gold_predictions, upload

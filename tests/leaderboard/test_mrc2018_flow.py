@@ -10,9 +10,9 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
-from leaderboard.challenges.services import challenge_load
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.cast import upload
 

@@ -23,11 +23,11 @@ from django.core.management.base import CommandError
 
 from leaderboard.accounts.models import Team, TeamKind
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.services import challenge_load
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.imports import load_results_file
 from leaderboard.submissions.models import Score, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import results_import
 from tests.builders.cast import REPO
 
@@ -396,7 +396,7 @@ def test_the_board_says_published_results_cannot_be_tested_instead_of_showing_in
     tested, and the board says so rather than drawing an interval."""
     from django.test import Client, TestCase
 
-    from leaderboard.rankings.significance import NO_QUESTION_SCORES
+    from leaderboard.rankings.board_significance import NO_QUESTION_SCORES
 
     with TestCase.captureOnCommitCallbacks(execute=True):
         board_build(phase=phase, viewer=organizer())

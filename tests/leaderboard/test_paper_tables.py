@@ -21,8 +21,9 @@ from django.test import Client
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import Challenge, Dataset
-from leaderboard.challenges.services import challenge_load, challenge_plan
 from leaderboard.challenges.spec import SpecError, dataset_tags_parse, spec_check
+from leaderboard.challenges.versions import board_changed
+from leaderboard.rankings.board_significance import METHOD, NO_QUESTION_SCORES, RowSignificance, Significance
 from leaderboard.rankings.paper import WITHHELD, board_tag_averages, paper_tables_build
 from leaderboard.rankings.paper_tables import (
     Column,
@@ -39,8 +40,7 @@ from leaderboard.rankings.paper_tables import (
     tables_markdown,
 )
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_build
-from leaderboard.rankings.significance import METHOD, NO_QUESTION_SCORES, RowSignificance, Significance
-from leaderboard.rankings.versions import board_changed
+from leaderboard.submissions.reload import challenge_load, challenge_plan
 from leaderboard.submissions.services import ImportedEntry, results_import
 from tests.builders.cast import REPO
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import Phase
 from leaderboard.challenges.selectors import PhaseState, duration_text, phase_status
-from leaderboard.challenges.services import challenge_load
+from leaderboard.submissions.reload import challenge_load
 from tests.builders.cast import REPO, Cast
 
 OPENS = dt.datetime(2019, 7, 29, tzinfo=dt.UTC)

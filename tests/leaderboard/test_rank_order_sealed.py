@@ -14,8 +14,8 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.test import Client
 
 from leaderboard.challenges.models import Challenge, SealedAggregates
-from leaderboard.challenges.services import challenge_load
 from leaderboard.rankings.selectors import ORGANIZER, board_build
+from leaderboard.submissions.reload import challenge_load
 from tests.builders.staged import SPEC, system_row
 
 # Alpha and Beta show the same (XQuAD-en 80); their sealed scores differ by 80 points.

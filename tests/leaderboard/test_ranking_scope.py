@@ -17,10 +17,11 @@ from django.test import Client
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
-from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites import SUITES, DatasetResult
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import scores_write
 from tests.builders.cast import REPO
 

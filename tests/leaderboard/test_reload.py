@@ -30,10 +30,12 @@ from django.test import Client
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, RetiredGold
-from leaderboard.challenges.services import SpecError, challenge_load, dataset_file_put
+from leaderboard.challenges.spec import SpecError
 from leaderboard.rankings.selectors import board_build
+from leaderboard.sandbox.contract import RunOutcome
 from leaderboard.submissions import rescore
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
+from leaderboard.submissions.reload import challenge_load, dataset_gold_replace
 from leaderboard.submissions.rescore import Rescored, submission_rescore
 from leaderboard.submissions.selectors import system_run_plan
 from leaderboard.submissions.services import submission_create_predictions
@@ -43,7 +45,6 @@ from leaderboard.submissions.system_services import (
     submission_run_claim,
     submission_run_finish,
 )
-from leaderboard.submissions.systems import RunOutcome
 from scoring import mrqa
 from tests.builders.cast import DEMO_DATA
 
@@ -325,8 +326,8 @@ def test_two_rescores_of_one_change_write_one_history_entry(loaded: Loaded, monk
     # The change queues a rescore (a broker would hold it); this test runs the rescores itself.
     queued: list[tuple[str, int]] = []
     monkeypatch.setattr(rescore, "enqueue_on_commit", lambda task, pk: queued.append((task, pk)))
-    dataset_file_put(dataset=xquad, portion="dev", content=(loaded.data / "xquad-dev.jsonl.gz").read_bytes(),
-                     filename="xquad-dev.jsonl.gz")
+    dataset_gold_replace(dataset=xquad, portion="dev", content=(loaded.data / "xquad-dev.jsonl.gz").read_bytes(),
+                         filename="xquad-dev.jsonl.gz")
     assert queued == [("readerboard.rescore_submission", dev_run.pk)]
     retired = RetiredGold.objects.get()
     assert (Path(settings.PRIVATE_STORAGE_ROOT) / retired.gold.name).is_file()  # kept: scores refer to it

@@ -263,7 +263,7 @@ def test_a_run_whose_data_an_organizer_replaced_meanwhile_runs_again_as_the_plat
     import gzip as gz
 
     from leaderboard.challenges.models import DatasetFile
-    from leaderboard.challenges.services import dataset_file_put
+    from leaderboard.submissions.reload import dataset_gold_replace
 
     plan = submission_run_claim(queued.pk, worker="host:1")
     assert plan is not None
@@ -272,8 +272,8 @@ def test_a_run_whose_data_an_organizer_replaced_meanwhile_runs_again_as_the_plat
     outputs = gold_outputs(plan)
     xquad = DatasetFile.objects.get(dataset__slug="xquad-en", portion="test")
     lines = gz.decompress(open(xquad.gold.path, "rb").read()).decode().splitlines()
-    dataset_file_put(dataset=xquad.dataset, portion="test", filename="XQuAD-en.test.jsonl.gz",
-                     content=gz.compress(("\n".join(lines[:-1]) + "\n").encode(), mtime=0))  # a question fewer
+    dataset_gold_replace(dataset=xquad.dataset, portion="test", filename="XQuAD-en.test.jsonl.gz",
+                         content=gz.compress(("\n".join(lines[:-1]) + "\n").encode(), mtime=0))  # a question fewer
     submission_run_finish(queued.pk, attempt=1, outcome=outcome(outputs=outputs))
     queued.refresh_from_db()
     assert queued.status == Status.QUEUED and queued.verdict == "", queued.failure_reason

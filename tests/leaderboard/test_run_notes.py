@@ -13,6 +13,7 @@ import re
 import pytest
 from django.db import connection
 
+from leaderboard.sandbox.contract import RunNote
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.selectors import quota_usage
 from leaderboard.submissions.system_services import (
@@ -21,7 +22,6 @@ from leaderboard.submissions.system_services import (
     submission_run_finish,
     submission_run_heartbeat,
 )
-from leaderboard.submissions.systems import RunNote
 from tests.builders.cast import Cast
 from tests.builders.image_archives import no_command
 from tests.builders.runs import bundle, gold_outputs, outcome

@@ -22,11 +22,11 @@ from django.contrib.auth.models import User
 from django.core import mail
 
 from leaderboard.challenges.models import Challenge, DatasetFile
-from leaderboard.challenges.services import SpecError, challenge_load
-from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys
+from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys, SpecError
 from leaderboard.challenges.suites import SUITES, DatasetResult
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.selectors import quota_usage, system_run_plan
 from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from leaderboard.submissions.system_services import (
@@ -534,8 +534,8 @@ def test_a_submission_that_failed_on_bad_gold_is_evaluated_again_once_the_gold_i
 ) -> None:
     """Issue 16: the failure was the organizers'; fixing the gold (a reload) evaluates it again, and
     its history keeps the failure."""
-    from leaderboard.challenges.services import dataset_file_put
     from leaderboard.submissions.models import ScoreHistory
+    from leaderboard.submissions.reload import dataset_gold_replace
 
     xquad = DatasetFile.objects.get(dataset__slug="xquad-en", portion="dev")
     # The fixed file, as an organizer would upload it (new bytes; break_gold below edits the stored one).
@@ -548,7 +548,7 @@ def test_a_submission_that_failed_on_bad_gold_is_evaluated_again_once_the_gold_i
     submission.refresh_from_db()
     assert (submission.status, submission.verdict) == (Status.FAILED, Verdict.GOLD)
     with django_capture_on_commit_callbacks(execute=True):
-        dataset_file_put(dataset=xquad.dataset, portion="dev", content=good, filename="XQuAD-en.dev.jsonl.gz")
+        dataset_gold_replace(dataset=xquad.dataset, portion="dev", content=good, filename="XQuAD-en.dev.jsonl.gz")
     submission.refresh_from_db()
     assert submission.status == Status.FINISHED and submission.verdict != Verdict.GOLD, submission.failure_reason
     [history] = ScoreHistory.objects.filter(submission=submission)

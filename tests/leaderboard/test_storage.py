@@ -18,8 +18,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.services import SpecError, challenge_load
+from leaderboard.challenges.spec import SpecError
 from leaderboard.submissions.models import BoardEntry, Status, Submission
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import board_entry_refresh
 from leaderboard.submissions.storage import storage_report, team_storage_usage
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload

@@ -18,11 +18,12 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Dataset, DatasetFile, Phase
-from leaderboard.challenges.services import challenge_load, dataset_file_put
+from leaderboard.challenges.services import dataset_file_put
 from leaderboard.challenges.suites import SUITES, CoqaSuite, QuacSuite, Squad2Suite, coqa_qid
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status
+from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.services import submission_create_predictions
 from scoring import coqa, quac, squad, unanswerable
 from scoring.errors import InputFormatError

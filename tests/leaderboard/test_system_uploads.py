@@ -195,7 +195,7 @@ def test_a_zip_directory_too_big_is_refused_from_its_end_record_before_it_is_rea
     (here only the record: nothing else needs to exist) is refused without building one entry."""
     import struct
 
-    from leaderboard.submissions.systems import ArchiveError, bundle_inspect
+    from leaderboard.sandbox.archives import ArchiveError, bundle_inspect
 
     fake = tmp_path / "b.zip"
     fake.write_bytes(b"x" * 100 + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 20_000_000, 100, 0))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from leaderboard.core import tasks
+from leaderboard.core import enqueue
 from leaderboard.submissions.models import Status
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.processes import RedisServer, Worker
@@ -46,7 +46,7 @@ def test_a_redelivered_message_scores_nothing_twice(cast: Cast, real_broker: Red
     client.force_login(cast.alice)
     response = client.post("/api/v1/challenges/demo/submissions/", {"phase": "dev", "file": upload(gold_predictions())})
     pk = response.json()["id"]
-    tasks.celery_client().send_task(tasks.EVALUATE_SUBMISSION, args=[pk])  # a duplicate message
+    enqueue.celery_client().send_task(enqueue.EVALUATE_SUBMISSION, args=[pk])  # a duplicate message
     worker = Worker(real_broker.url, tmp_path / "worker.log")
     worker.start()
     try:

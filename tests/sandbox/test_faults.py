@@ -11,7 +11,7 @@ import time
 import docker
 import pytest
 
-from leaderboard.core.tasks import EVALUATE_SUBMISSION
+from leaderboard.core.enqueue import EVALUATE_SUBMISSION
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from tests.builders.cast import gold_predictions, upload
 from tests.builders.systems import Platform, slow_bundle, wait_for

@@ -13,9 +13,9 @@ import docker
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from leaderboard.sandbox.archives import BundleInfo
 from leaderboard.submissions import system_services
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
-from leaderboard.submissions.systems import BundleInfo
 from tests.builders.image_archives import hard_link_out_of_layer, many_layers, no_command
 from tests.builders.systems import SYSTEMS, Platform, bundle
 

@@ -20,9 +20,9 @@ import docker
 import docker.errors
 import pytest
 
-from leaderboard.submissions.systems import DEFAULT_BASE_IMAGE, Limits
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, HiddenRuns, Limits
 from workers import runner
-from workers.systems import local_config
+from workers.control_runs import local_config
 
 PROBE = Path(__file__).resolve().parent / "channels" / "page_cache_probe.py"
 LIMITS = Limits(cpus=1, memory_mb=256, pids=400, time_limit_s=60, log_bytes=64 * 1024)
@@ -35,7 +35,7 @@ def _folder(path: Path) -> Path:
     return path
 
 
-def _run(engine: docker.DockerClient, tmp_path: Path, name: str, *, hidden: bool, policy: runner.HiddenRuns,
+def _run(engine: docker.DockerClient, tmp_path: Path, name: str, *, hidden: bool, policy: HiddenRuns,
          args: list[str], secret: str = "", worker_runtime: str | None = None,
          command: list[str] | None = None) -> str:
     """One run of the probe as the worker runs a bundle on the base image: the sandbox from
@@ -60,7 +60,7 @@ def _run(engine: docker.DockerClient, tmp_path: Path, name: str, *, hidden: bool
     return outcome.logs
 
 
-def _decoded(engine: docker.DockerClient, tmp_path: Path, policy: runner.HiddenRuns,
+def _decoded(engine: docker.DockerClient, tmp_path: Path, policy: HiddenRuns,
              worker_runtime: str | None = None) -> tuple[int, str]:
     """Bits of a hidden secret the team's dev run decodes, and the dev run's calibration line."""
     order = ["1"] * (BITS // 2) + ["0"] * (BITS // 2)  # balanced: chance is one half
@@ -104,7 +104,7 @@ def test_without_the_protection_the_same_probe_carries_the_bits(
     engine: docker.DockerClient, tmp_path: Path
 ) -> None:
     """The probe works: hidden runs on the shared image under runc carry nearly every bit."""
-    policy = runner.HiddenRuns(runtime="", isolate=False, lock_path=tmp_path / "host.lock")
+    policy = HiddenRuns(runtime="", isolate=False, lock_path=tmp_path / "host.lock")
     right, calibration = _decoded(engine, tmp_path, policy)
     print(f"\nunprotected: {right} of {BITS} bits; dev run {calibration}")
     assert right >= 0.9 * BITS, f"only {right} of {BITS} bits decoded without the protection ({calibration})"
@@ -114,7 +114,7 @@ COUNTER = "import re; print('PROCESSES', re.search(r'^processes (\\d+)', open('/
 FORKS = "import os\nfor _ in range(300):\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\n"
 
 
-def _processes(engine: docker.DockerClient, tmp_path: Path, name: str, policy: runner.HiddenRuns,
+def _processes(engine: docker.DockerClient, tmp_path: Path, name: str, policy: HiddenRuns,
                worker_runtime: str | None) -> int:
     log = _run(engine, tmp_path, name, hidden=False, policy=policy, args=[], worker_runtime=worker_runtime,
                command=["python3", "-c", COUNTER])
@@ -130,7 +130,7 @@ def test_a_later_dev_run_reads_no_host_counter_a_hidden_run_moved(
     protection off (every run under runc) it reads the hidden run's 300 forks there."""
     policy = dataclasses.replace(local_config().hidden, lock_path=tmp_path / "host.lock")
     if not protected:
-        policy = runner.HiddenRuns(runtime="", isolate=False, lock_path=tmp_path / "host.lock")
+        policy = HiddenRuns(runtime="", isolate=False, lock_path=tmp_path / "host.lock")
     worker_runtime = None if protected else ""
     before = _processes(engine, tmp_path, "dev-before", policy, worker_runtime)
     _run(engine, tmp_path, "test-forks", hidden=True, policy=policy, args=[], command=["python3", "-c", FORKS],

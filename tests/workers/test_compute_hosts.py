@@ -19,15 +19,15 @@ import pytest
 from django.test import Client
 
 from leaderboard.challenges.models import DatasetFile
-from leaderboard.core.tasks import RUN_SYSTEM
+from leaderboard.core.enqueue import RUN_SYSTEM
+from leaderboard.sandbox.contract import Limits
 from leaderboard.submissions.compute import submission_run_claim_next, worker_token_create
 from leaderboard.submissions.models import Status, Submission, Verdict
 from leaderboard.submissions.system_services import submission_create_system
-from leaderboard.submissions.systems import Limits
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle
 from tests.builders.systems import system_phases
-from workers import compute, runner
+from workers import compute_app, runner
 
 # --------------------------------------------------------------------------- real processes
 
@@ -226,14 +226,14 @@ def test_the_queue_shown_is_the_order_the_claims_take(cast: Cast) -> None:
 
 
 def test_the_compute_worker_sends_and_takes_the_task_the_platform_names() -> None:
-    assert compute.RUN_SYSTEM == RUN_SYSTEM
+    assert compute_app.RUN_SYSTEM == RUN_SYSTEM
 
 
 @pytest.mark.django_db
 def test_the_challenges_gpus_reach_the_ticket_a_gpu_worker_claims(cast: Cast) -> None:
     """From the spec to the ticket: what the compute worker passes to the engine (next test)."""
+    from leaderboard.sandbox.contract import RunTicket
     from leaderboard.submissions.compute import run_ticket_build
-    from leaderboard.submissions.systems import RunTicket
 
     system_phases(cast)
     cast.challenge.system_settings = {**cast.challenge.system_settings, "queue": "gpu", "gpus": 2}
@@ -259,13 +259,14 @@ def test_the_compute_worker_imports_no_django_settings() -> None:
     import sys
 
     env = {"PATH": os.environ["PATH"], "READERBOARD_BROKER_URL": "redis://127.0.0.1:1/0"}
-    probe = ("import sys, workers.compute; "
+    probe = ("import sys, workers.compute_app; "
              "print(sorted(m for m in sys.modules if m.startswith(('leaderboard.', 'django.conf', 'django.db'))))")
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2], check=True)
-    # answers_json: the one rule for answers, which the worker applies to interactive answers (no Django).
-    assert result.stdout.strip() == ("['leaderboard.submissions', 'leaderboard.submissions.answers_json', "
-                                     "'leaderboard.submissions.systems']")
+    # Of leaderboard only the run contract (no Django): answers_json is the one rule for answers, which
+    # the worker applies to interactive answers.
+    assert result.stdout.strip() == ("['leaderboard.sandbox', 'leaderboard.sandbox.answers_json', "
+                                     "'leaderboard.sandbox.archives', 'leaderboard.sandbox.contract']")
 
 
 @pytest.mark.django_db

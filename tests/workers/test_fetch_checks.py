@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.submissions.systems import TicketFile
+from leaderboard.sandbox.contract import TicketFile
 from workers import runner
 from workers.internal_api import HttpTransport
 

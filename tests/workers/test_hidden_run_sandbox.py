@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from leaderboard.sandbox.contract import HiddenRuns
 from leaderboard.submissions.compute import run_ticket_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import system_run_plan
@@ -19,7 +20,7 @@ from workers import runner
 
 
 def test_the_sandbox_of_a_run_follows_whether_it_is_on_hidden_data() -> None:
-    policy = runner.HiddenRuns()
+    policy = HiddenRuns()
     hidden = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=policy)
     assert (hidden.runtime, hidden.private_image, hidden.exclusive) == ("runsc", True, True)
     # A run its team reads: gVisor too unless the worker names a runtime (else it reads the host's counters).
@@ -27,7 +28,7 @@ def test_the_sandbox_of_a_run_follows_whether_it_is_on_hidden_data() -> None:
     assert (dev.runtime, dev.private_image, dev.exclusive) == ("runsc", False, False)
     dev = runner.sandbox_choose(hidden=False, challenge_runtime="", worker_runtime="runc", policy=policy)
     assert dev.runtime == "runc"
-    off = runner.HiddenRuns(runtime="", isolate=False)
+    off = HiddenRuns(runtime="", isolate=False)
     unprotected = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=off)
     assert (unprotected.runtime, unprotected.private_image, unprotected.exclusive) == (None, False, False)
     # A challenge that forces a runtime keeps it; the copy and the host to itself stay.

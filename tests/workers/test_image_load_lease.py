@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from leaderboard.submissions.models import Status, Submission
 from tests.builders.cast import Cast
+from workers.control_runs import LocalTransport
 from workers.run_system import lease_kept
-from workers.systems import LocalTransport
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the renewing thread has its own connection
 

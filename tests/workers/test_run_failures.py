@@ -23,6 +23,8 @@ import requests.exceptions
 from django.core import mail
 from django.utils import timezone
 
+from leaderboard.sandbox import archives
+from leaderboard.sandbox.archives import ArchiveError, bundle_extract
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage
 from leaderboard.submissions.system_services import (
@@ -31,12 +33,10 @@ from leaderboard.submissions.system_services import (
     submission_run_claim,
     submissions_reap,
 )
-from leaderboard.submissions.systems import ArchiveError, bundle_extract
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle
 from tests.builders.systems import system_phases
-from workers import dispatch, run_system, runner
-from workers import systems as worker_systems
+from workers import control_runs, dispatch, run_system, runner
 
 pytestmark = pytest.mark.django_db
 
@@ -104,7 +104,7 @@ def test_the_teams_fault_fails_at_once_counts_and_is_not_retried(
     exc = PARTICIPANT_FAULTS[case]
     assert isinstance(exc, (runner.ImageError, ArchiveError))
     run_raising(monkeypatch, exc)
-    worker_systems.system_evaluate(queued.pk)
+    control_runs.system_evaluate(queued.pk)
     queued.refresh_from_db()
     assert (queued.status, queued.failure_cause, queued.verdict) == (Status.FAILED, FailureCause.PARTICIPANT,
                                                                      Verdict.NOT_STARTED)
@@ -124,7 +124,7 @@ def test_the_platforms_fault_is_retried_with_back_off_then_alerts_the_organizers
     run_raising(monkeypatch, PLATFORM_FAULTS[case])
     for attempt in (1, 2):
         before = timezone.now()
-        worker_systems.system_evaluate(queued.pk)
+        control_runs.system_evaluate(queued.pk)
         queued.refresh_from_db()
         assert queued.status == Status.QUEUED and queued.attempts == attempt
         # Due again after 10 s x the attempts so far: the message waits that long, and the
@@ -135,7 +135,7 @@ def test_the_platforms_fault_is_retried_with_back_off_then_alerts_the_organizers
         assert queued.dispatched_at is not None
         assert queued.dispatched_at >= before + dt.timedelta(seconds=10 * attempt)
         assert mail.outbox == []
-    worker_systems.system_evaluate(queued.pk)
+    control_runs.system_evaluate(queued.pk)
     queued.refresh_from_db()
     assert (queued.status, queued.failure_cause, queued.verdict) == (Status.FAILED, FailureCause.PLATFORM,
                                                                      Verdict.PLATFORM)
@@ -193,7 +193,7 @@ def test_without_organizers_addresses_the_alert_goes_to_the_operators(
     cast.oscar.email = ""
     cast.oscar.save()
     run_raising(monkeypatch, runner.PlatformError("the container engine is not reachable"))
-    worker_systems.system_evaluate(queued.pk)
+    control_runs.system_evaluate(queued.pk)
     [alert] = mail.outbox
     assert alert.to == ["ops@example.org"] and f"submission {queued.pk}" in alert.subject
 
@@ -254,11 +254,9 @@ def test_an_os_error_unpacking_a_bundle_is_the_teams_and_says_which_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the upload check would refuse, unpacked anyway (a bundle accepted before the check)."""
-    from leaderboard.submissions import systems
-
     path = tmp_path / "b.zip"
     path.write_bytes(zip_of("run.py", "lib", "lib/x.py"))
-    monkeypatch.setattr(systems, "bundle_inspect", lambda *_, **__: None)
+    monkeypatch.setattr(archives, "bundle_inspect", lambda *_, **__: None)
     with pytest.raises(ArchiveError, match=r"'lib/x.py' cannot be unpacked: (File exists|Not a directory)"):
         bundle_extract(path, tmp_path / "system", max_uncompressed=10**6)
     path.write_bytes(zip_of("run.py", "n" * 300))
@@ -267,15 +265,13 @@ def test_an_os_error_unpacking_a_bundle_is_the_teams_and_says_which_file(
 
 
 def test_a_full_disk_while_unpacking_stays_the_platforms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from leaderboard.submissions import systems
-
     path = tmp_path / "b.zip"
     path.write_bytes(zip_of("run.py"))
 
     def no_room(*_: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(systems, "_bundle_member_unpack", no_room)
+    monkeypatch.setattr(archives, "_bundle_member_unpack", no_room)
     with pytest.raises(OSError) as raised:
         bundle_extract(path, tmp_path / "system", max_uncompressed=10**6)
     assert not isinstance(raised.value, ArchiveError)
@@ -371,7 +367,7 @@ def test_a_retry_on_the_same_host_runs_the_kept_image_without_copying_or_loading
 ) -> None:
     """Issue 17: a platform fault after an image of up to 2 GB was fetched and loaded must not make
     its retry copy and load it again; a team's fault keeps nothing; the run's end drops what was kept."""
-    from leaderboard.submissions.systems import Limits, RunTicket, TicketFile
+    from leaderboard.sandbox.contract import Limits, RunTicket, TicketFile
     from workers import run_system, runner
 
     engine, counts = _Engine(), {"fetch": 0, "load": 0}

@@ -10,7 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.challenges.models import Challenge
-from leaderboard.submissions.storage import StorageReport, engine_run_images, size_text, storage_report
+from leaderboard.core.formats import size_text
+from leaderboard.submissions.storage import StorageReport, engine_run_images, storage_report
 
 
 class Command(BaseCommand):

@@ -10,10 +10,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.challenges.models import Challenge
+from leaderboard.core.formats import size_text
 from leaderboard.submissions.storage import (
     ORPHAN_GRACE,
     RetentionPlan,
-    size_text,
     storage_retain,
     storage_retention_plan,
 )

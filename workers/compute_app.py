@@ -1,6 +1,6 @@
 """The compute worker: a Celery app that runs submitted systems and holds nothing it could leak.
 
-    celery -A workers.compute worker --pool=solo --concurrency=1 -Q cpu -n compute1@%h
+    celery -A workers.compute_app worker --pool=solo --concurrency=1 -Q cpu -n compute1@%h
 
 It needs three settings from its environment and no others: ``READERBOARD_BROKER_URL`` (the
 broker it takes runs from), ``READERBOARD_API_URL`` (the web app, whose ``/internal/v1/`` it
@@ -29,14 +29,15 @@ import requests
 from celery import Celery
 from celery.signals import worker_ready
 
+from leaderboard.sandbox.contract import HiddenRuns
 from workers.celery_settings import SHARED
 from workers.internal_api import HttpTransport
 from workers.run_system import ComputeConfig, leftovers_remove, run_ticket, worker_name
-from workers.runner import HiddenRuns, PlatformError
+from workers.runner import PlatformError
 
 logger = logging.getLogger(__name__)
 
-# The task's name, as the platform sends it (leaderboard.core.tasks.RUN_SYSTEM; a test checks they agree).
+# The task's name, as the platform sends it (leaderboard.core.enqueue.RUN_SYSTEM; a test checks they agree).
 RUN_SYSTEM = "readerboard.run_system"
 
 
@@ -64,7 +65,7 @@ def config() -> ComputeConfig:
         work_dir=Path(_env("WORK_DIR", "/var/lib/readerboard-compute")),
         run_image_repository=_env("RUN_IMAGE_REPOSITORY", "readerboard-run"),
         runtime=_env("CONTAINER_RUNTIME", ""),
-        # Each default is HiddenRuns' own (one place; the web app's settings cannot import workers).
+        # Each default is HiddenRuns' own (the run contract's, which the web app's settings read too).
         hidden=HiddenRuns(runtime=_env("HIDDEN_RUNTIME", _HIDDEN_DEFAULTS.runtime),
                           isolate=_env("HIDDEN_ISOLATION", "1" if _HIDDEN_DEFAULTS.isolate else "0").lower()
                           not in ("0", "false", "no", "off"),

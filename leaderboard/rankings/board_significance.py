@@ -31,9 +31,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile, Phase
-from leaderboard.core.tasks import BOARD_SIGNIFICANCE, enqueue_on_commit
+from leaderboard.challenges.versions import board_changed
+from leaderboard.core.enqueue import BOARD_SIGNIFICANCE, enqueue_on_commit
 from leaderboard.rankings.models import BoardSignificance
-from leaderboard.rankings.versions import board_changed
 from leaderboard.submissions.models import QuestionScores, Score
 from scoring.significance import paired_bootstrap, rank_groups, weighted_mean_statistic
 

@@ -1,7 +1,8 @@
 """A challenge's board version: the one call every write a board shows makes, and its reading.
 
-It lives apart from the snapshots (which read boards through the selectors) so that the services of
-every app can call it without importing the board code.  See ``models.BoardVersion``.
+It lives with the challenge whose change it counts, low in the app order, so that the services of
+every app raise it by importing downward; ``rankings`` (the snapshots) only reads it.  See
+``models.BoardVersion``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from leaderboard.core.tasks import BOARD_SNAPSHOT, send_task
-from leaderboard.rankings.models import BoardChange, BoardVersion
+from leaderboard.challenges.models import BoardChange, BoardVersion
+from leaderboard.core.enqueue import BOARD_SNAPSHOT, send_task
 
 # A burst of changes (a deadline's scores) makes one rebuild, this long after the first of them.
 REBUILD_DELAY_S = 2.0

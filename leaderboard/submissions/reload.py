@@ -1,10 +1,18 @@
-"""Reloading a challenge: what a spec changes against what is loaded, and removing datasets.
+"""Reloading a challenge: the spec's changes to a loaded challenge, and what scores and submissions do about them.
 
-``challenge_load`` applies a spec; this module says beforehand what that will change (the plan
-``manage.py challenge_load`` prints, and all that ``--dry-run`` does): phases added and changed,
-datasets added, removed and changed, and gold files added or replaced, each replacement with the
-questions it adds, removes and whose answers it changes, and how many submissions will be
-rescored.  Nothing here writes except ``datasets_remove``.
+``challenge_load`` applies a spec.  The challenge's own rows are written by ``challenges.services``
+(``challenge_spec_apply``), which says what changed (``SpecChanges``); the consequences are submission
+writes, so they are applied here: the submissions scored against a replaced gold file are rescored in
+the background and those that failed on it are evaluated again (``dataset_gold_replace``, also for a gold
+file put outside a load); the scores of removed datasets are deleted (kept in each submission's history);
+averages and board rows are computed again when the splits, the ranking scope or rule change, and
+everything is rescored when the suite options do.
+
+Beforehand this module says what a load will change (the plan ``manage.py challenge_load`` prints, and
+all that ``--dry-run`` does): phases added and changed, datasets added, removed and changed, and gold files
+added or replaced, each replacement with the questions it adds, removes and whose answers it changes
+(``challenges/gold_diff.py``), and how many submissions will be rescored.  A removal of datasets with
+scores is refused unless the organizer allows it.  Nothing in the plan writes.
 
 Gold files are compared by their sha256 first, as ``dataset_file_put`` stores them; only a file
 whose hash changed is read, with the same ``scoring/`` loader that scores it, and compared
@@ -15,10 +23,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,84 +33,131 @@ from typing import Any
 from django.core.files.storage import default_storage
 from django.db import transaction
 
+from leaderboard.accounts.services import team_rules_set
+from leaderboard.challenges.gold_diff import GoldDiff, gold_answers, gold_diff
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, RetiredGold
+from leaderboard.challenges.selectors import reveal_exposes
+from leaderboard.challenges.services import (
+    DatasetSpec,
+    SpecTargets,
+    challenge_spec_apply,
+    challenge_spec_read,
+    dataset_file_put,
+    spec_read,
+    spec_targets,
+)
+from leaderboard.challenges.spec import SpecError, spec_check, team_rules_parse
 from leaderboard.submissions.models import Score, Status, Submission, Verdict
-from leaderboard.submissions.rescore import RESCORABLE_KINDS, rescore_problem, score_history_record
-from leaderboard.submissions.services import aggregates_refresh, board_entry_refresh
+from leaderboard.submissions.rerun import gold_failures_requeue
+from leaderboard.submissions.rescore import (
+    RESCORABLE_KINDS,
+    rescore_enqueue,
+    rescore_problem,
+    retired_gold_prune,
+    score_history_record,
+)
+from leaderboard.submissions.services import aggregates_refresh, board_entries_refresh, board_entry_refresh
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)
 
 
-# --------------------------------------------------------------------------- gold, question by question
+# --------------------------------------------------------------------------- the load
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+def challenge_load(
+    *, spec_path: Path, warn: Callable[[str], None] | None = None, allow_remove: bool = False
+) -> Challenge:
+    """Create or update a challenge from a YAML spec; safe to run again.
 
+    A reload reconciles (``challenge_plan`` says what will change): datasets no longer in the spec
+    are removed, but one that has scores only with ``allow_remove``; a replaced gold file is kept
+    while scores refer to it, and the submissions scored against it are rescored in the background.
 
-def gold_answers(suite_key: str, path: str) -> dict[str, str]:
-    """``{qid: what scoring reads of its answers}`` (canonical JSON) of a gold file.
-
-    Only what can change a score: MRQA's, SQuAD's and CoQA's answer strings (as sets: the
-    metrics take the best over them), DuReader's answers, yes/no and entity answers and
-    question type, QuAC's references and dialog acts, Deep Read's answer keys, marked sentences and
-    the story's sentences.
+    Gold files named in the spec are validated with the challenge's metric suite and stored only
+    when their content changed.  ``warn`` receives what the organizer should know but that does
+    not stop the load.
     """
-    if suite_key == "mrqa":
-        from scoring import mrqa
-
-        gold = mrqa.load_mrqa_gold(path, strict=True)
-        return {qid: _canonical(sorted(set(q.answers))) for qid, q in gold.questions.items()}
-    if suite_key == "mrc2018":
-        from scoring import mrc2018
-
-        refs = mrc2018.load_mrc2018(path, reference=True)
-        return {str(qid): _canonical([q.answers, q.yesno_answers, q.entity_answers, q.question_type])
-                for qid, q in refs.items()}
-    if suite_key == "squad2":
-        from scoring import squad
-
-        questions = squad.squad_questions(squad.load_squad_dataset(path), path=path)
-        return {q.qid: _canonical(sorted(set(q.answers))) for q in questions}
-    if suite_key == "quac":
-        from scoring import quac
-
-        dialogs = quac.load_quac_dataset(path, strict=True)
-        return {q.qid: _canonical([q.refs, q.yesno, q.followup]) for d in dialogs for q in d.questions}
-    if suite_key == "coqa":
-        from scoring import coqa
-        from scoring.inputs import coqa_qid
-
-        turns = coqa.load_coqa_dataset(path, strict=True).turns
-        return {coqa_qid(*key): _canonical(sorted(set(golds))) for key, golds in turns.items()}
-    if suite_key == "deepread":
-        from scoring import deepread
-
-        data = deepread.load_deepread_data(path)
-        # The story's sentences too: answers are matched to them, and AutSent marks them.
-        return {q.id: _canonical([sorted(set(q.answers)), sorted(q.answer_sentences or ()),
-                                  list(data.stories[q.story].sentences.items()) if q.story is not None else None])
-                for q in data.questions}
-    raise NotImplementedError(f"metric suite {suite_key!r}: no question-by-question comparison")
+    spec = challenge_spec_read(spec_path)
+    team_approval = team_rules_parse(spec.raw.get("teams"), where=f"{spec.slug}.teams")
+    with transaction.atomic():
+        # Decided before anything is written: scores are deleted only when the organizer said so.
+        plan = _reload_plan(spec_targets(spec.raw, base_dir=spec.base_dir))
+        refusal = plan.refusal(allow_remove=allow_remove)
+        if refusal:
+            raise SpecError(refusal)
+        changes = challenge_spec_apply(spec=spec, warn=warn, reveal_check=_staged_reveal_check)
+        challenge = changes.challenge
+        team_rules_set(challenge=challenge, approval_required=team_approval)
+        for dataset, portion in changes.gold_replaced:
+            _gold_replaced(dataset=dataset, portion=portion)
+        if changes.datasets_removed:
+            # Recomputes the averages of the submissions that lose scores.
+            datasets_remove(challenge=challenge, slugs=changes.datasets_removed)
+        elif changes.splits_changed:
+            # Per-split averages were computed under the old splits.
+            aggregates_refresh(challenge=challenge)
+        if changes.options_changed:
+            # Every score was computed under the old options.
+            rescore_enqueue(challenge=challenge)
+        if changes.rule_changed:
+            board_entries_refresh(challenge=challenge)
+        if changes.scope_changed:
+            aggregates_refresh(challenge=challenge)
+    return challenge
 
 
-@dataclass(frozen=True)
-class GoldDiff:
-    added: int
-    removed: int
-    changed: int  # questions in both files whose answers differ
-    n_questions: int  # in the new file
+def dataset_gold_replace(*, dataset: Dataset, portion: str, content: bytes, filename: str) -> DatasetFile:
+    """Validate and store a gold file (``challenges.services.dataset_file_put``); when it replaces one,
+    the scores follow: see ``_gold_replaced``.  An unchanged file (same hash) is left alone."""
+    with transaction.atomic():
+        put = dataset_file_put(dataset=dataset, portion=portion, content=content, filename=filename)
+        if put.replaced:
+            _gold_replaced(dataset=dataset, portion=portion)
+    return put.record
 
 
-def gold_diff(old: Mapping[str, str], new: Mapping[str, str]) -> GoldDiff:
-    both = old.keys() & new.keys()
-    return GoldDiff(
-        added=len(new.keys() - old.keys()),
-        removed=len(old.keys() - new.keys()),
-        changed=sum(1 for qid in both if old[qid] != new[qid]),
-        n_questions=len(new),
-    )
+def _gold_replaced(*, dataset: Dataset, portion: str) -> None:
+    """Inside the transaction that replaced the dataset's gold of ``portion``: scores follow the gold.
+
+    Each submission scored against the old file is rescored in the background after the commit,
+    then the old file goes once nothing refers to it (``retired_gold_prune``).
+    """
+    rescore_enqueue(challenge=dataset.challenge, dataset=dataset, portion=portion)
+    # Submissions that failed on the old gold (the organizers' fault) are evaluated again.
+    gold_failures_requeue(challenge_id=dataset.challenge_id, portion=portion, dataset_id=dataset.pk)
+    transaction.on_commit(functools.partial(retired_gold_prune, challenge=dataset.challenge))
+
+
+def _staged_reveal_check(challenge: Challenge, dataset_specs: list[Any]) -> None:
+    """Refuse a reload that reveals some sealed datasets while the averages published until now,
+    with the revealed scores, would give away the score of one it leaves sealed."""
+    marked = {str(d.get("slug")) for d in dataset_specs if isinstance(d, dict) and d.get("revealed")}
+    revealing = [ds for ds in Dataset.objects.filter(challenge=challenge, slug__in=marked) if ds.is_sealed]
+    exposed = [ds for ds in reveal_exposes(datasets=revealing) if ds.slug not in marked] if revealing else []
+    if exposed:
+        raise SpecError(
+            f"{challenge.slug}.datasets: revealing {', '.join(ds.name for ds in revealing)} now would give away the "
+            f"score of {', '.join(ds.name for ds in exposed)}, which stays sealed: averages published while both "
+            "were sealed (anyone may have copied them) minus the revealed scores leave only its own. "
+            f"Mark {', '.join(ds.slug for ds in exposed)} 'revealed: true' too, and reveal them together."
+        )
+
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def challenge_plan(*, spec_path: Path) -> ReloadPlan:
+    """What loading the spec would change (``manage.py challenge_load --dry-run``); writes nothing."""
+    spec = spec_read(spec_path)
+    spec_check(spec, spec_path=spec_path)
+    return _reload_plan(spec_targets(spec, base_dir=spec_path.parent))
+
+
+def _reload_plan(targets: SpecTargets) -> ReloadPlan:
+    return reload_plan(slug=targets.slug, suite_key=targets.suite, phases=targets.phases, datasets=targets.datasets,
+                       challenge_fields=targets.challenge_fields)
 
 
 def _sha256_of(path: Path) -> str:
@@ -112,19 +166,6 @@ def _sha256_of(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-# --------------------------------------------------------------------------- the plan
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    """What the plan needs of a dataset in a spec: its slug, fields and gold files."""
-
-    slug: str
-    where: str  # the spec key, for messages ("mrqa-demo.datasets[2]")
-    fields: Mapping[str, Any]  # name, split
-    files: Mapping[str, Path]  # portion -> path
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The trusted side of system runs: the reaper, and the run in-process without HTTP.
 
-Compute workers (``workers.compute``) run systems on any host through the internal API.  Here:
+Compute workers (``workers.compute_app``) run systems on any host through the internal API.  Here:
 
 * ``runs_reap``: the control worker's periodic check.  A run whose worker vanished is found by
   its lease alone (no process check: its worker may be on another host), queued again or failed
@@ -21,7 +21,8 @@ from pathlib import Path
 from django import db
 from django.conf import settings
 
-from leaderboard.core.tasks import FINISH_RUN, TASK_QUEUES, send_task
+from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, send_task
+from leaderboard.sandbox.contract import HiddenRuns, RunOutcome, RunTicket, TicketFile
 from leaderboard.submissions import compute, dialog_runs
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.system_services import (
@@ -33,7 +34,6 @@ from leaderboard.submissions.system_services import (
     submission_run_platform_failure,
     submissions_reap,
 )
-from leaderboard.submissions.systems import RunOutcome, RunTicket, TicketFile
 from scoring.dialogs import Revealed
 from workers import runner
 from workers.dispatch import dispatch_again
@@ -111,8 +111,8 @@ def _main_thread() -> bool:
 def local_config() -> ComputeConfig:
     return ComputeConfig(work_dir=Path(settings.RUNS_DIR), run_image_repository=settings.RUN_IMAGE_REPOSITORY,
                          runtime=settings.CONTAINER_RUNTIME,
-                         hidden=runner.HiddenRuns(runtime=settings.HIDDEN_RUNTIME, isolate=settings.HIDDEN_ISOLATION,
-                                                  lock_path=settings.HOST_LOCK))
+                         hidden=HiddenRuns(runtime=settings.HIDDEN_RUNTIME, isolate=settings.HIDDEN_ISOLATION,
+                                           lock_path=settings.HOST_LOCK))
 
 
 def system_evaluate(submission_id: int) -> None:

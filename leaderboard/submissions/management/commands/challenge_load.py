@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from leaderboard.challenges.services import challenge_load, challenge_plan
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.reload import challenge_load, challenge_plan
 
 
 class Command(BaseCommand):

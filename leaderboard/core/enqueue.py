@@ -30,7 +30,7 @@ FINISH_RUN = "readerboard.finish_run"
 RESCORE_SUBMISSION = "readerboard.rescore_submission"
 # The paired bootstrap of a phase's boards (rank groups and intervals), after their rows changed.
 BOARD_SIGNIFICANCE = "readerboard.board_significance"
-# Builds a challenge's board snapshots again after a change (debounced: rankings/versions.py).
+# Builds a challenge's board snapshots again after a change (debounced: challenges/versions.py).
 BOARD_SNAPSHOT = "readerboard.board_snapshot"
 # Services eager mode may run in-process.  Running a system needs a worker with a
 # container engine, so RUN_SYSTEM has none: in eager mode the submission stays queued.

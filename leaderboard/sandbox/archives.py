@@ -1,24 +1,15 @@
-"""Submitted systems without Django: settings, the run contract, and checks of uploaded archives.
+"""Checks of uploaded archives and of a run's outputs, without Django or the container engine.
 
-Both the web process (checking an upload before accepting it) and the workers
-(running it) use this module, so it imports nothing from Django and nothing
-from ``workers``.
-
-The contract a system follows (README "Submitting a system"):
-
-* it reads ``/input/manifest.json`` and the files it lists (``/input/<name>.jsonl.gz``,
-  MRQA format with every answer field removed; Split III datasets under their
-  sealed alias) and writes ``/output/<name>.json`` = ``{qid: answer}`` for each;
-* a Docker image runs its own ENTRYPOINT/CMD; a code bundle (zip) is unpacked
-  read-only at ``/system`` and runs as ``sh /system/run.sh`` or
-  ``python3 /system/run.py`` on the challenge's base image;
-* it runs as uid 10001 without network, with the limits of :class:`Limits`.
+The web process checks an upload with these before accepting it (``image_archive_inspect``,
+``bundle_inspect``, ``zip_directory_check`` for every zip it opens); a compute worker unpacks and
+loads with them (``bundle_extract``, ``image_archive_untagged``, ``run_image_*``) and reads what a
+system wrote (``output_read``).  Every tar header is read through ``open_tar``'s guard, so what an
+archive costs to inspect is bounded by the limits here, not by what it holds.
 """
 
 from __future__ import annotations
 
 import bz2
-import errno
 import gzip
 import hashlib
 import io
@@ -26,30 +17,26 @@ import json
 import lzma
 import os
 import posixpath
-import re
 import stat
 import struct
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, BinaryIO, ClassVar, Protocol, Self
 
-from scoring import inputs
+from leaderboard.sandbox.contract import (
+    BUNDLE_DECLARATION,
+    BUNDLE_ENTRY_POINTS,
+    INTERACTIVE,
+    PLATFORM_ERRNOS,
+    PROTOCOL_LABEL,
+    PROTOCOLS,
+)
 
-DEFAULT_BASE_IMAGE = "readerboard/python:bookworm"
-# The trusted side's queues (prediction files, the reaper and finishing runs): never a run queue.
-RESERVED_QUEUES = frozenset({"celery", "control"})
-BUNDLE_ENTRY_POINTS = (("run.sh", ["sh", "/system/run.sh"]), ("run.py", ["python3", "/system/run.py"]))
-# How a system declares that it answers turn by turn (issue 11): an image by its label, a bundle by
-# {"protocol": "interactive"} in a readerboard.json at its top.
-PROTOCOL_LABEL = "org.readerboard.protocol"
-BUNDLE_DECLARATION = "readerboard.json"
-INTERACTIVE = "interactive"
-_PROTOCOLS = ("batch", INTERACTIVE)
 MAX_BUNDLE_MEMBERS = 2000
 # Inspecting an upload must cost memory bounded by these, not by what the archive holds (issue 17):
 # tarfile keeps every entry it has read, and json.loads builds every value, at ~25 bytes of heap
@@ -58,16 +45,10 @@ MAX_BUNDLE_MEMBERS = 2000
 MAX_IMAGE_MEMBERS = 1000
 MAX_IMAGE_JSON_BYTES = 1024 * 1024
 MAX_BUNDLE_DIRECTORY_BYTES = 4 * 1024 * 1024
-# What a team may keep stored per challenge (its uploads: prediction files, image archives,
-# bundles) unless the challenge's ``systems: {storage_mb_per_team: N}`` says otherwise.
-DEFAULT_STORAGE_MB_PER_TEAM = 4096
 # Linux's NAME_MAX, and a path well under PATH_MAX once the run folder is in front of it.
 MAX_BUNDLE_NAME_BYTES = 255
 MAX_BUNDLE_PATH_BYTES = 1024
 _ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
-# OSErrors that say the host is out of room or failing, whatever is being written: the platform's
-# fault, retried, never the team's.
-PLATFORM_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.ENOMEM, errno.EROFS})
 
 
 class ArchiveError(Exception):
@@ -76,321 +57,6 @@ class ArchiveError(Exception):
 
 class OutputTooLarge(ArchiveError):
     """One output file is over the output limit."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What a system gets; stated up front on the challenge page and in the manifest."""
-
-    cpus: float = 1.0
-    memory_mb: int = 1024
-    pids: int = 128
-    nofile: int = 1024
-    tmp_mb: int = 64
-    shm_mb: int = 16
-    output_mb: int = 64
-    time_limit_s: float = 600.0
-    log_bytes: int = 256 * 1024
-    # The interactive protocol's time per request (issue 11): an answer later than this ends the dialogs.
-    turn_limit_s: float = 10.0
-
-    def as_env(self) -> dict[str, str]:
-        return {
-            "READERBOARD_CPUS": f"{self.cpus:g}",
-            "READERBOARD_MEMORY_MB": str(self.memory_mb),
-            "READERBOARD_TIME_LIMIT_S": f"{self.time_limit_s:g}",
-            "READERBOARD_OUTPUT_MB": str(self.output_mb),
-        }
-
-
-# The queue runs go to unless the challenge names another: compute workers consume it with -Q cpu.
-DEFAULT_RUN_QUEUE = "cpu"
-# Systems of one team that may run at once (on all compute workers together), unless the challenge
-# says otherwise: a team's burst cannot hold every worker while other teams wait.
-DEFAULT_MAX_RUNNING_PER_TEAM = 2
-# Runs of one team on hidden data the platform may fail in a day (not counted, so free) before the
-# team's next hidden runs wait for an organizer's look (compute.run_queue_order), unless the
-# challenge says otherwise.
-DEFAULT_PLATFORM_FAILURES_PER_DAY = 3
-_QUEUE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-
-
-@dataclass(frozen=True)
-class SystemSettings:
-    """A challenge's ``system_settings``: base image for bundles, runtime, limits, storage budget,
-    and where its runs go: the queue (``cpu``, ``gpu`` or an organizer's own), the GPUs a run is given,
-    and how many runs of one team may run at once."""
-
-    base_image: str = DEFAULT_BASE_IMAGE
-    # "" means the platform default (READERBOARD_CONTAINER_RUNTIME); "runc" or "runsc" to force one.
-    runtime: str = ""
-    limits: Limits = field(default_factory=Limits)
-    # Bytes of uploads (all kinds) each team may keep stored in the challenge, in MiB.
-    storage_mb_per_team: int = DEFAULT_STORAGE_MB_PER_TEAM
-    queue: str = DEFAULT_RUN_QUEUE
-    # GPUs requested from the engine per run (Docker device requests, NVIDIA runtime); 0: none.
-    gpus: int = 0
-    max_running_per_team: int = DEFAULT_MAX_RUNNING_PER_TEAM
-    platform_failures_per_day: int = DEFAULT_PLATFORM_FAILURES_PER_DAY
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any] | None) -> SystemSettings:
-        raw = dict(raw or {})
-        limits = raw.pop("limits", {}) or {}
-        unknown = sorted(set(limits) - set(Limits.__dataclass_fields__)) + sorted(
-            set(raw) - {"base_image", "runtime", "storage_mb_per_team", "queue", "gpus", "max_running_per_team",
-                        "platform_failures_per_day"}
-        )
-        if unknown:
-            raise ValueError(f"unknown system settings: {', '.join(unknown)}")
-        storage = raw.get("storage_mb_per_team", DEFAULT_STORAGE_MB_PER_TEAM)
-        if isinstance(storage, bool) or not isinstance(storage, int) or storage <= 0:
-            raise ValueError(f"storage_mb_per_team must be a positive whole number of MiB, not {storage!r}")
-        queue = raw.get("queue", DEFAULT_RUN_QUEUE)
-        if not isinstance(queue, str) or not _QUEUE_NAME.match(queue) or queue in RESERVED_QUEUES:
-            raise ValueError(f"queue must be a name of lower-case letters, digits, - and _ (cpu, gpu, or one of "
-                             f"your own; not {', '.join(sorted(RESERVED_QUEUES))}), not {queue!r}")
-        gpus = raw.get("gpus", 0)
-        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-            raise ValueError(f"gpus must be a whole number of GPUs per run (0 for none), not {gpus!r}")
-        running = raw.get("max_running_per_team", DEFAULT_MAX_RUNNING_PER_TEAM)
-        if isinstance(running, bool) or not isinstance(running, int) or running <= 0:
-            raise ValueError(f"max_running_per_team must be a positive whole number, not {running!r}")
-        failures = raw.get("platform_failures_per_day", DEFAULT_PLATFORM_FAILURES_PER_DAY)
-        if isinstance(failures, bool) or not isinstance(failures, int) or failures < 0:
-            raise ValueError(f"platform_failures_per_day must be a whole number (0: hold after the first), "
-                             f"not {failures!r}")
-        return cls(
-            base_image=str(raw.get("base_image") or DEFAULT_BASE_IMAGE),
-            runtime=str(raw.get("runtime") or ""),
-            limits=Limits(**limits),
-            storage_mb_per_team=storage,
-            queue=queue,
-            gpus=gpus,
-            max_running_per_team=running,
-            platform_failures_per_day=failures,
-        )
-
-    def as_json(self) -> dict[str, Any]:
-        return {"base_image": self.base_image, "runtime": self.runtime, "limits": asdict(self.limits),
-                "storage_mb_per_team": self.storage_mb_per_team, "queue": self.queue, "gpus": self.gpus,
-                "max_running_per_team": self.max_running_per_team,
-                "platform_failures_per_day": self.platform_failures_per_day}
-
-
-@dataclass(frozen=True)
-class RunDataset:
-    """One dataset as the system sees it (``label`` is the alias while sealed)."""
-
-    slug: str
-    label: str
-    format: str
-    source: str  # path of the answer-free inputs on the platform's storage
-    input_name: str
-    output_name: str
-    # Sealed: the system reads re-keyed ids (HMAC with this hex key) and the alias, never
-    # the dataset's own ids or name; "" while the dataset is public.
-    id_key: str = ""
-
-    @property
-    def sealed(self) -> bool:
-        return bool(self.id_key)
-
-    def qids_for_system(self, qids: Sequence[str]) -> dict[str, str]:
-        """{the id the system reads and answers under: the dataset's own id}, every question.
-
-        For a sealed dataset this is the map the re-keying made (recomputed from the
-        stored inputs with the same key: cheaper to redo than to carry).
-        """
-        if not self.sealed:
-            return {qid: qid for qid in qids}
-        data = Path(self.source).read_bytes()
-        _, visible = inputs.rekey(self.format, data, key=bytes.fromhex(self.id_key), label=self.label)
-        return visible
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    submission_id: int
-    attempt: int
-    kind: str
-    challenge: str
-    phase: str
-    portion: str
-    upload_path: str
-    image_digest: str
-    base_image: str
-    runtime: str
-    limits: Limits
-    datasets: list[RunDataset]
-    # The run reads data its team never sees (``phase_runs_on_hidden_data``, the one rule): the worker
-    # then sandboxes it apart (``workers.runner.sandbox_choose``).
-    hidden_data: bool = False
-
-    def manifest(self) -> dict[str, Any]:
-        return {
-            "challenge": self.challenge,
-            "phase": self.phase,
-            "portion": self.portion,
-            "datasets": [
-                {"name": d.label, "input": d.input_name, "output": d.output_name, "format": d.format}
-                for d in self.datasets
-            ],
-            "limits": asdict(self.limits),
-        }
-
-
-@dataclass(frozen=True)
-class RunNote:
-    """The platform's own message about a run, kept out of its log so that a system cannot imitate one.
-
-    ``text`` is the platform's words only, never a quote of what the system or its image wrote;
-    ``at`` is the position in the log the note is about (where bytes were cut), None for the run.
-    """
-
-    text: str
-    at: int | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"text": self.text, "at": self.at}
-
-
-@dataclass
-class RunOutcome:
-    """What a run produced, as the worker hands it to the platform to judge and score."""
-
-    exit_code: int | None
-    timed_out: bool
-    oom_killed: bool
-    output_too_large: bool
-    duration_s: float
-    logs: str  # what the system wrote to stdout and stderr, capped and cleaned (log_clean)
-    runtime: str
-    # The container's peak memory use, where the engine's cgroup could be read.
-    peak_memory_bytes: int | None = None
-    # dataset slug -> the bytes written, or an error saying why none can be read
-    outputs: dict[str, bytes] = field(default_factory=dict)
-    output_errors: dict[str, str] = field(default_factory=dict)
-    # slugs among output_errors whose file was over the output limit
-    outputs_too_large: set[str] = field(default_factory=set)
-    # Why the engine could not start the container (its command missing or not executable),
-    # in the platform's words; "" when it started.
-    not_started: str = ""
-    notes: list[RunNote] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class TicketFile:
-    """A file a compute worker downloads for a run: where (a path under the internal API),
-    what it must hash to, and how large it is (the worker stops reading past that)."""
-
-    name: str
-    url: str
-    sha256: str
-    size: int
-
-
-@dataclass(frozen=True)
-class RunTicket:
-    """What a compute worker is given for one run, and all it is given (``RunPlan`` stays on the
-    trusted side): the files to fetch, the manifest, the cage's settings.  No storage path, no
-    dataset slug (a sealed dataset's slug is its real name), no re-keying secret, no gold."""
-
-    submission_id: int
-    attempt: int
-    kind: str
-    image_digest: str
-    base_image: str
-    runtime: str
-    gpus: int
-    limits: Limits
-    manifest: dict[str, Any]
-    inputs: list[TicketFile]
-    output_names: list[str]
-    system: TicketFile | None
-    heartbeat_s: float
-    max_bundle_uncompressed: int
-    max_image_uncompressed: int
-    # The interactive protocol (issue 11), None for a batch run: {"modes": [...], "format": "quac"
-    # or "coqa"}.  The system answers turn by turn; the gold comes from the trusted side, turn by turn.
-    protocol: dict[str, Any] | None = None
-    # As RunPlan.hidden_data: the worker gives the run its own image copy, runtime and host.
-    hidden_data: bool = False
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> RunTicket:
-        return cls(**{
-            **raw,
-            "limits": Limits(**raw["limits"]),
-            "inputs": [TicketFile(**f) for f in raw["inputs"]],
-            "system": TicketFile(**raw["system"]) if raw.get("system") else None,
-        })
-
-
-def outcome_as_json(outcome: RunOutcome) -> dict[str, Any]:
-    """A run's outcome without its outputs (they travel as files), for the trip from a compute
-    worker to the platform; on the compute side outputs and their errors are keyed by output file
-    name (it never learns a dataset's slug)."""
-    return {
-        "exit_code": outcome.exit_code, "timed_out": outcome.timed_out, "oom_killed": outcome.oom_killed,
-        "output_too_large": outcome.output_too_large, "duration_s": outcome.duration_s, "logs": outcome.logs,
-        "runtime": outcome.runtime, "peak_memory_bytes": outcome.peak_memory_bytes,
-        "not_started": outcome.not_started, "notes": [n.as_json() for n in outcome.notes],
-        "output_errors": dict(outcome.output_errors), "outputs_too_large": sorted(outcome.outputs_too_large),
-    }
-
-
-def outcome_from_json(raw: dict[str, Any], *, outputs: dict[str, bytes], slugs: dict[str, str]) -> RunOutcome:
-    """The inverse of ``outcome_as_json``: ``slugs`` maps output file names back to dataset slugs;
-    a name the run does not have is refused (KeyError), never invented."""
-
-    def typed(key: str, kind: type | tuple[type, ...]) -> Any:
-        value = raw.get(key)
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            raise ValueError(f"outcome field {key!r} is not of the expected type")
-        return value
-
-    exit_code = raw.get("exit_code")
-    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
-        raise ValueError("outcome field 'exit_code' is not of the expected type")
-    peak = raw.get("peak_memory_bytes")
-    if peak is not None and (isinstance(peak, bool) or not isinstance(peak, int)):
-        raise ValueError("outcome field 'peak_memory_bytes' is not of the expected type")
-    notes = [RunNote(text=str(n["text"]), at=n.get("at") if isinstance(n.get("at"), int) else None)
-             for n in typed("notes", list)]
-    errors = typed("output_errors", dict)
-    return RunOutcome(
-        exit_code=exit_code,
-        timed_out=typed("timed_out", bool),
-        oom_killed=typed("oom_killed", bool),
-        output_too_large=typed("output_too_large", bool),
-        duration_s=float(typed("duration_s", (int, float))),
-        logs=typed("logs", str),
-        runtime=typed("runtime", str),
-        peak_memory_bytes=peak,
-        outputs={slugs[name]: data for name, data in outputs.items()},
-        output_errors={slugs[name]: str(message) for name, message in errors.items()},
-        outputs_too_large={slugs[name] for name in typed("outputs_too_large", list)},
-        not_started=typed("not_started", str),
-        notes=notes,
-    )
-
-
-# C0 and C1 control characters and DEL, but tab and newline: a log must not drive the reader's
-# terminal (ESC sequences) or cut a string short (NUL) in whatever shows it.
-_CONTROL = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0)])
-
-
-def log_clean(text: str) -> str:
-    """A log as it can be shown anywhere: control characters removed, carriage returns as newlines
-    (a progress bar's updates become lines instead of one overwritten line)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").translate(_CONTROL)
-
-
-# --------------------------------------------------------------------------- image archives
 
 
 @dataclass(frozen=True)
@@ -891,8 +557,8 @@ def image_protocol(image: ImageArchive) -> str:
     """What an image declares with its ``org.readerboard.protocol`` label ("batch" without one)."""
     labels = (image.config.get("config") or {}).get("Labels") or {}
     declared = labels.get(PROTOCOL_LABEL, "batch") if isinstance(labels, dict) else "batch"
-    if declared not in _PROTOCOLS:
-        raise ArchiveError(f"the image's label {PROTOCOL_LABEL}={declared!r} is not one of {', '.join(_PROTOCOLS)}")
+    if declared not in PROTOCOLS:
+        raise ArchiveError(f"the image's label {PROTOCOL_LABEL}={declared!r} is not one of {', '.join(PROTOCOLS)}")
     return str(declared)
 
 
@@ -907,8 +573,8 @@ def _bundle_protocol(archive: zipfile.ZipFile) -> str:
     except (ValueError, zipfile.BadZipFile, OSError):
         raise ArchiveError(f'{BUNDLE_DECLARATION} is not JSON; write {{"protocol": "{INTERACTIVE}"}}') from None
     protocol = declared.get("protocol", "batch") if isinstance(declared, dict) else None
-    if protocol not in _PROTOCOLS:
-        raise ArchiveError(f'{BUNDLE_DECLARATION}: "protocol" must be one of {", ".join(_PROTOCOLS)}')
+    if protocol not in PROTOCOLS:
+        raise ArchiveError(f'{BUNDLE_DECLARATION}: "protocol" must be one of {", ".join(PROTOCOLS)}')
     return str(protocol)
 
 
