@@ -1,7 +1,7 @@
-"""Do the two test passes of deploy/test.sh agree?  ``passes_agree.py FULL.xml SUBSET.xml``
+"""Do the two test passes of deploy/test.sh agree?  ``passes_agree.py FULL SUBSET``
 
-FULL is the JUnit XML of the pass that ran the whole selection (PostgreSQL), SUBSET that of the pass
-that ran only the tests touching the database (SQLite).  They agree when every test of SUBSET is in
+FULL holds the JUnit XML files (``*.xml``) of the pass that ran the whole selection (PostgreSQL),
+SUBSET those of the pass that ran only the tests touching the database (SQLite).  They agree when every test of SUBSET is in
 FULL with the same outcome (passed, failed, error or skipped) and SUBSET ran at least one test; a test
 of SUBSET missing from FULL was dropped there.  Exit 0 when they agree, 1 (saying where) when not.
 """
@@ -13,10 +13,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-def outcomes(path: Path) -> dict[str, str]:
-    """Each test case of a JUnit XML file (``classname::name``) and its outcome."""
+def outcomes(folder: Path) -> dict[str, str]:
+    """Each test case of the JUnit XML files in ``folder`` (``classname::name``) and its outcome."""
     found: dict[str, str] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
+    cases = [case for path in sorted(folder.glob("*.xml")) for case in ET.parse(path).getroot().iter("testcase")]
+    for case in cases:
         kinds = {child.tag for child in case} & {"failure", "error", "skipped"}
         # A test that failed and then errored in its teardown is reported twice: the worst wins.
         outcome = next((kind for kind in ("error", "failure", "skipped") if kind in kinds), "passed")

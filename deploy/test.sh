@@ -19,15 +19,16 @@ echo "== ruff"
 # installs and starts a local one and prints its URL), and again on SQLite (the demo's, embedded) only
 # the tests that touch the database (marker "database", added at collection), without the sandbox and
 # browser tiers, whose subject is not the database.  The scoring tests and the other database-free ones
-# run once.  Both passes run under xdist (two workers); the slow tiers (tests/e2e, tests/sandbox,
-# tests/processes) run one after another on one of them (--dist loadgroup), beside the fast tests.
+# run once.  In each pass the fast tests run under xdist (READERBOARD_TEST_WORKERS, 2), then the slow
+# tiers (tests/e2e, tests/sandbox, tests/processes: one engine, one host) one after another.
 # READERBOARD_TEST_DATABASES=sqlite (or postgres) runs the whole suite on one of them, for a quick run by
 # hand; with both, the first runs the whole suite and the second the database tests.
-# The first non-zero exit status of pytest is the script's (5, it collected nothing, is a failure for
-# us, not a pass), and every test of the database pass must have the same outcome on the full pass
-# (deploy/passes_agree.py reads both passes' JUnit XML).
+# A pass that collects nothing (pytest's 5 in both halves) fails, as any other non-zero status of
+# pytest; the first is the script's.  Every test of the database pass must have the same outcome on the
+# full pass (deploy/passes_agree.py reads the JUnit XML of both).
+slow="docker or browser or processes"
 status=0
-reports=()
+passes=()
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 workers=${READERBOARD_TEST_WORKERS:-2}
@@ -41,20 +42,35 @@ for database in ${READERBOARD_TEST_DATABASES:-postgres sqlite}; do
       esac ;;
     *) echo "test.sh: READERBOARD_TEST_DATABASES: unknown database '$database' (sqlite, postgres)" >&2; exit 2 ;;
   esac
-  selection=()
-  if [ ${#reports[@]} -eq 0 ]; then
+  if [ ${#passes[@]} -eq 0 ]; then
     echo "== pytest on $database: the whole suite"
+    fast="not ($slow)" tiers="$slow"
   else
     echo "== pytest on $database: the tests that touch the database"
-    selection=(-m "database and not docker and not browser")
+    fast="database and not ($slow)" tiers="database and processes"
   fi
+  mkdir -p "$logs/$database"
+  codes=()
+  for half in fast tiers; do
+    code=0
+    if [ "$half" = fast ]; then
+      READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest -n "$workers" -m "$fast" \
+        --junitxml="$logs/$database/fast.xml" "$@" || code=$?
+    else
+      READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest -m "$tiers" \
+        --junitxml="$logs/$database/tiers.xml" "$@" || code=$?
+    fi
+    codes+=("$code")
+  done
   code=0
-  READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest -n "$workers" --dist loadgroup \
-    --junitxml="$logs/$database.xml" "${selection[@]}" "$@" || code=$?
+  [ "${codes[0]}" -ne 5 ] || [ "${codes[1]}" -ne 5 ] || code=5
+  for half_code in "${codes[@]}"; do
+    if [ "$code" -eq 0 ] && [ "$half_code" -ne 0 ] && [ "$half_code" -ne 5 ]; then code=$half_code; fi
+  done
   [ "$status" -ne 0 ] || status=$code
-  reports+=("$logs/$database.xml")
+  passes+=("$logs/$database")
 done
-if [ "$status" -eq 0 ] && [ ${#reports[@]} -eq 2 ]; then
-  .venv/bin/python deploy/passes_agree.py "${reports[0]}" "${reports[1]}" || status=1
+if [ "$status" -eq 0 ] && [ ${#passes[@]} -eq 2 ]; then
+  .venv/bin/python deploy/passes_agree.py "${passes[0]}" "${passes[1]}" || status=1
 fi
 exit "$status"

@@ -27,21 +27,18 @@ pytest_plugins = [
 ]
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m selects on the markers added here
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Markers as each test is collected, before any plugin reads them (-m)."""
+    path = item.nodeid.split("::")[0]
+    fixtures = getattr(item, "fixturenames", ())
+    for marker in sorted(markers_of(path, fixtures)):
+        item.add_marker(marker)
+    if item.get_closest_marker("django_db") or "_django_db_helper" in fixtures:
+        item.add_marker("database")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wrong = []
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        fixtures = getattr(item, "fixturenames", ())
-        for marker in sorted(markers_of(path, fixtures)):
-            item.add_marker(marker)
-            # The slow tiers share the engine, ports and the host: under xdist (--dist loadgroup) they
-            # run one after another on one worker, beside the fast tests.
-            item.add_marker(pytest.mark.xdist_group("slow"))
-        if item.get_closest_marker("django_db") or "_django_db_helper" in fixtures:
-            item.add_marker("database")
-        reason = misplaced(path, fixtures)
-        if reason:
-            wrong.append(f"{item.nodeid}: {reason}")
+    wrong = [f"{item.nodeid}: {reason}" for item in items
+             if (reason := misplaced(item.nodeid.split("::")[0], getattr(item, "fixturenames", ())))]
     if wrong:
         raise pytest.UsageError("slow tests outside their tier directory:\n" + "\n".join(wrong))
