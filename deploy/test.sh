@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: set-up, type checks, import layering, then pytest.
-# Extra arguments go to pytest (e.g. deploy/test.sh tests/scoring -x).
+# Extra arguments go to pytest (e.g. deploy/test.sh tests/leaderboard/test_uploads.py -x; a selection
+# without database tests fails its SQLite pass with 5: READERBOARD_TEST_DATABASES=sqlite runs it once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
