@@ -12,10 +12,12 @@ echo "== mypy --strict scoring, the run contract (leaderboard/sandbox) and the c
 .venv/bin/mypy --strict --follow-imports=silent --ignore-missing-imports \
   leaderboard/sandbox workers/compute_app.py workers/run_system.py workers/internal_api.py workers/runner.py \
   workers/converse.py workers/celery_settings.py
-echo "== import layering (workers -> leaderboard -> scoring)"
+echo "== mypy with django-stubs and the DRF plugin over the web app and the workers (pyproject.toml)"
+.venv/bin/mypy leaderboard workers
+echo "== import layering: packages, apps, submission stages, the pure run contract (pyproject.toml)"
 .venv/bin/lint-imports
-echo "== ruff"
-.venv/bin/ruff check scoring tests deploy/images workers
+echo "== ruff over the whole tree"
+.venv/bin/ruff check .
 # The suite, in two passes: the whole suite once on PostgreSQL (production's database; deploy/postgres.sh
 # installs and starts a local one and prints its URL), and again on SQLite (the demo's, embedded) only
 # the tests that touch the database (marker "database", added at collection), without the sandbox and

@@ -166,7 +166,7 @@ def _numpy_matches(items: Sequence[MatchItem], max_n: int) -> list[list[int]] | 
     1, or, when the candidate repeats the n-gram, min(candidate count, largest
     count in one reference), which a second small sort provides.
     """
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - numpy costs a command that never counts a large batch its import time
 
     texts: list[str] = []
     pair_of: list[int] = []

@@ -88,7 +88,7 @@ TOKENIZATIONS = ("whitespace", "cjk")
 @lru_cache(maxsize=1)
 def _run_tokenizer() -> Callable[[str], list[str]]:
     # Imported on first use: NLTK costs a third of a second, which other commands need not pay.
-    from nltk.tokenize.destructive import NLTKWordTokenizer  # type: ignore[import-untyped]
+    from nltk.tokenize.destructive import NLTKWordTokenizer  # type: ignore[import-untyped]  # noqa: PLC0415 - see the comment above
 
     tokenize: Callable[[str], list[str]] = NLTKWordTokenizer().tokenize
     return tokenize

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options, write_json
 from scoring.errors import InputFormatError, UndefinedMetricError
+from scoring.inputs import coqa_qid
 from scoring.io import Warn, _ignore, gc_paused, load_json
 from scoring.result import EvalResult, summarise
 from scoring.text import TokenBag
@@ -105,6 +106,30 @@ def coqa_gold(dataset: Any, *, path: str = "dataset", strict: bool = False) -> C
         warnings.append(f"{path}: {len(repeated)} (story, turn) pair(s) appear more than once ({shown}); "
                         "the last one's answers are used, as the official script does")
     return CoqaGold(turns, sources, warnings, path)
+
+
+class CoqaGoldFile(NamedTuple):
+    """A CoQA gold file read by :func:`load_coqa_gold`: the document and its gold answers."""
+
+    document: dict[str, Any]
+    gold: CoqaGold
+
+
+def load_coqa_gold(path: str | os.PathLike[str]) -> CoqaGoldFile:
+    """A CoQA gold file checked as a leaderboard needs it: :func:`coqa_gold` strictly (no
+    (story, turn) twice), and every question has its text (``input_text``); errors name the
+    question by :func:`scoring.inputs.coqa_qid`."""
+    name = os.fspath(path)
+    document = load_json(name)
+    gold = coqa_gold(document, path=name, strict=True)
+    for s, story in enumerate(document["data"]):
+        for i, question in enumerate(story["questions"]):
+            if not isinstance(question.get("input_text"), str):
+                raise InputFormatError(
+                    f"data[{s}] (story {story['id']!r}): questions[{i}] should have a string 'input_text'",
+                    path=name, qid=coqa_qid(story["id"], question["turn_id"]),
+                )
+    return CoqaGoldFile(document, gold)
 
 
 def _story(

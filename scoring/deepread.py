@@ -90,9 +90,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
-from scoring.errors import InputFormatError
+from scoring.cli import add_common_options
+from scoring.errors import InputFormatError, ScoringError
 from scoring.io import load_json, load_prediction_map, require
 from scoring.result import EvalResult
 
@@ -410,6 +411,59 @@ def load_deepread_data(path: str | os.PathLike[str]) -> DeepReadData:
     return DeepReadData(questions=questions, stories=stories)
 
 
+class DeepReadGold(NamedTuple):
+    """A Deep Read gold file read by :func:`load_deepread_gold`: the document and its data."""
+
+    document: dict[str, Any]
+    data: DeepReadData
+
+
+def load_deepread_gold(path: str | os.PathLike[str]) -> DeepReadGold:
+    """A Deep Read gold file checked as a leaderboard needs it (README, "Deep Read challenges").
+
+    Beyond :func:`load_deepread_data`: every question is asked about a story (systems answer
+    with one of its sentences), has its text, a HumSent key (``answer_sentences``; ``[]`` where
+    no sentence answers it, which the paper counts as 0 for everyone), and answer keys with a
+    content word; and every story has sentences, none of them blank.
+    """
+    name = os.fspath(path)
+    data = load_deepread_data(name)
+    document = load_json(name)  # the loader keeps no question text; the file has passed it already
+    for s, story in enumerate(document.get("stories", [])):
+        where = f"stories[{s}]"
+        if not story["sentences"]:
+            raise InputFormatError(f"{where} has no sentences, so its questions cannot be answered",
+                                   path=name, qid=story["id"])
+        for n, sentence in enumerate(story["sentences"]):
+            if not sentence["text"].strip():
+                # An empty answer would "pick" it.
+                raise InputFormatError(f"{where}.sentences[{n}] (id {sentence['id']!r}) is blank", path=name,
+                                       qid=story["id"])
+    for q, (raw, question) in enumerate(zip(document["questions"], data.questions, strict=True)):
+        where = f"questions[{q}]"
+        if question.story is None:
+            raise InputFormatError(f"{where} has no 'story': a question is asked about a story, and systems "
+                                   "answer it with one of the story's sentences", path=name, qid=question.id)
+        text = raw.get("question")
+        if not isinstance(text, str) or not text.strip():
+            raise InputFormatError(f"{where} should have the question's text in 'question'", path=name,
+                                   qid=question.id)
+        if question.answer_sentences is None:
+            raise InputFormatError(
+                f"{where} has no 'answer_sentences': the ids of the sentences that answer it (HumSent, which "
+                "ranks); give [] where none does (it still counts, and scores 0 for everyone)",
+                path=name, qid=question.id,
+            )
+        for key in question.answers:
+            if not content_words(key):
+                raise InputFormatError(
+                    f"{where}: answer key {key!r} has no content word once stop words are removed, so no "
+                    "answer can match it (precision and recall are undefined); reword or remove it",
+                    path=name, qid=question.id,
+                )
+    return DeepReadGold(document, data)
+
+
 def load_deepread_predictions(path: str | os.PathLike[str], *, strict: bool = False,
                               warn: Callable[[str], None] = lambda _: None) -> dict[str, Prediction]:
     """Read ``{qid: "answer"}`` or ``{qid: {"answer": ..., "sentence": ...}}`` predictions."""
@@ -619,7 +673,6 @@ def _picked_sentence(question: Question, story: Story | None, prediction: Predic
 
 
 def register(subparsers: Any) -> None:
-    from scoring.cli import add_common_options
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "deepread",
@@ -641,7 +694,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> EvalResult:
-    from scoring.errors import ScoringError
 
     if args.autsent_threshold is not None and not 0.0 < args.autsent_threshold <= 1.0:
         raise ScoringError("--autsent-threshold must be in (0, 1]")

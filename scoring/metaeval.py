@@ -83,9 +83,14 @@ import numpy as np
 import numpy.typing as npt
 
 from scoring.charmetrics import BleuStats, mrc_bleu, strip_whitespace, sum_bleu_stats
+from scoring.cmrc2018 import Cmrc2018Scorer
+from scoring.deepread import content_words, precision_recall
+from scoring.dureader import iter_json_lines_official, raw_to_reference
 from scoring.errors import InputFormatError, ScoringError
 from scoring.io import decode_text, json_type, parse_json, read_bytes, require
+from scoring.mrc2018 import bleu_stats_with_bonus, question_from_line, rouge_l_with_bonus
 from scoring.result import EvalResult
+from scoring.text import max_em_f1_v1
 
 FloatArray = npt.NDArray[np.float64]
 Level = Literal["char", "word"]
@@ -245,8 +250,6 @@ def load_judgments(path: str | os.PathLike[str]) -> list[Judgment]:
 
 def load_references(path: str | os.PathLike[str]) -> dict[str, Reference]:
     """Read an MRC2018 reference file or a released DuReader file, validated as ``mrc_eval.py`` reads it."""
-    from scoring.dureader import iter_json_lines_official, raw_to_reference
-    from scoring.mrc2018 import question_from_line
 
     name = os.fspath(path)
     out: dict[str, Reference] = {}
@@ -293,7 +296,6 @@ def sentence_bleu4(stats: BleuStats) -> float:
 
 def adapted_scores(candidate: Candidate, *, alpha: float, beta: float, gamma: float = GAMMA) -> dict[str, float]:
     """``ROUGE-L-adapted`` and ``BLEU-4-adapted`` of a candidate at these bonus weights."""
-    from scoring.mrc2018 import bleu_stats_with_bonus, rouge_l_with_bonus
 
     c = candidate
     bonus: dict[str, Any] = {"yn_label": c.yn_label, "yn_refs": c.yn_refs, "entities": c.entities,
@@ -309,7 +311,6 @@ _HAN = re.compile("([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
 
 def deepread_precision_recall(answer: str, references: Sequence[str], *, level: Level) -> tuple[float, float] | None:
     """Deep Read P and R against the reference with the best recall (then precision); None if none has a content word."""
-    from scoring.deepread import content_words, precision_recall
 
     def words(text: str) -> frozenset[str]:
         # Chinese has no spaces: each character is a word (otherwise a whole clause would be one token).
@@ -329,7 +330,6 @@ def deepread_precision_recall(answer: str, references: Sequence[str], *, level: 
 def prepare(judgment: Judgment, reference: Reference, *, level: Level, gamma: float = GAMMA,
             path: str = "judgments") -> Candidate:
     """Check a judgment against its reference and score everything that does not depend on alpha and beta."""
-    from scoring.mrc2018 import bleu_stats_with_bonus, rouge_l_with_bonus
 
     qtype = reference.question_type
     if judgment.question_type is not None and judgment.question_type != qtype:
@@ -353,11 +353,9 @@ def prepare(judgment: Judgment, reference: Reference, *, level: Level, gamma: fl
         "BLEU-4": sentence_bleu4(bleu_stats_with_bonus(cand, refs)),
     }
     if level == "char":
-        from scoring.cmrc2018 import Cmrc2018Scorer
 
         em, f1 = Cmrc2018Scorer().best_v1(judgment.answer, reference.answers)
     else:
-        from scoring.text import max_em_f1_v1
 
         em, f1 = max_em_f1_v1(judgment.answer, reference.answers)
     fixed["EM"], fixed["F1"] = float(em), f1

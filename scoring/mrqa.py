@@ -25,17 +25,15 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options
+from scoring.cmrc2018 import Cmrc2018Scorer
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.inputs import iter_input_lines
 from scoring.io import Warn, iter_json_lines, load_prediction_map
 from scoring.result import EvalResult, summarise
 from scoring.squad import CachedScorer, prediction_text, without_gc
-
-if TYPE_CHECKING:
-    from scoring.cmrc2018 import Cmrc2018Scorer
 
 # --------------------------------------------------------------------------- gold file
 
@@ -178,7 +176,6 @@ def evaluate_mrqa(
     """
     scorer: CachedScorer | Cmrc2018Scorer
     if tokenization == "cjk":
-        from scoring.cmrc2018 import Cmrc2018Scorer
 
         scorer = Cmrc2018Scorer()
     elif tokenization == "whitespace":

@@ -40,6 +40,15 @@ from scoring.text import TokenBag
 
 CANNOTANSWER = "CANNOTANSWER"
 DEFAULT_MIN_F1 = 0.4
+# QuAC's dialog acts (scorer.py compares them as strings).
+YESNO_ACTS = frozenset({"y", "n", "x"})
+FOLLOWUP_ACTS = frozenset({"y", "n", "m"})
+# An answer without acts asserts none: "x" is "not a yes/no question" and "m" "follow-up: maybe",
+# QuAC's neutral labels.  They still count in the yes/no and follow-up accuracies.
+NEUTRAL_YESNO = "x"
+NEUTRAL_FOLLOWUP = "m"
+# An answer with its acts, as {qid: answer} maps give it (a plain string: the span alone).
+ANSWER_FIELDS = ("answer", "yesno", "followup")
 # The official output JSON, in its key order (scorer.py:206).
 METRIC_KEYS = ("unfiltered_f1", "f1", "HEQ", "DHEQ", "yes/no", "followup", "unanswerable_acc")
 # Category labels of compute_span_overlap (spec 6.2); they never change a number.
@@ -111,6 +120,63 @@ def quac_dialogs(dataset: Any, *, path: str = "dataset", strict: bool = False) -
                     raise InputFormatError("question id appears more than once", path=path, qid=question.qid)
                 seen.add(question.qid)
     return dialogs
+
+
+class QuacGold(NamedTuple):
+    """A QuAC gold file read by :func:`load_quac_gold`: the document and its dialogs."""
+
+    document: dict[str, Any]
+    dialogs: list[QuacDialog]
+
+
+def load_quac_gold(path: str | os.PathLike[str]) -> QuacGold:
+    """A QuAC gold file checked as a leaderboard needs it: the scorer's fields (strictly: no
+    question id twice), every question's text, and gold dialog acts among QuAC's labels (any
+    other could never be predicted right)."""
+    name = os.fspath(path)
+    document = load_json(name)
+    if not isinstance(document, dict):
+        raise InputFormatError("expected a QuAC dataset: a JSON object with a 'data' list", path=name)
+    dialogs = quac_dialogs(document, path=name, strict=True)
+    for a, article in enumerate(document["data"]):
+        for p, paragraph in enumerate(article["paragraphs"]):
+            for q, qa in enumerate(paragraph["qas"]):
+                where = f"data[{a}].paragraphs[{p}].qas[{q}]"
+                if not isinstance(qa.get("question"), str):
+                    raise InputFormatError(f"{where} should have a string 'question'", path=name, qid=qa["id"])
+                for key, allowed in (("yesno", YESNO_ACTS), ("followup", FOLLOWUP_ACTS)):
+                    if not isinstance(qa[key], str) or qa[key] not in allowed:
+                        raise InputFormatError(
+                            f"{where}: {key!r} should be one of {', '.join(sorted(allowed))}, found {qa[key]!r}",
+                            path=name, qid=qa["id"],
+                        )
+    return QuacGold(document, dialogs)
+
+
+def answers_by_dialog(dialogs: Sequence[QuacDialog], answers: Mapping[str, Any]) -> QuacPredictions:
+    """``{qid: answer}`` answers filed by dialog, as :func:`quac_predictions` files official lines.
+
+    An answer is a string (the span; acts :data:`NEUTRAL_YESNO`, :data:`NEUTRAL_FOLLOWUP`) or a
+    mapping with :data:`ANSWER_FIELDS` (``answer`` required, absent acts neutral); they are
+    taken as given, so check them first.  The official scorer files a line under the dialog
+    named by its first qid's prefix (``qid.split("_q#")[0]``); the gold says which dialog each
+    qid is in, so each answer is filed there and a qid without that prefix is not lost.  A
+    question without an answer is left out (scored 0, as the official scorer does).
+    """
+    out: QuacPredictions = {}
+    for dialog in dialogs:
+        filed = out.setdefault(dialog.dialog_id, {})
+        for question in dialog.questions:
+            if question.qid not in answers:
+                continue
+            answer = answers[question.qid]
+            if isinstance(answer, str):
+                filed[question.qid] = QuacPrediction(answer, NEUTRAL_YESNO, NEUTRAL_FOLLOWUP)
+            else:
+                filed[question.qid] = QuacPrediction(
+                    answer["answer"], answer.get("yesno", NEUTRAL_YESNO), answer.get("followup", NEUTRAL_FOLLOWUP),
+                )
+    return out
 
 
 def _dialog(par: Any, where: str, path: str) -> QuacDialog:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+from scoring.cli import add_common_options
 from scoring.errors import InputFormatError
 from scoring.io import json_type, load_json
 from scoring.result import EvalResult
@@ -306,7 +307,6 @@ def parse_metric_spec(spec: str) -> tuple[str, bool]:
 
 
 def register(subparsers: Any) -> None:
-    from scoring.cli import add_common_options
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "rank",

@@ -56,6 +56,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from scoring.cli import add_common_options
 from scoring.errors import InputFormatError, ScoringError, UndefinedMetricError
 from scoring.io import _ignore, load_json
 from scoring.result import EvalResult
@@ -748,7 +749,6 @@ def parse_system_args(specs: Sequence[str]) -> dict[str, str]:
 
 
 def register(subparsers: Any) -> None:
-    from scoring.cli import add_common_options
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "significance",

@@ -55,9 +55,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from scoring.cli import add_common_options
 from scoring.errors import InputFormatError
@@ -72,6 +73,8 @@ from scoring.squad import (
     missing_predictions,
     prediction_text,
     questions_by_id,
+    report_duplicate_qids,
+    squad_questions,
     without_gc,
 )
 
@@ -98,6 +101,68 @@ def question_level(question: SquadQuestion, *, path: str = "dataset") -> str | N
                                    path=path, qid=question.qid)
         found = label
     return found
+
+
+class Squad2Gold(NamedTuple):
+    """A SQuAD 2.0 gold file read by :func:`load_squad2_gold`."""
+
+    dataset: dict[str, Any]
+    # Difficulty label -> its part of the level_<name>_* metric names.
+    level_names: dict[str, str]
+    # Whether a question's level (or its lack of one) tells if it is answerable.
+    levels_reveal_answerability: bool
+
+
+# Level names go into metric names, which are at most 64 characters.
+LEVEL_NAME_MAX = 16
+
+
+def level_name(label: str) -> str:
+    """A difficulty label as part of a metric name: 'LEVEL1' -> '1', 'Level 2' -> '2', 'easy' -> 'easy'."""
+    name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+    if name.startswith("level"):
+        name = name[len("level"):].lstrip("_")
+    return name
+
+
+def load_squad2_gold(path: str | os.PathLike[str]) -> Squad2Gold:
+    """A SQuAD 2.0 gold file checked as strictly as a leaderboard needs it.
+
+    Beyond :func:`scoring.squad.load_squad_dataset`: no question id twice, every question has
+    its text, and each difficulty label names a metric of its own (short, and no two labels
+    sharing a name).  ``levels_reveal_answerability`` says whether showing the labels would
+    tell answerable from unanswerable questions (some level holds only one kind).
+    """
+    name = os.fspath(path)
+    dataset = load_squad_dataset(name)
+    questions = squad_questions(dataset, path=name)
+    report_duplicate_qids(questions, path=name, strict=True, warnings=[], consequence="")
+    level_names: dict[str, str] = {}
+    label_of_name: dict[str, str] = {}
+    answerability_by_level: dict[str | None, set[bool]] = {}
+    for question in questions:
+        if not isinstance(question.qa.get("question"), str):
+            raise InputFormatError(f"{question.where} should have a string 'question'", path=name, qid=question.qid)
+        label = question_level(question, path=name)
+        answerability_by_level.setdefault(label, set()).add(bool(question.answers))
+        if label is None or label in level_names:
+            continue
+        metric_name = level_name(label)
+        if not metric_name or len(metric_name) > LEVEL_NAME_MAX:
+            raise InputFormatError(
+                f"{question.where}: difficulty level {label!r} cannot name a metric; use a short label like 'LEVEL1'",
+                path=name, qid=question.qid,
+            )
+        if metric_name in label_of_name:
+            raise InputFormatError(
+                f"{question.where}: difficulty levels {label_of_name[metric_name]!r} and {label!r} would share "
+                f"the metric names level_{metric_name}_*; rename one",
+                path=name, qid=question.qid,
+            )
+        level_names[label] = metric_name
+        label_of_name[metric_name] = label
+    reveals = bool(level_names) and any(len(kinds) < 2 for kinds in answerability_by_level.values())
+    return Squad2Gold(dataset, level_names, reveals)
 
 
 def _natural_key(label: str) -> list[Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -22,18 +23,20 @@ from django import db
 from django.conf import settings
 
 from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, send_task
+from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.contract import HiddenRuns, RunOutcome, RunTicket, TicketFile
-from leaderboard.submissions import compute, dialog_runs
-from leaderboard.submissions.models import Submission
-from leaderboard.submissions.system_services import (
+from leaderboard.submissions import dialog_runs, worker_api
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.lifecycle import (
     Reaped,
     submission_run_claim,
     submission_run_fail,
-    submission_run_finish,
     submission_run_heartbeat,
     submission_run_platform_failure,
     submissions_reap,
 )
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.selectors import system_run_plan
 from scoring.dialogs import Revealed
 from workers import runner
 from workers.dispatch import dispatch_again
@@ -50,8 +53,8 @@ class LocalTransport:
         if plan is None:
             return None
         try:
-            return compute.run_ticket_build(plan)
-        except compute.ServiceError as exc:
+            return worker_api.run_ticket_build(plan)
+        except ServiceError as exc:
             if submission_run_platform_failure(plan.submission_id, attempt=plan.attempt, reason=str(exc)):
                 dispatch_again(plan.submission_id)
             return None
@@ -62,7 +65,7 @@ class LocalTransport:
             shutil.copyfile(submission.file.path, target)
             return
         index = ticket.inputs.index(item)
-        path = compute.run_input_path(submission=submission, index=index)
+        path = worker_api.run_input_path(submission=submission, index=index)
         if path is None:
             raise runner.PlatformError(f"no input file for {item.name}")
         shutil.copyfile(path, target)
@@ -76,7 +79,7 @@ class LocalTransport:
 
     def finish(self, ticket: RunTicket, outcome: RunOutcome) -> None:
         submission = Submission.objects.select_related("phase__challenge").get(pk=ticket.submission_id)
-        slugs = {ds.output_name: ds.slug for ds in compute.system_run_plan(submission=submission).datasets}
+        slugs = {ds.output_name: ds.slug for ds in system_run_plan(submission=submission).datasets}
         outcome.outputs = {slugs[k]: v for k, v in outcome.outputs.items()}
         outcome.output_errors = {slugs[k]: v for k, v in outcome.output_errors.items()}
         outcome.outputs_too_large = {slugs[k] for k in outcome.outputs_too_large}
@@ -103,7 +106,6 @@ class LocalTransport:
 
 
 def _main_thread() -> bool:
-    import threading
 
     return threading.current_thread() is threading.main_thread()
 
@@ -129,7 +131,7 @@ def runs_reap() -> Reaped:
     """Re-queue (or fail) runs and scorings whose lease expired: their worker is gone.  Results a
     compute worker handed back whose scoring message was lost are sent again; leftovers go."""
     reaped = submissions_reap()
-    resend, _ = compute.run_results_waiting()
+    resend, _ = worker_api.run_results_waiting()
     for pk in resend:
         logger.warning("submission %s: its handed-back result waits unscored; sent again", pk)
         send_task(FINISH_RUN, pk, queue=TASK_QUEUES[FINISH_RUN])

@@ -9,10 +9,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.selectors import challenge_run_queue
 from leaderboard.core.enqueue import TASK_QUEUES, send_task
+from leaderboard.submissions.intake import queue_for, task_for
+from leaderboard.submissions.lifecycle import submissions_lost_in_queue
 from leaderboard.submissions.models import Submission
-from leaderboard.submissions.services import queue_for, run_queue_of, task_for
-from leaderboard.submissions.system_services import submissions_lost_in_queue
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def dispatch_again(*submission_ids: int) -> None:
 
 def queues_in_use() -> set[str]:
     """The platform's own queues and every challenge's run queue."""
-    return set(TASK_QUEUES.values()) | {run_queue_of(c) for c in Challenge.objects.only("pk", "system_settings")}
+    return set(TASK_QUEUES.values()) | {challenge_run_queue(c) for c in Challenge.objects.only("pk", "system_settings")}
 
 
 def broker_queue_lengths() -> dict[str, int] | None:

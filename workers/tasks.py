@@ -17,9 +17,9 @@ from leaderboard.core.enqueue import (
 )
 from leaderboard.rankings.services import board_significance_refresh
 from leaderboard.rankings.snapshots import board_snapshots_rebuild
-from leaderboard.submissions.compute import submission_run_result_score
+from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.rescore import submission_rescore
-from leaderboard.submissions.services import submission_evaluate
+from leaderboard.submissions.worker_api import submission_run_result_score
 from workers.celery_app import REAP, app
 from workers.control_runs import runs_reap
 from workers.dispatch import dispatch_again, lost_messages_redispatch

@@ -28,6 +28,7 @@ from leaderboard.accounts.services import (
     login_device_cookie_set,
 )
 from leaderboard.core.errors import NotFound, PermissionDenied, ServiceError
+from leaderboard.core.signed_in import authenticated_user
 
 
 class TokenObtainInput(serializers.Serializer[Any]):
@@ -134,7 +135,7 @@ class TokenApi(APIView):
     )
     def delete(self, request: Request) -> Response:
         token = _calling_token(request)
-        api_token_revoke(user=request.user, token_id=token.pk)  # type: ignore[arg-type]
+        api_token_revoke(user=authenticated_user(request), token_id=token.pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -148,7 +149,7 @@ class TokenRotateApi(APIView):
                                "to call this no longer works.")
     @sensitive_variables()
     def post(self, request: Request) -> Response:
-        token, key = api_token_rotate(user=request.user, token_id=_calling_token(request).pk)  # type: ignore[arg-type]
+        token, key = api_token_rotate(user=authenticated_user(request), token_id=_calling_token(request).pk)
         return _token_response(key, token)
 
 
@@ -160,7 +161,7 @@ class TokenListApi(APIView):
 
     @extend_schema(responses={200: TokenInfo(many=True)}, description="The caller's tokens, oldest first.")
     def get(self, request: Request) -> Response:
-        response = Response(TokenInfo(api_token_list(user=request.user), many=True).data)
+        response = Response(TokenInfo(api_token_list(user=authenticated_user(request)), many=True).data)
         add_never_cache_headers(response)
         return response
 
@@ -172,7 +173,7 @@ class TokenListApi(APIView):
         _not_by_token(request)
         data = TokenCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
-        token, key = api_token_create(user=request.user, name=data.validated_data["name"])  # type: ignore[arg-type]
+        token, key = api_token_create(user=authenticated_user(request), name=data.validated_data["name"])
         return _token_response(key, token, code=status.HTTP_201_CREATED)
 
 
@@ -185,6 +186,6 @@ class TokenDetailApi(APIView):
     def delete(self, request: Request, pk: int) -> Response:
         if not (isinstance(request.auth, ApiToken) and request.auth.pk == pk):
             _not_by_token(request)  # a key may revoke itself, not the account's other keys
-        if not api_token_revoke(user=request.user, token_id=pk):  # type: ignore[arg-type]
+        if not api_token_revoke(user=authenticated_user(request), token_id=pk):
             raise NotFound("no such token")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -8,4 +8,4 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the token scheme with the OpenAPI schema generator.
-        from leaderboard.accounts import auth  # noqa: F401
+        from leaderboard.accounts import auth  # noqa: PLC0415, F401 (imported once the app registry is ready: the scheme's module reads the models)

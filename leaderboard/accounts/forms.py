@@ -13,12 +13,12 @@ from leaderboard.accounts.services import login_attempt
 from leaderboard.core.errors import TooManyAttempts
 
 
-class SignupForm(UserCreationForm):  # type: ignore[type-arg]
+class SignupForm(UserCreationForm):
     email = forms.EmailField(
         max_length=254, help_text="For password resets and team invitations; not shown to other participants."
     )
 
-    class Meta(UserCreationForm.Meta):  # type: ignore[name-defined,misc]
+    class Meta(UserCreationForm.Meta):
         model = User
         fields = ("username", "email")
 

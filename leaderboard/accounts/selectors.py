@@ -45,7 +45,9 @@ def request_client_address(request: HttpRequest | None) -> str:
 
 def user_email_confirmed(*, user: AbstractBaseUser | AnonymousUser) -> bool:
     """Whether the account's e-mail address is confirmed (see ``PendingConfirmation``)."""
-    return bool(user.is_authenticated) and not PendingConfirmation.objects.filter(user_id=user.pk).exists()
+    if isinstance(user, AnonymousUser) or not user.is_authenticated:
+        return False
+    return not PendingConfirmation.objects.filter(user_id=user.pk).exists()
 
 
 TAKE_PART_REFUSAL = ("confirm your e-mail address first: follow the link we mailed you, or ask for a new one "

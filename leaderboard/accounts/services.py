@@ -101,6 +101,19 @@ def team_create(
     return team
 
 
+def baseline_team_get_or_create(*, challenge: Challenge, name: str) -> Team:
+    """The marked row for a baseline or published system; a participant team's name is refused."""
+    team, _ = Team.objects.get_or_create(
+        challenge=challenge,
+        name=name[:100],
+        defaults={"kind": TeamKind.BASELINE,
+                  "join_code": hashlib.sha256(f"{challenge.slug}:{name}".encode()).hexdigest()[:32]},
+    )
+    if team.kind != TeamKind.BASELINE:
+        raise ServiceError(f"{name}: a participant team already has that name")
+    return team
+
+
 def team_join(*, user: User, join_code: str) -> Team:
     user_take_part_check(user=user)  # before the code is looked up: no unconfirmed account tries codes
     team = Team.objects.filter(join_code=join_code.strip(), kind=TeamKind.PARTICIPANT).first()
@@ -457,7 +470,8 @@ def user_email_confirm(*, token: str) -> User:
     except signing.BadSignature:
         raise ServiceError("This link is not one we sent: copy the whole link from the mail, or log in and ask "
                            "for a new one.") from None
-    user = User.objects.filter(pk=data.get("u"), is_active=True).first() if isinstance(data, dict) else None
+    user_id = data.get("u") if isinstance(data, dict) else None
+    user = User.objects.filter(pk=user_id, is_active=True).first() if user_id is not None else None
     if user is None or user.email.strip().casefold() != data.get("e"):
         raise ServiceError("This link is for an address the account no longer has: log in and ask for a new one.")
     with transaction.atomic():
@@ -622,7 +636,7 @@ def login_attempt(*, request: HttpRequest | None, username: str, password: str) 
     user = authenticate(request, username=username, password=password)
     if user is not None:
         LoginFailure.objects.filter(pk__in=reserved).delete()
-    return user  # type: ignore[return-value]
+    return user
 
 
 # API tokens: several per user, each named; only a digest of each key is stored.

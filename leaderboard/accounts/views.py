@@ -60,6 +60,7 @@ from leaderboard.accounts.services import (
 )
 from leaderboard.challenges.models import Challenge
 from leaderboard.core.errors import NotFound, ServiceError
+from leaderboard.core.signed_in import authenticated_user
 
 
 def _next_url(request: HttpRequest) -> str | None:
@@ -108,7 +109,7 @@ def email_confirm(request: HttpRequest, token: str) -> HttpResponse:
 @require_http_methods(["POST"])
 def email_confirm_resend(request: HttpRequest) -> HttpResponse:
     """"Send the link again", from the notice an unconfirmed account sees at the top of every page."""
-    user: User = request.user  # type: ignore[assignment]
+    user = authenticated_user(request)
     try:
         user_confirmation_send(user=user, site_url=request.build_absolute_uri("/"))
         if user_email_confirmed(user=user):
@@ -144,7 +145,7 @@ class LoginView(auth_views.LoginView):
 @require_http_methods(["GET", "POST"])
 def profile(request: HttpRequest) -> HttpResponse:
     """The account: username, e-mail address (changed with the password), teams, invitations."""
-    user: User = request.user  # type: ignore[assignment]
+    user = authenticated_user(request)
     form = EmailChangeForm(request.POST or None, initial={"email": user.email})
     status = 200
     if request.method == "POST":
@@ -183,11 +184,11 @@ def invite_respond(request: HttpRequest, pk: int) -> HttpResponse:
     action = request.POST.get("action")
     try:
         if action == "accept":
-            team = team_invite_accept(invite_id=pk, user=request.user)  # type: ignore[arg-type]
+            team = team_invite_accept(invite_id=pk, user=authenticated_user(request))
             messages.success(request, f"You joined {team.name}.")
             return redirect("team", slug=team.challenge.slug)
         if action == "decline":
-            team_invite_decline(invite_id=pk, user=request.user)  # type: ignore[arg-type]
+            team_invite_decline(invite_id=pk, user=authenticated_user(request))
             messages.success(request, "Invitation declined.")
         else:
             messages.error(request, "Unknown action.")
@@ -213,7 +214,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
     A new key is shown in the answer to the POST that made it and never again (no
     redirect that would have to carry it), in a page no cache may keep.
     """
-    user: User = request.user  # type: ignore[assignment]
+    user = authenticated_user(request)
     key: str | None = None
     made: ApiToken | None = None
     action = request.POST.get("action", "")
@@ -259,8 +260,9 @@ class TeamJoinForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def team_page(request: HttpRequest, slug: str) -> HttpResponse:
+    user = authenticated_user(request)
     challenge = get_object_or_404(Challenge, slug=slug, is_public=True)
-    team = team_of_user(user=request.user, challenge=challenge)
+    team = team_of_user(user=user, challenge=challenge)
     create_form = TeamCreateForm(request.POST if request.POST.get("action") == "create" else None)
     join_form = TeamJoinForm(request.POST if request.POST.get("action") == "join" else None)
     status = 200
@@ -268,18 +270,18 @@ def team_page(request: HttpRequest, slug: str) -> HttpResponse:
         action = request.POST.get("action")
         try:
             if action == "create" and create_form.is_valid():
-                team_create(challenge=challenge, owner=request.user, **create_form.cleaned_data)  # type: ignore[arg-type]
+                team_create(challenge=challenge, owner=user, **create_form.cleaned_data)
                 messages.success(request, "Team created.")
                 return redirect("team", slug=slug)
             if action == "join" and join_form.is_valid():
-                team_join(user=request.user, join_code=join_form.cleaned_data["join_code"])  # type: ignore[arg-type]
+                team_join(user=user, join_code=join_form.cleaned_data["join_code"])
                 messages.success(request, "You joined the team.")
                 return redirect("team", slug=slug)
             if action == "rotate" and team is not None:
-                team_rotate_join_code(team=team, actor=request.user)  # type: ignore[arg-type]
+                team_rotate_join_code(team=team, actor=user)
                 return redirect("team", slug=slug)
             if action == "anonymity" and team is not None:
-                team_update(team=team, actor=request.user, is_anonymous=request.POST.get("is_anonymous") == "on")  # type: ignore[arg-type]
+                team_update(team=team, actor=user, is_anonymous=request.POST.get("is_anonymous") == "on")
                 return redirect("team", slug=slug)
             if team is not None and action in _TEAM_ACTIONS:
                 _TEAM_ACTIONS[action](request, team)
@@ -289,7 +291,7 @@ def team_page(request: HttpRequest, slug: str) -> HttpResponse:
             messages.error(request, exc.message)
             status = exc.status_code
     members = list(team_members(team=team)) if team else []
-    is_owner = bool(team) and any(m.user_id == request.user.pk and m.role == Role.OWNER for m in members)
+    is_owner = bool(team) and any(m.user_id == user.pk and m.role == Role.OWNER for m in members)
     return render(
         request,
         "accounts/team.html",
@@ -303,7 +305,7 @@ def team_page(request: HttpRequest, slug: str) -> HttpResponse:
             "invite_form": InviteForm(),
             "rename_form": RenameForm(initial={"name": team.name if team else ""}),
             "pending_invites": team_invites_pending(team=team) if is_owner and team else [],
-            "my_invites": team_invites_for_user(user=request.user, challenge=challenge),  # type: ignore[arg-type]
+            "my_invites": team_invites_for_user(user=user, challenge=challenge),
             "max_team_size": challenge.max_team_size,
         },
         status=status,
@@ -326,25 +328,25 @@ def _team_invite(request: HttpRequest, team: Team) -> None:
     form = InviteForm(request.POST)
     if not form.is_valid():
         raise ServiceError("give a username or an e-mail address")
-    invite = team_invite_create(team=team, actor=request.user, invitee=form.cleaned_data["invitee"],  # type: ignore[arg-type]
+    invite = team_invite_create(team=team, actor=authenticated_user(request), invitee=form.cleaned_data["invitee"],
                                 site_url=request.build_absolute_uri("/"))
     messages.success(request, f"Invitation sent to {invite.email or invite.invited_user}: it waits for their answer.")
 
 
 def _team_cancel_invite(request: HttpRequest, team: Team) -> None:
     invite_id = request.POST.get("invite", "")
-    team_invite_cancel(team=team, actor=request.user, invite_id=int(invite_id) if invite_id.isdigit() else 0)  # type: ignore[arg-type]
+    team_invite_cancel(team=team, actor=authenticated_user(request), invite_id=int(invite_id) if invite_id.isdigit() else 0)
     messages.success(request, "Invitation cancelled.")
 
 
 def _team_leave(request: HttpRequest, team: Team) -> None:
-    deleted = team_leave(team=team, user=request.user)  # type: ignore[arg-type]
+    deleted = team_leave(team=team, user=authenticated_user(request))
     messages.success(request, f"You left {team.name}." + (" It had no other members and no submissions, so it is gone." if deleted else ""))
 
 
 def _team_remove(request: HttpRequest, team: Team) -> None:
     member = _posted_user(request)
-    team_member_remove(team=team, actor=request.user, member=member)  # type: ignore[arg-type]
+    team_member_remove(team=team, actor=authenticated_user(request), member=member)
     messages.success(request, f"{member.username} is no longer in the team.")
 
 
@@ -352,13 +354,13 @@ def _team_rename(request: HttpRequest, team: Team) -> None:
     form = RenameForm(request.POST)
     if not form.is_valid():
         raise ServiceError(TEAM_NAME_RULE, field="name")
-    team_rename(team=team, actor=request.user, name=form.cleaned_data["name"])  # type: ignore[arg-type]
+    team_rename(team=team, actor=authenticated_user(request), name=form.cleaned_data["name"])
     messages.success(request, f"The team is now called {team.name}.")
 
 
 def _team_handover(request: HttpRequest, team: Team) -> None:
     member = _posted_user(request)
-    team_owner_handover(team=team, actor=request.user, new_owner=member)  # type: ignore[arg-type]
+    team_owner_handover(team=team, actor=authenticated_user(request), new_owner=member)
     messages.success(request, f"{member.username} owns the team now; you are a member.")
 
 

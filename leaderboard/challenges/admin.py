@@ -20,7 +20,7 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.versions import board_changed
 
 
-class BoardShownAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class BoardShownAdmin(admin.ModelAdmin):
     """An admin whose objects the boards show (a team's name, a dataset's split or alias, a phase's
     board, a submission's standing): each save or delete raises the challenge's board version in
     the same transaction, as the services do, so no board snapshot outlives the edit.  The admins of

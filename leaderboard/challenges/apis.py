@@ -28,7 +28,7 @@ from leaderboard.challenges.data_page import (
 )
 from leaderboard.challenges.downloads import KIT_KEY, NO_FILE_MESSAGE
 from leaderboard.challenges.http import download_response
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.challenges.selectors import Viewer
 
 VIEWER_MESSAGES = {
@@ -69,12 +69,13 @@ class DataFileOutput(serializers.Serializer[DataFile]):
 
 class DataSectionOutput(serializers.Serializer[Any]):
     title = serializers.CharField()
-    phase = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    phase: serializers.SlugRelatedField[Phase] = serializers.SlugRelatedField(slug_field="slug", read_only=True,
+                                                                           allow_null=True)
     files = DataFileOutput(many=True)
 
 
 class DataListingOutput(serializers.Serializer[DataListing]):
-    challenge = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    challenge: serializers.SlugRelatedField[Challenge] = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     viewer = serializers.CharField(help_text="organizer, member, outsider or anonymous")
     may_download = serializers.BooleanField()
     message = serializers.SerializerMethodField()

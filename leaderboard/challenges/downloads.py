@@ -46,9 +46,8 @@ from leaderboard.challenges.models import (
     Split,
     SubmissionKind,
 )
-from leaderboard.challenges.selectors import Viewer, datasets_public_order
+from leaderboard.challenges.selectors import Viewer, datasets_public_order, phase_prediction_targets
 from leaderboard.challenges.suites import suite_for
-from leaderboard.submissions.services import phase_prediction_targets
 
 logger = logging.getLogger(__name__)
 

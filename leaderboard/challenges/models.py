@@ -75,7 +75,7 @@ class Challenge(models.Model):
     )
     # None: no limit on a team's members.
     max_team_size = models.PositiveIntegerField(null=True, blank=True)
-    # Breakdowns of a submission's scores (submissions.breakdowns): on hidden data, a family of slices
+    # Breakdowns of a submission's scores (submissions.score_slices): on hidden data, a family of slices
     # with one smaller than this many questions is not shown to teams (spec: breakdowns.min_questions).
     breakdown_min_questions = models.PositiveIntegerField(default=BREAKDOWN_MIN_QUESTIONS)
     # Never shown: keys the re-keyed ids and the aliases of sealed datasets.

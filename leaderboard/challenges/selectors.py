@@ -8,7 +8,6 @@ too (``ranking_scope_get``).  These rules are written once, here.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import hashlib
 import hmac
@@ -19,18 +18,21 @@ from enum import StrEnum
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from leaderboard.challenges.disclosure import Average, averages_to_publish, exposed_by_reveal
+from leaderboard.challenges.disclosure import Average, averages_to_publish
 from leaderboard.challenges.models import (
     SYSTEM_KINDS,
     Announcement,
     Challenge,
     Dataset,
+    DatasetFile,
     IncompleteRows,
     Phase,
     SealedAggregates,
+    Split,
     TeamPhaseOverride,
 )
-from leaderboard.challenges.suites import Suite
+from leaderboard.challenges.suites.base import Suite
+from leaderboard.core.enqueue import RUN_SYSTEM, TASK_QUEUES
 from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
@@ -179,6 +181,29 @@ def phase_ranking_scope(*, phase: Phase, reveal_sealed: bool = False) -> Ranking
                              reveal_sealed=reveal_sealed)
 
 
+def phase_prediction_targets(*, phase: Phase) -> list[tuple[Dataset, DatasetFile]]:
+    """Datasets a prediction file must cover in this phase: those with gold for its portion.
+
+    Split III datasets are left out: teams never see their questions, so only
+    containerised systems can be run on them.
+    """
+    files = (
+        DatasetFile.objects.filter(dataset__challenge_id=phase.challenge_id, portion=phase.portion)
+        .exclude(dataset__split=Split.III)
+        .select_related("dataset")
+        .order_by("dataset__order", "dataset__slug")
+    )
+    return [(f.dataset, f) for f in files]
+
+
+def challenge_run_queue(challenge: Challenge) -> str:
+    """The broker queue the challenge's system runs wait in (its ``system.queue``)."""
+    try:
+        return SystemSettings.from_json(challenge.system_settings).queue
+    except ValueError:  # refused when the challenge was loaded; the default rather than an error here
+        return TASK_QUEUES[RUN_SYSTEM]
+
+
 def _and(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
@@ -217,63 +242,6 @@ def aggregates_published(
         averages.append(Average(metric, family, frozenset(ds.pk for ds in over)))
     strict = challenge.sealed_aggregates == SealedAggregates.ALL
     return averages_to_publish(averages, sealed=sealed, strict=strict)
-
-
-def reveal_exposes(*, datasets: Sequence[Dataset]) -> list[Dataset]:
-    """The other sealed datasets whose scores would follow if ``datasets`` were revealed now.
-
-    For every set of datasets some submission was scored on, the averages published while
-    these are sealed (what anyone may have copied) are taken with their scores once public;
-    any still-sealed value that follows exactly (``disclosure.exposed_by_reveal``) is exposed.
-    """
-    from leaderboard.challenges.suites import phase_aggregate_columns, suite_for
-    from leaderboard.submissions.models import Score
-
-    revealing = {ds.pk for ds in datasets if ds.is_sealed}
-    if not revealing:
-        return []
-    # As if the challenge withheld only what isolates a sealed score: the most that may ever have been
-    # published (a challenge strict now may not have been before, and a copy outlives the policy).
-    challenge = copy.copy(datasets[0].challenge)
-    challenge.sealed_aggregates = SealedAggregates.ISOLATING
-    suite = suite_for(challenge)
-    every = list(Dataset.objects.filter(challenge=challenge).order_by("order", "slug"))
-    by_pk = {ds.pk: ds for ds in every}
-    exposed: set[int] = set()
-    for phase in Phase.objects.filter(challenge=challenge):
-        in_phase = [ds for ds in every if phase.portion in ds.portions]
-        if not revealing & {ds.pk for ds in in_phase}:
-            continue
-        ranked = ranking_scope_get(challenge=challenge, datasets=in_phase).datasets
-        metrics = [c.metric for c in phase_aggregate_columns(suite, phase)]
-        covered: dict[int, set[int]] = {}
-        for submission_id, dataset_id in Score.objects.filter(
-            submission__phase=phase, dataset__isnull=False
-        ).values_list("submission_id", "dataset_id").distinct():
-            covered.setdefault(submission_id, set()).add(dataset_id)
-        for pks in {frozenset(c) for c in covered.values() if revealing & c}:
-            scored = [by_pk[pk] for pk in pks if pk in by_pk]
-            published = aggregates_published(challenge=challenge, suite=suite, datasets=scored, metrics=metrics,
-                                             ranked=ranked)
-            averages = []
-            for metric in published:
-                scope = suite.averaged_over(metric, scored, ranked=ranked)
-                if scope is not None:
-                    averages.append(Average(metric, scope[0], frozenset(ds.pk for ds in scope[1])))
-            still = {ds.pk for ds in scored if ds.is_sealed and ds.pk not in revealing}
-            exposed.update(int(str(pk)) for pk in exposed_by_reveal(averages, sealed_after=still))
-    return [by_pk[pk] for pk in sorted(exposed)]
-
-
-def reveal_closure(*, dataset: Dataset) -> list[Dataset]:
-    """``dataset`` and every sealed dataset that must be revealed with it: revealing it alone would
-    let anyone who copied an earlier average compute theirs (see ``reveal_exposes``)."""
-    chosen = [dataset]
-    while True:
-        more = [ds for ds in reveal_exposes(datasets=chosen) if ds not in chosen]
-        if not more:
-            return chosen
-        chosen += more
 
 
 class PhaseState(StrEnum):

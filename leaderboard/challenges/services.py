@@ -42,13 +42,20 @@ from leaderboard.challenges.models import (
     SubmissionKind,
 )
 from leaderboard.challenges.selectors import phase_datasets, ranking_scope_get
-from leaderboard.challenges.spec import SpecError, dataset_tags_parse, mrqa_header_check, spec_check
+from leaderboard.challenges.spec import (
+    SpecError,
+    dataset_tags_parse,
+    mrqa_header_check,
+    spec_check,
+    suite_options_of,
+)
 from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.contract import SystemSettings
 from scoring import inputs
-from scoring.cmrc2018 import TOKENIZATIONS, cjk_share
+from scoring.cmrc2018 import cjk_share
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Mode
 from scoring.errors import ScoringError
 from scoring.mrqa import load_mrqa_gold
@@ -121,7 +128,6 @@ def challenge_spec_read(spec_path: Path) -> ChallengeSpec:
     spec_check(spec, spec_path=spec_path)
     slug = _get(spec, "slug", "challenge")
     suite = _choice(_get(spec, "metric_suite", slug), MetricSuite, f"{slug}.metric_suite")
-    _tokenization_check(suite, spec.get("suite_options") or {}, slug)
     try:
         # Validated here so a typo in a limit fails the load, not a run weeks later.
         systems = SystemSettings.from_json(spec.get("systems")).as_json() if spec.get("systems") else {}
@@ -244,8 +250,8 @@ def _gold_recheck(challenge: Challenge, *, without: Collection[str] = ()) -> Non
         records = records.exclude(dataset__slug__in=without)
     for record in records.select_related("dataset"):
         try:
-            suite.inspect_gold(Path(record.gold.path).read_bytes(), filename=Path(record.gold.name).name,
-                               self_check=challenge.suite_options or {})
+            gold = Path(record.gold.path)
+            suite.inspect_gold(gold.read_bytes(), filename=gold.name, self_check=suite_options_of(challenge))
         except ScoringError as exc:
             raise SpecError(f"{challenge.slug}.suite_options: the gold of {record.dataset.slug} ({record.portion}) "
                             f"no longer scores against itself with these options: {exc}") from None
@@ -537,13 +543,6 @@ def _dataset_load(
     return dataset, replaced
 
 
-def _tokenization_check(suite: str, options: Any, slug: str) -> None:
-    """The MRQA suite's ``tokenization`` option is ``whitespace`` (MRQA's, the default) or ``cjk``."""
-    tokenization = options.get("tokenization", "whitespace") if isinstance(options, dict) else "whitespace"
-    if suite == MetricSuite.MRQA and tokenization not in TOKENIZATIONS:
-        raise SpecError(f"{slug}.suite_options.tokenization: {tokenization!r} is not one of {', '.join(TOKENIZATIONS)}")
-
-
 def _cjk_answers_warning(
     challenge: Challenge, where: str, gold_paths: list[Path], warn: Callable[[str], None] | None
 ) -> None:
@@ -552,7 +551,8 @@ def _cjk_answers_warning(
     MRQA's metric splits on white space, so a Chinese answer is a single token and a near miss
     (gold plus "。") scores F1 0; ``suite_options: {tokenization: cjk}`` scores with CMRC 2018's EM/F1.
     """
-    if (challenge.suite_options or {}).get("tokenization", "whitespace") != "whitespace" or warn is None:
+    options = suite_options_of(challenge)
+    if not isinstance(options, MrqaOptions) or options.tokenization != "whitespace" or warn is None:
         return
     answers = [a for path in gold_paths for q in load_mrqa_gold(path).questions.values() for a in q.answers]
     share = cjk_share(answers)
@@ -592,7 +592,7 @@ def dataset_file_put(*, dataset: Dataset, portion: str, content: bytes, filename
     try:
         # A scored portion's gold must score against itself; training files are never scored.
         info = suite.inspect_gold(content, filename=filename, self_check=None if portion == FilePortion.TRAIN
-                                  else dataset.challenge.suite_options or {})
+                                  else suite_options_of(dataset.challenge))
     except ScoringError as exc:
         raise ServiceError(f"gold file for {dataset.slug} ({portion}) rejected: {exc}") from None
     stem = f"{dataset.challenge.slug}-{dataset.slug}-{portion}-{sha[:12]}"

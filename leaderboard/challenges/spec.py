@@ -20,7 +20,6 @@ import difflib
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,11 @@ import yaml
 from django.db import models
 
 from leaderboard.challenges.models import Challenge, Dataset, FilePortion, Phase, Split
+from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites.base import SuiteOptions
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.contract import Limits, SystemSettings
-from scoring.cmrc2018 import TOKENIZATIONS
 from scoring.formats import mrqa_header
-from scoring.quac import DEFAULT_MIN_F1
 
 
 class SpecError(ServiceError):
@@ -81,43 +80,16 @@ SPEC_KEYS: Keys = {
 # --------------------------------------------------------------------------- suite options
 
 
-def _option(default: Any, meaning: str, *, choices: tuple[str, ...] = (),
-            bounds: tuple[float, float] | None = None) -> Any:
-    return field(default=default, metadata={"meaning": meaning, "choices": choices, "bounds": bounds})
+# Each suite's options dataclass (its fields, their defaults and meanings live there only).
+SUITE_OPTIONS: dict[str, type[SuiteOptions]] = {key: suite.options_type for key, suite in SUITES.items()}
 
 
-@dataclass(frozen=True)
-class MrqaOptions:
-    tokenization: str = _option("whitespace", "how EM/F1 split answers into tokens: whitespace (MRQA's official "
-                                "metric) or cjk (CMRC 2018's: Chinese characters as tokens)", choices=TOKENIZATIONS)
+def suite_options_parse(suite: str, raw: Any, *, where: str) -> SuiteOptions:
+    """The suite's options dataclass from a spec's ``suite_options`` (absent: the defaults).
 
-
-@dataclass(frozen=True)
-class Mrc2018Options:
-    alpha: float = _option(1.0, "weight of the yes/no bonus", bounds=(0.0, math.inf))
-    beta: float = _option(1.0, "weight of the entity bonus", bounds=(0.0, math.inf))
-    lic2019_guards: bool = _option(True, "BLEU-4 is 0 (LIC2019's rule) where MRC2018's script divides by zero")
-
-
-@dataclass(frozen=True)
-class QuacOptions:
-    min_f1: float = _option(DEFAULT_MIN_F1, "questions whose human F1 is below this are left out of F1 and HEQ",
-                            bounds=(0.0, 1.0))
-
-
-@dataclass(frozen=True)
-class NoOptions:
-    pass
-
-
-SUITE_OPTIONS: dict[str, type[Any]] = {
-    "mrqa": MrqaOptions, "mrc2018": Mrc2018Options, "squad2": NoOptions, "quac": QuacOptions, "coqa": NoOptions,
-    "deepread": NoOptions,
-}
-
-
-def suite_options_parse(suite: str, raw: Any, *, where: str) -> Any:
-    """The suite's options dataclass from a spec's ``suite_options`` (absent: the defaults)."""
+    The one reading of suite options: the loader checks a spec with it, and
+    :func:`suite_options_of` builds a loaded challenge's options with it from what is stored.
+    """
     options_type = SUITE_OPTIONS[suite]
     if raw is None:
         raw = {}
@@ -128,6 +100,7 @@ def suite_options_parse(suite: str, raw: Any, *, where: str) -> Any:
         if key not in fields:
             known = f"the {suite} suite takes {', '.join(fields)}" if fields else f"the {suite} suite takes none"
             raise SpecError(f"{where}: unknown option {key!r}{_nearest(str(key), fields) or ''} ({known})")
+    values = dict(raw)
     for name, value in raw.items():
         meta, kind = fields[name].metadata, fields[name].type
         if kind == "bool" and not isinstance(value, bool):
@@ -137,10 +110,21 @@ def suite_options_parse(suite: str, raw: Any, *, where: str) -> Any:
             if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
                 span = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
                 raise SpecError(f"{where}.{name}: expected a number {span}, found {value!r}")
+            values[name] = float(value)  # "alpha: 1" is 1.0
         if kind == "str" and value not in meta["choices"]:
             raise SpecError(f"{where}.{name}: {value!r} is not one of {', '.join(meta['choices'])}"
                             f"{_nearest(str(value), meta['choices']) or ''}")
-    return options_type(**raw)
+    return options_type(**values)
+
+
+def suite_options_of(challenge: Challenge) -> SuiteOptions:
+    """A loaded challenge's suite options, as the suites take them.
+
+    Stored as the spec gave them (``Challenge.suite_options``, checked when it was loaded, and
+    what ``scoring_version_of`` digests); absent keys take the dataclass's defaults.
+    """
+    return suite_options_parse(challenge.metric_suite, challenge.suite_options or {},
+                               where=f"{challenge.slug}.suite_options")
 
 
 # --------------------------------------------------------------------------- reading and checking

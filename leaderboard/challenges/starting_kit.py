@@ -21,6 +21,7 @@ storage under a key over exactly those; new dev data, limits or a new baseline b
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -41,7 +42,12 @@ from django.utils.text import slugify
 import scoring
 from leaderboard.challenges.downloads import dev_downloads, file_fingerprint
 from leaderboard.challenges.models import Challenge, PhaseKind
+from leaderboard.challenges.spec import suite_options_of
 from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import SuiteOptions, options_as
+from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
+from leaderboard.challenges.suites.mrqa import MrqaOptions
+from leaderboard.challenges.suites.quac import QuacOptions
 from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
 
@@ -156,7 +162,7 @@ class KitPlan:
     suite: str
     input_format: str
     suffix: str
-    suite_options: dict[str, Any]
+    suite_options: SuiteOptions
     system: SystemSettings
     dev_phase: str
     dev_files: tuple[KitDevFile, ...]
@@ -169,6 +175,7 @@ class KitPlan:
 
     def cache_key(self) -> str:
         fields = {k: v for k, v in self.__dict__.items() if k not in {"system", "sample_path"}}
+        fields["suite_options"] = dataclasses.asdict(self.suite_options)
         fields["system"] = self.system.as_json()
         fields["dev_files"] = [f.__dict__ for f in self.dev_files]
         blob = json.dumps([KIT_FORMAT, fields, _sources_digest()], sort_keys=True, default=str)
@@ -194,16 +201,17 @@ def _sources_digest() -> str:
     return digest.hexdigest()
 
 
-def _score_lines(suite: str, options: dict[str, Any], gold: str, output: str) -> tuple[str, ...]:
-    """The command lines that score one dev dataset exactly as the platform does (suites.py)."""
+def _score_lines(suite: str, options: SuiteOptions, gold: str, output: str) -> tuple[str, ...]:
+    """The command lines that score one dev dataset exactly as the platform does (the suite's ``score``)."""
     if suite == "mrqa":
         # MrqaSuite.score's tokenization option (CMRC 2018's EM/F1 for Chinese answers).
-        flags = " --tokenization cjk" if options.get("tokenization") == "cjk" else ""
+        flags = " --tokenization cjk" if options_as(options, MrqaOptions).tokenization == "cjk" else ""
         return (f"python -m scoring mrqa {gold} {output}{flags}",)
     if suite == "mrc2018":
+        own = options_as(options, Mrc2018Options)
         lines = output.removesuffix(".json") + ".jsonl"
-        flags = f"--alpha {float(options.get('alpha', 1.0))!r} --beta {float(options.get('beta', 1.0))!r}"
-        if bool(options.get("lic2019_guards", True)):
+        flags = f"--alpha {float(own.alpha)!r} --beta {float(own.beta)!r}"
+        if own.lic2019_guards:
             flags += " --lic2019-guards"
         return (
             f"python tools/mrc2018_predictions.py {output} {gold} > {lines}",
@@ -213,7 +221,7 @@ def _score_lines(suite: str, options: dict[str, Any], gold: str, output: str) ->
         return (f"python -m scoring squad2 {gold} {output}",)
     if suite == "quac":
         lines = output.removesuffix(".json") + ".jsonl"
-        min_f1 = float(options.get("min_f1", 0.4))
+        min_f1 = float(options_as(options, QuacOptions).min_f1)
         return (
             f"python tools/quac_predictions.py {output} {gold} > {lines}",
             f"python -m scoring quac --val_file {gold} --model_output {lines} --min_f1 {min_f1!r}",
@@ -232,6 +240,7 @@ def _score_lines(suite: str, options: dict[str, Any], gold: str, output: str) ->
 
 def kit_plan(*, challenge: Challenge) -> KitPlan:
     suite = suite_for(challenge)
+    options = suite_options_of(challenge)
     phases = list(challenge.phases.all())
     dev_phase = next((p.slug for p in phases if p.portion == PhaseKind.DEV), "dev")
     dev_files = []
@@ -239,7 +248,7 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
     for order, (record, filename) in enumerate(dev_downloads(challenge=challenge)):
         ds = record.dataset
         output = f"{ds.slug}.json"
-        lines = _score_lines(suite.key, challenge.suite_options or {}, f"dev/{filename}", f"out/{output}")
+        lines = _score_lines(suite.key, options, f"dev/{filename}", f"out/{output}")
         dev_files.append(KitDevFile(ds.slug, ds.name, filename, record.sha256, output, lines))
         fingerprint = file_fingerprint(record.inputs.path) if record.inputs else None
         if fingerprint is not None:
@@ -252,7 +261,7 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
         suite=suite.key,
         input_format=INPUT_FORMATS.get(suite.key, suite.key),
         suffix=suite.gold_suffix,
-        suite_options=dict(challenge.suite_options or {}),
+        suite_options=options,
         system=SystemSettings.from_json(challenge.system_settings),
         dev_phase=dev_phase,
         dev_files=tuple(dev_files),
@@ -290,7 +299,7 @@ def readme_text(plan: KitPlan) -> str:
         "plan": plan,
         "limits": plan.system.limits,
         "sample_manifest": json.dumps(sample_manifest, indent=2) if sample_manifest else "",
-        "needs_requirements": plan.suite != "mrqa" or plan.suite_options.get("tokenization") == "cjk",
+        "needs_requirements": plan.suite != "mrqa" or plan.suite_options == MrqaOptions(tokenization="cjk"),
     })
 
 

@@ -24,7 +24,7 @@ from leaderboard.challenges.selectors import (
     storage_budget_bytes,
     team_extension_open,
 )
-from leaderboard.core.formats import size_text
+from leaderboard.core.display import size_text
 from leaderboard.sandbox.contract import SystemSettings
 
 

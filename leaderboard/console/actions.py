@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import SYSTEM_KINDS, Announcement, Challenge, Dataset, Split
@@ -28,10 +28,10 @@ from leaderboard.console.selectors import (
     submission_log_release_preview,
 )
 from leaderboard.core.errors import NotFound
+from leaderboard.submissions.lifecycle import submission_hold_release
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.rerun import submission_rerun, submission_rerun_problem
 from leaderboard.submissions.selectors import submissions_held_for_review
-from leaderboard.submissions.system_services import submission_hold_release
 
 TEAM_READS = "The team reads this reason (on its submission's page), and it is kept in the audit log."
 EVERYONE_READS = "Everyone who reads the board reads this reason, the team too; it is kept in the audit log."
@@ -56,7 +56,7 @@ class Action:
     consequences: Callable[[Any], list[str]]
     # Why it cannot be done now ("" if it can).
     problem: Callable[[Any], str]
-    perform: Callable[[Any, AbstractBaseUser, dict[str, Any]], Any]
+    perform: Callable[[Any, User, dict[str, Any]], Any]
     form: type[ReasonForm] = ReasonForm
     reason_help: str = ""
     # The reason is shown to the team or the public: the page says so by the button.
@@ -293,5 +293,5 @@ def action_get(*, challenge: Challenge, target: str, key: str, action: str) -> t
     return found, TARGETS[target](challenge, key)
 
 
-def action_perform(*, action: Action, target: Any, actor: AbstractBaseUser, data: dict[str, Any]) -> Any:
+def action_perform(*, action: Action, target: Any, actor: User, data: dict[str, Any]) -> Any:
     return action.perform(target, actor, data)

@@ -34,6 +34,7 @@ from leaderboard.console.selectors import (
 )
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import Conflict
+from leaderboard.core.signed_in import authenticated_user
 from leaderboard.submissions.models import ScoreHistory, Submission
 
 
@@ -245,7 +246,7 @@ def _do(request: Request, challenge: Challenge, target: str, key: str, action: s
         errors = {field: [str(e) for e in errs] for field, errs in form.errors.items()}
         lines = [f"{field}: {msgs[0]}" for field, msgs in errors.items()]
         return _private(Response({"detail": "; ".join(lines), "errors": errors}, status=status.HTTP_400_BAD_REQUEST))
-    result = action_perform(action=found, target=obj, actor=request.user, data=form.service_kwargs())  # type: ignore[arg-type]
+    result = action_perform(action=found, target=obj, actor=authenticated_user(request), data=form.service_kwargs())
     entry = AuditEntry.objects.filter(challenge=challenge, actor_id=request.user.pk).first()
     return _private(Response({
         "action": found.key, "target": target_name(obj),
@@ -294,7 +295,9 @@ class ConsoleAnnouncementsApi(APIView):
     @extend_schema(responses=AnnouncementOutput(many=True))
     def get(self, request: Request, slug: str) -> Response:
         challenge = _organized(request, slug)
-        return _private(Response(AnnouncementOutput(announcements_shown(challenge=challenge), many=True).data))
+        # djangorestframework-stubs type a serializer's instance as one object even with many=True.
+        shown = AnnouncementOutput(announcements_shown(challenge=challenge), many=True)  # type: ignore[arg-type]
+        return _private(Response(shown.data))
 
     @extend_schema(request=inline_serializer("AnnouncementInput", fields={
         "text": serializers.CharField(), "reason": serializers.CharField()}), responses={201: dict})

@@ -32,13 +32,11 @@ from leaderboard.challenges.models import (
     SubmissionKind,
     TeamPhaseOverride,
 )
-from leaderboard.challenges.selectors import reveal_closure
+from leaderboard.challenges.selectors import challenge_run_queue
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
-from leaderboard.submissions.compute import run_queue_order
 from leaderboard.submissions.models import Score, Status, Submission, WorkerToken
-from leaderboard.submissions.selectors import phase_reads_sealed_data
-from leaderboard.submissions.services import run_queue_of
+from leaderboard.submissions.selectors import phase_reads_sealed_data, reveal_closure, run_queue_order
 
 SUBMISSIONS_PER_PAGE = 50
 AUDIT_PER_PAGE = 50
@@ -248,7 +246,7 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
     totals = {"files": len(files)}
     # Runs start in the order the claims take them (fair between teams, team limits), on the run
     # queue this challenge uses, which other challenges may share: the claim's own order.
-    runs = run_queue_order(queue=run_queue_of(challenge), now=now)
+    runs = run_queue_order(queue=challenge_run_queue(challenge), now=now)
     totals["systems"] = len(runs)
     held = {run.submission_id for run in runs if run.held_back}
     review = {run.submission_id for run in runs if run.held_for_review}
@@ -262,7 +260,7 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
             for pk in sorted(positions, key=positions.__getitem__) if pk in ours and _queue_of(ours[pk].kind) == key
         ]
         if key == "systems":  # the broker queue the challenge's runs go to, which compute workers consume
-            name = f"{name} (queue {run_queue_of(challenge)}, in the order workers start them)"
+            name = f"{name} (queue {challenge_run_queue(challenge)}, in the order workers start them)"
         queues.append(QueueView(key, name, waiting, totals[key]))
 
     workers: dict[str, WorkerView] = {}
@@ -305,7 +303,7 @@ def console_teams(*, challenge: Challenge) -> list[TeamRow]:
         overrides.setdefault(override.team_id, []).append(override)
     hidden = _hidden_reasons(challenge=challenge)
     return [
-        TeamRow(t, t.n_members, t.n_submissions, overrides.get(t.pk, []),  # type: ignore[attr-defined]
+        TeamRow(t, t.n_members, t.n_submissions, overrides.get(t.pk, []),
                 hidden.get(t.pk, "") if t.hidden else "")
         for t in teams
     ]

@@ -19,18 +19,14 @@ from django.utils import timezone
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import Announcement, Challenge, Dataset, Phase, Split, TeamPhaseOverride
-from leaderboard.challenges.selectors import (
-    CONSOLE_NOT_FOUND,
-    dataset_label,
-    reveal_closure,
-    user_is_organizer,
-)
+from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, dataset_label, user_is_organizer
 from leaderboard.challenges.services import dataset_reveal, dataset_unreveal
 from leaderboard.challenges.versions import board_changed
 from leaderboard.console.selectors import runs_in_progress, submission_read_sealed_data
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
+from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import Submission
-from leaderboard.submissions.services import board_entry_refresh
+from leaderboard.submissions.selectors import reveal_closure
 
 ANNOUNCEMENT_MAX = 2000
 

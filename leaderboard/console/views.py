@@ -36,6 +36,7 @@ from leaderboard.console.selectors import (
 )
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import NotFound, ServiceError
+from leaderboard.core.signed_in import authenticated_user
 from leaderboard.submissions.models import Status
 from leaderboard.submissions.selectors import submission_run_report
 
@@ -137,7 +138,7 @@ def console_action_page(request: HttpRequest, challenge: Challenge, target: str,
             status = 409
         elif form.is_valid():
             try:
-                action_perform(action=found, target=obj, actor=request.user, data=form.service_kwargs())  # type: ignore[arg-type]
+                action_perform(action=found, target=obj, actor=authenticated_user(request), data=form.service_kwargs())
             except NotFound:
                 raise
             except ServiceError as exc:

@@ -29,12 +29,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         body: dict[str, Any] = {"detail": exc.message}
         if exc.field:
             body["field"] = exc.field
-        response = Response(body, status=exc.status_code)
+        refusal = Response(body, status=exc.status_code)
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
             # Scripts back off by the header; people read the same number in "detail".
-            response["Retry-After"] = str(retry_after)
-        return response
+            refusal["Retry-After"] = str(retry_after)
+        return refusal
     response = drf_exception_handler(exc, context)
     if response is not None and not (isinstance(response.data, dict) and "detail" in response.data):
         # Validation errors come keyed by field; clients read "detail" for every error, so

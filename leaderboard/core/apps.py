@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+from leaderboard.core.database import database_file_restrict
 
 
 class CoreConfig(AppConfig):
@@ -7,8 +10,6 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.backends.signals import connection_created
 
-        from leaderboard.core.database import database_file_restrict
 
         connection_created.connect(database_file_restrict, dispatch_uid="readerboard-database-file-restrict")

@@ -35,9 +35,9 @@ BOARD_SNAPSHOT = "readerboard.board_snapshot"
 # Services eager mode may run in-process.  Running a system needs a worker with a
 # container engine, so RUN_SYSTEM has none: in eager mode the submission stays queued.
 TASK_SERVICES: dict[str, str] = {
-    EVALUATE_SUBMISSION: "leaderboard.submissions.services:submission_evaluate",
+    EVALUATE_SUBMISSION: "leaderboard.submissions.evaluation:submission_evaluate",
     RESCORE_SUBMISSION: "leaderboard.submissions.rescore:submission_rescore",
-    FINISH_RUN: "leaderboard.submissions.compute:submission_run_result_score",
+    FINISH_RUN: "leaderboard.submissions.worker_api:submission_run_result_score",
     BOARD_SIGNIFICANCE: "leaderboard.rankings.services:board_significance_refresh",
     BOARD_SNAPSHOT: "leaderboard.rankings.snapshots:board_snapshots_rebuild",
 }

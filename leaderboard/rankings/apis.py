@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
@@ -82,7 +83,7 @@ class LeaderboardApi(APIView):
         responses=dict,
         parameters=[OpenApiParameter("view", str, enum=[PUBLIC, ORGANIZER], required=False)],
     )
-    def get(self, request: Request, slug: str, phase_slug: str) -> Response:
+    def get(self, request: Request, slug: str, phase_slug: str) -> HttpResponse:
         view = request.query_params.get("view") or PUBLIC
         if view not in (PUBLIC, ORGANIZER):
             raise ServiceError(f"view must be {PUBLIC!r} or {ORGANIZER!r}, not {view!r}", field="view")

@@ -52,7 +52,9 @@ from leaderboard.challenges.selectors import (
     ranking_scope_get,
     user_is_organizer,
 )
-from leaderboard.challenges.suites import Suite, phase_aggregate_columns, suite_for, turn_columns
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import Suite
+from leaderboard.challenges.suites.columns import phase_aggregate_columns, turn_columns
 from leaderboard.core.errors import NotFound
 from leaderboard.rankings.board_significance import METHOD as SIGNIFICANCE_METHOD
 from leaderboard.rankings.board_significance import (

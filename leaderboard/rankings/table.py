@@ -71,7 +71,7 @@ def board_page_get(board: Board, number: str | int | None, *, per_page: int = BO
     own = next((i for i, row in enumerate(board.rows) if row.is_own), None)
     elsewhere = own is not None and own // per_page + 1 != page.number
     return BoardPage(
-        rows=page.object_list, number=page.number, count=paginator.num_pages,
+        rows=list(page.object_list), number=page.number, count=paginator.num_pages,
         first=page.start_index(), last=page.end_index(), total=paginator.count, links=links,
         own_rank=board.rows[own].rank if own is not None and elsewhere else None,
         own_page=own // per_page + 1 if own is not None and elsewhere else None,

@@ -78,7 +78,7 @@ DEFAULT_RUN_QUEUE = "cpu"
 # says otherwise: a team's burst cannot hold every worker while other teams wait.
 DEFAULT_MAX_RUNNING_PER_TEAM = 2
 # Runs of one team on hidden data the platform may fail in a day (not counted, so free) before the
-# team's next hidden runs wait for an organizer's look (compute.run_queue_order), unless the
+# team's next hidden runs wait for an organizer's look (submissions.selectors.run_queue_order), unless the
 # challenge says otherwise.
 DEFAULT_PLATFORM_FAILURES_PER_DAY = 3
 _QUEUE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")

@@ -109,7 +109,7 @@ def sqlite_database(path: str) -> dict[str, Any]:
         "NAME": path,
         # IMMEDIATE transactions take SQLite's write lock at BEGIN, so quota checks
         # (count, then insert) are serialised between processes and threads.  (On Postgres the
-        # team's row is locked with SELECT FOR UPDATE: submissions.services.quota_enforce_locked.)
+        # team's row is locked with SELECT FOR UPDATE: submissions.intake.quota_enforce_locked.)
         "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"},
     }
 

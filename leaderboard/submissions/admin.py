@@ -6,8 +6,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from leaderboard.challenges.admin import BoardShownAdmin
+from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import Score, ScoreHistory, Submission
-from leaderboard.submissions.services import board_entry_refresh
 
 
 class ScoreInline(admin.TabularInline):

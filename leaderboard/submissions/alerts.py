@@ -1,7 +1,7 @@
 """Telling a challenge's organizers that a submission failed on their side of the line.
 
-Both scoring paths use it (prediction files in ``services``, systems in ``system_services``,
-which imports ``services``), so it lives apart from either.
+The scoring path (``evaluation.submission_score``) and the run's lifecycle (a run failed for
+good by the platform) use it, so it lives below both.
 """
 
 from __future__ import annotations

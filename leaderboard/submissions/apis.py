@@ -20,8 +20,9 @@ from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
-from leaderboard.submissions.breakdowns import DatasetBreakdown, submission_breakdowns
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.models import Submission
+from leaderboard.submissions.score_slices import DatasetBreakdown, submission_breakdowns
 from leaderboard.submissions.selectors import (
     submission_get_visible,
     submission_queue_position,
@@ -30,8 +31,6 @@ from leaderboard.submissions.selectors import (
     submission_visible_scores,
     submissions_of_team,
 )
-from leaderboard.submissions.services import submission_create_predictions
-from leaderboard.submissions.system_services import submission_create_system
 
 
 class SubmissionOutput(serializers.Serializer[Submission]):

@@ -21,13 +21,14 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from leaderboard.challenges.models import Dataset, DatasetFile
-from leaderboard.challenges.suites import TURN_BUCKETS, DatasetResult, turn_metric
+from leaderboard.challenges.models import DatasetFile
+from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.challenges.suites.columns import TURN_BUCKETS, turn_metric
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.answers_json import answer_refusal
 from leaderboard.submissions.models import DialogAnswers, Submission
+from leaderboard.submissions.scores import score_dataset
 from leaderboard.submissions.selectors import system_run_plan
-from leaderboard.submissions.services import score_dataset
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Dialog, Mode, Revealed, dialogs_of_file, reveal
 
 _ACTS = {"yesno": frozenset({"y", "n", "x"}), "followup": frozenset({"y", "n", "m"})}
@@ -222,9 +223,10 @@ def dialog_run_predictions(*, submission: Submission, files: list[DatasetFile]) 
                 for mode in submission.phase.protocol_modes} for index, f in enumerate(files)}
 
 
-def dialog_run_results(*, submission: Submission, predictions: dict[DatasetFile, dict[str, dict[str, Any]]],
-                       peak_memory_mib: int | None = None) -> dict[Dataset, DatasetResult]:
-    """Each dataset scored in every mode by the suite's own scorer (the official script's figures).
+def dialog_run_result(*, submission: Submission, index: int, dataset_file: DatasetFile,
+                      by_mode: dict[str, dict[str, Any]], peak_memory_mib: int | None = None) -> DatasetResult:
+    """The run's ``index``-th dataset scored in every mode by the suite's own scorer (the official
+    script's figures), from each mode's recorded predictions (``dialog_run_predictions``).
 
     The first mode's metrics are stored as they are (they rank, and the board's usual columns show
     them) with its F1 by turn position; each other mode's F1 as ``<mode>_f1``; the drop from gold to
@@ -235,26 +237,23 @@ def dialog_run_results(*, submission: Submission, predictions: dict[DatasetFile,
     """
     modes = submission.phase.protocol_modes
     fmt = submission.phase.challenge.metric_suite
-    results: dict[Dataset, DatasetResult] = {}
-    for index, (dataset_file, by_mode) in enumerate(predictions.items()):
-        scored = {mode: score_dataset(submission=submission, dataset_file=dataset_file, predictions=by_mode[mode])
-                  for mode in modes}
-        main = scored[modes[0]]
-        metrics = dict(main.metrics)
-        if fmt in DIALOG_FORMATS:  # an MRQA question is a dialog of one turn: nothing to break down
-            metrics.update(f1_by_turn(fmt, main.per_example, turn_positions(submission=submission, dataset=index)))
-        # The first mode's F1 is ``f1`` itself: stored once, under one name, so that the rule that
-        # withholds averages giving a sealed score away (per metric family) sees it as one family.
-        for mode in modes[1:]:
-            metrics[mode_metric(mode, "f1")] = scored[mode].metrics.get("f1")
-        gold_f1, own_f1 = (scored[m].metrics.get("f1") if m in scored else None for m in ("gold", "own"))
-        if gold_f1 is not None and own_f1 is not None:
-            metrics[DROP_METRIC] = gold_f1 - own_f1
-        metrics.update(_speed(submission, index, modes[0]))
-        if peak_memory_mib is not None:
-            metrics["peak_memory_mib"] = float(peak_memory_mib)
-        results[dataset_file.dataset] = DatasetResult(metrics=metrics, per_example=main.per_example)
-    return results
+    scored = {mode: score_dataset(submission=submission, dataset_file=dataset_file, predictions=by_mode[mode])
+              for mode in modes}
+    main = scored[modes[0]]
+    metrics = dict(main.metrics)
+    if fmt in DIALOG_FORMATS:  # an MRQA question is a dialog of one turn: nothing to break down
+        metrics.update(f1_by_turn(fmt, main.per_example, turn_positions(submission=submission, dataset=index)))
+    # The first mode's F1 is ``f1`` itself: stored once, under one name, so that the rule that
+    # withholds averages giving a sealed score away (per metric family) sees it as one family.
+    for mode in modes[1:]:
+        metrics[mode_metric(mode, "f1")] = scored[mode].metrics.get("f1")
+    gold_f1, own_f1 = (scored[m].metrics.get("f1") if m in scored else None for m in ("gold", "own"))
+    if gold_f1 is not None and own_f1 is not None:
+        metrics[DROP_METRIC] = gold_f1 - own_f1
+    metrics.update(_speed(submission, index, modes[0]))
+    if peak_memory_mib is not None:
+        metrics["peak_memory_mib"] = float(peak_memory_mib)
+    return DatasetResult(metrics=metrics, per_example=main.per_example)
 
 
 def _speed(submission: Submission, dataset: int, mode: str) -> dict[str, float | None]:

@@ -1,5 +1,6 @@
-"""Parsers for published result files, turned into ``ImportedEntry`` rows, and the mapping
-file with which organizers say what those rows are (teams, baselines, exclusions)."""
+"""Published results on a board: parsers for result files, turned into ``ImportedEntry`` rows; the
+mapping file with which organizers say what those rows are (teams, baselines, exclusions); and
+``results_import``, which writes them as imported submissions with their scores and board rows."""
 
 from __future__ import annotations
 
@@ -7,15 +8,50 @@ import dataclasses
 import datetime as dt
 import difflib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from django.db import transaction
+from django.utils import timezone
 
+from leaderboard.accounts.models import Membership, Team, TeamKind
+from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
+from leaderboard.challenges.selectors import phase_ranking_scope
+from leaderboard.challenges.suites import Suite, suite_for
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError
-from leaderboard.submissions.services import ImportedEntry
+from leaderboard.submissions.board import board_entry_refresh
+from leaderboard.submissions.models import FailureCause, Score, Status, Submission
+
+
+@dataclass
+class ImportedEntry:
+    """A published result: per-dataset metric values (None where the run failed).
+
+    ``name`` is the team the row belongs to: entries with the same name are one team's
+    submissions, and its board row follows the challenge's ranking rule.
+    """
+
+    name: str
+    scores: dict[str, dict[str, float | None]]
+    affiliation: str = ""
+    reference: str = ""
+    failure: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    # The row as the results file names it (what a mapping file refers to); "" = ``name``.
+    row: str = ""
+    # Published results are baselines unless the import says otherwise: a CodaLab export
+    # lists participants, and its mapping names the organizers' baselines.
+    is_baseline: bool = True
+    # Shown unranked on the board with this reason (Submission.excluded_reason).
+    excluded_reason: str = ""
+    # When the row was originally submitted and scored; None means the time of the import.
+    submitted_at: dt.datetime | None = None
+    finished_at: dt.datetime | None = None
 
 
 def _split_affiliation(description: str) -> tuple[str, str]:
@@ -268,3 +304,131 @@ def mapping_apply(
                 changes["is_baseline"] = baselines == {True}
             mapped[i] = dataclasses.replace(mapped[i], **changes)
     return mapped
+
+
+def imported_team_get_or_create(
+    *, challenge: Challenge, name: str, is_baseline: bool, affiliation: str, reference: str
+) -> Team:
+    """The team of imported rows: nobody belongs to it, and it is marked a baseline only if
+    the import says so.  A team people belong to is never taken over."""
+    kind = TeamKind.BASELINE if is_baseline else TeamKind.PARTICIPANT
+    team = Team.objects.filter(challenge=challenge, name=name).first()
+    if team is None:
+        return Team.objects.create(
+            challenge=challenge, name=name, kind=kind, affiliation=affiliation, reference=reference,
+            join_code=secrets.token_urlsafe(12),
+        )
+    if Membership.objects.filter(team=team).exists():
+        raise ServiceError(f"{name}: a participant team already has that name")
+    if team.kind != kind:
+        # Baseline teams may carry a join code derived from their name; a participant-kind
+        # team must not, or anyone could join an imported team and submit as it.
+        team.join_code = secrets.token_urlsafe(12)
+    team.kind, team.affiliation, team.reference = kind, affiliation, reference
+    team.save(update_fields=["kind", "affiliation", "reference", "join_code"])
+    return team
+
+
+def _team_affiliation(name: str, group: list[ImportedEntry]) -> str:
+    """The affiliation a team's rows agree on ("" if none gives one)."""
+    values = {e.affiliation for e in group} - {""}
+    if len(values) > 1:
+        rows = ", ".join(repr(e.row or e.name) for e in group)
+        raise ServiceError(f"team {name!r} (rows {rows}): its rows disagree on the affiliation "
+                           f"({', '.join(map(repr, sorted(values)))})")
+    return values.pop() if values else ""
+
+
+def results_import(*, phase: Phase, entries: Iterable[ImportedEntry], replace: bool = False) -> list[Submission]:
+    """Add published rows to a phase's board, one submission per entry, grouped into teams by name.
+
+    Re-importing replaces those teams' imported rows in this phase, so running the same
+    import twice changes nothing.  With ``replace`` the import is the phase's whole set of
+    imported rows: teams it no longer names lose theirs (and are deleted if that leaves
+    them with no submission and no member), as when a mapping file renames or groups rows.
+    """
+    datasets = {d.slug.lower(): d for d in phase.challenge.datasets.all()}
+    datasets.update({d.name.lower(): d for d in phase.challenge.datasets.all()})
+    suite = suite_for(phase.challenge)
+    ranked = phase_ranking_scope(phase=phase).datasets
+    teams: dict[str, list[ImportedEntry]] = {}
+    for entry in entries:
+        teams.setdefault(entry.name[:100], []).append(entry)
+    created: list[Submission] = []
+    with transaction.atomic():
+        for name, group in teams.items():
+            excluded = [e for e in group if e.excluded_reason]
+            if excluded and len(group) > 1:
+                # The team's one board row is its best (or latest) submission: an excluded row
+                # in a group would either represent the team or vanish with its reason.
+                raise ServiceError(f"{excluded[0].row or name!r}: an excluded row cannot share team {name!r} "
+                                   "with other rows; give it a team of its own")
+            if len({e.is_baseline for e in group}) > 1:
+                raise ServiceError(f"team {name!r}: some of its rows are marked baselines and some are not")
+            team = imported_team_get_or_create(
+                challenge=phase.challenge, name=name, is_baseline=group[0].is_baseline,
+                # Cut to their columns, as the name is above (PostgreSQL refuses longer text).
+                affiliation=_team_affiliation(name, group)[:200],
+                reference=next((e.reference for e in group if e.reference), "")[:300],
+            )
+            Submission.objects.filter(team=team, phase=phase, kind=SubmissionKind.IMPORTED).delete()
+            for entry in group:
+                created.append(_imported_submission_create(team=team, phase=phase, entry=entry,
+                                                           datasets=datasets, suite=suite, ranked=ranked))
+            board_entry_refresh(team=team, phase=phase)
+        # Even an import of no rows may have replaced (deleted) rows the board showed.
+        board_changed(challenge_id=phase.challenge_id)
+        if replace:
+            stale = Submission.objects.filter(phase=phase, kind=SubmissionKind.IMPORTED).exclude(team__name__in=teams)
+            stale_teams = list(Team.objects.filter(pk__in=stale.values("team_id")))
+            stale.delete()
+            for team in stale_teams:
+                if Submission.objects.filter(team=team).exists() or Membership.objects.filter(team=team).exists():
+                    board_entry_refresh(team=team, phase=phase)
+                else:
+                    team.delete()
+    return created
+
+
+def _imported_submission_create(
+    *, team: Team, phase: Phase, entry: ImportedEntry, datasets: Mapping[str, Dataset], suite: Suite,
+    ranked: Sequence[Dataset],
+) -> Submission:
+    per_dataset: dict[Dataset, dict[str, float | None]] = {}
+    for key, metrics in entry.scores.items():
+        ds = datasets.get(key.lower())
+        if ds is None:
+            raise ServiceError(f"{entry.row or entry.name}: no dataset called {key!r} in {phase.challenge.slug}")
+        per_dataset[ds] = metrics
+    failed = bool(entry.failure) or any(v is None for m in per_dataset.values() for v in m.values())
+    # A dataset column the results file lacks for this row is a dataset it did not answer: the
+    # same rule as for submissions (it counts 0, or the board shows the row unranked).
+    aggregates = suite.aggregate(per_dataset, ranked=ranked)
+    now = timezone.now()
+    submission = Submission.objects.create(
+        team=team,
+        phase=phase,
+        kind=SubmissionKind.IMPORTED,
+        status=Status.FAILED if failed else Status.FINISHED,
+        failure_reason=entry.failure or ("no scores: the run failed" if failed else ""),
+        failure_cause=FailureCause.PARTICIPANT if failed else FailureCause.NONE,
+        excluded_reason=entry.excluded_reason[:300],
+        # Which row of the results file this was: a team may group several.
+        description=(entry.row or entry.reference)[:300],
+        primary_score=None if failed else aggregates.get(suite.primary_metric),
+        scoring_version="imported",
+        finished_at=entry.finished_at or entry.submitted_at or now,
+    )
+    if entry.submitted_at is not None:
+        # created_at is auto_now_add; the board shows it as the submission time, and the
+        # ranking rule breaks ties on it, so it must be the original one.
+        Submission.objects.filter(pk=submission.pk).update(created_at=entry.submitted_at)
+        submission.created_at = entry.submitted_at
+    rows = [
+        Score(submission=submission, dataset=ds, metric=m, value=v)
+        for ds, metrics in per_dataset.items()
+        for m, v in metrics.items()
+    ]
+    rows += [Score(submission=submission, dataset=None, metric=m, value=v) for m, v in aggregates.items()]
+    Score.objects.bulk_create(rows)
+    return submission

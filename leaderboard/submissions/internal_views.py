@@ -1,4 +1,4 @@
-"""The internal API compute workers talk to (``/internal/v1/``): thin views over ``compute``.
+"""The internal API compute workers talk to (``/internal/v1/``): thin views over ``worker_api``.
 
 Every call carries a worker's token (``Authorization: Bearer ...``); a call about a run that is
 not the token's current attempt gets 404, whatever the reason, so a token learns nothing of runs
@@ -18,13 +18,15 @@ from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from leaderboard.submissions import compute, dialog_runs
-from leaderboard.submissions.models import Submission, WorkerToken
-from leaderboard.submissions.system_services import (
+from leaderboard.core.errors import ServiceError
+from leaderboard.submissions import dialog_runs, worker_api
+from leaderboard.submissions.lifecycle import (
+    run_dispatch_again,
     submission_run_fail,
     submission_run_heartbeat,
     submission_run_platform_failure,
 )
+from leaderboard.submissions.models import Submission, WorkerToken
 
 View = Callable[..., HttpResponse]
 
@@ -38,7 +40,7 @@ def worker_required(view: View) -> View:
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
-        worker = compute.worker_token_authenticate(token.strip()) if scheme == "Bearer" else None
+        worker = worker_api.worker_token_authenticate(token.strip()) if scheme == "Bearer" else None
         if worker is None:
             return JsonResponse({"detail": "a valid worker token is required"}, status=401)
         return view(request, worker, *args, **kwargs)
@@ -53,7 +55,7 @@ def run_required(view: View) -> View:
     @wraps(view)
     def wrapped(request: HttpRequest, worker: WorkerToken, submission_id: int, attempt: int,
                 *args: Any, **kwargs: Any) -> HttpResponse:
-        submission = compute.submission_of_worker(worker=worker, submission_id=submission_id, attempt=attempt)
+        submission = worker_api.submission_of_worker(worker=worker, submission_id=submission_id, attempt=attempt)
         if submission is None:
             return _not_found()
         return view(request, worker, submission, *args, **kwargs)
@@ -80,18 +82,18 @@ def run_claim(request: HttpRequest, worker: WorkerToken) -> HttpResponse:
         # The message stays for a worker of that queue; this one is told why, in its log.
         return JsonResponse({"detail": f"this worker's token may claim runs of {', '.join(worker.queues)} only, "
                                        f"not of {body['queue']!r}"}, status=403)
-    claim = compute.submission_run_claim_next(queue=body["queue"],
-                                              worker=compute.worker_label(worker, body["instance"]))
+    claim = worker_api.submission_run_claim_next(queue=body["queue"],
+                                              worker=worker_api.worker_label(worker, body["instance"]))
     if claim.plan is None:
         if claim.held_back:
-            compute.claim_message_return(queue=body["queue"], hint=hint)
+            worker_api.claim_message_return(queue=body["queue"], hint=hint)
         return JsonResponse({"ticket": None})
     try:
-        ticket = compute.run_ticket_build(claim.plan)
-    except compute.ServiceError as exc:
+        ticket = worker_api.run_ticket_build(claim.plan)
+    except ServiceError as exc:
         # Inputs missing on the platform's own storage: its fault, retried later, never the team's.
         if submission_run_platform_failure(claim.plan.submission_id, attempt=claim.plan.attempt, reason=str(exc)):
-            compute.run_dispatch_again(claim.plan.submission_id)
+            run_dispatch_again(claim.plan.submission_id)
         return JsonResponse({"ticket": None})
     return JsonResponse({"ticket": ticket.as_json()})
 
@@ -100,7 +102,7 @@ def run_claim(request: HttpRequest, worker: WorkerToken) -> HttpResponse:
 @worker_required
 @run_required
 def run_input(request: HttpRequest, worker: WorkerToken, submission: Submission, index: int) -> HttpResponse:
-    path = compute.run_input_path(submission=submission, index=index)
+    path = worker_api.run_input_path(submission=submission, index=index)
     if path is None:
         return _not_found()
     return FileResponse(open(path, "rb"), content_type="application/octet-stream")  # noqa: SIM115 (closed by Django)
@@ -134,9 +136,9 @@ def run_outcome(request: HttpRequest, worker: WorkerToken, submission: Submissio
         return JsonResponse({"detail": "the outcome is not a JSON object"}, status=400)
     try:
         with transaction.atomic():
-            compute.submission_run_result_store(submission=submission, outcome=outcome,
+            worker_api.submission_run_result_store(submission=submission, outcome=outcome,
                                                 outputs=dict(request.FILES.items()))
-    except compute.ResultRefused as exc:
+    except worker_api.ResultRefused as exc:
         return JsonResponse({"detail": str(exc)}, status=400)
     return JsonResponse({"accepted": True}, status=202)
 
@@ -155,7 +157,7 @@ def run_failure(request: HttpRequest, worker: WorkerToken, submission: Submissio
     requeued = submission_run_platform_failure(submission.pk, attempt=submission.attempts, reason=reason,
                                                detail=detail)
     if requeued:
-        compute.run_dispatch_again(submission.pk)
+        run_dispatch_again(submission.pk)
     return JsonResponse({"requeued": requeued})
 
 

@@ -1,6 +1,6 @@
 """Submissions, their lifecycle, and the scores they earn.
 
-The state machine lives in ``submissions.services`` (``submission_*``), never in
+The state machine lives in ``submissions.lifecycle`` (``submission_*``), never in
 ``save()``: submitted -> queued -> running -> scoring -> finished, or failed
 (with a reason and who caused it) or cancelled.
 """
@@ -117,7 +117,7 @@ class Submission(models.Model):
     peak_memory_mb = models.PositiveIntegerField(null=True, blank=True)
     # The gold files (dataset id -> sha256) of the data a run was given when it was claimed: an
     # organizer who replaces one while the system runs makes its answers another data's, so the run
-    # goes again, as the platform's fault (``system_services.submission_run_finish``).
+    # goes again, as the platform's fault (``evaluation.submission_run_finish``).
     run_gold = models.JSONField(default=dict, blank=True)
     # stdout and stderr of the run, capped.  A run over hidden data shows it to the
     # organizers only, until one of them releases it to the team (recorded).
@@ -131,7 +131,7 @@ class Submission(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     # A run on hidden data held for an organizer's look (its team's platform failures passed the
-    # challenge's ``platform_failures_per_day``: compute.run_queue_order) that an organizer let go.
+    # challenge's ``platform_failures_per_day``: selectors.run_queue_order) that an organizer let go.
     hold_released_at = models.DateTimeField(null=True, blank=True)
     hold_released_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

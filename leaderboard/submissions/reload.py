@@ -36,7 +36,6 @@ from django.db import transaction
 from leaderboard.accounts.services import team_rules_set
 from leaderboard.challenges.gold_diff import GoldDiff, gold_answers, gold_diff
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, RetiredGold
-from leaderboard.challenges.selectors import reveal_exposes
 from leaderboard.challenges.services import (
     DatasetSpec,
     SpecTargets,
@@ -47,6 +46,7 @@ from leaderboard.challenges.services import (
     spec_targets,
 )
 from leaderboard.challenges.spec import SpecError, spec_check, team_rules_parse
+from leaderboard.submissions.board import aggregates_refresh, board_entries_refresh, board_entry_refresh
 from leaderboard.submissions.models import Score, Status, Submission, Verdict
 from leaderboard.submissions.rerun import gold_failures_requeue
 from leaderboard.submissions.rescore import (
@@ -56,7 +56,7 @@ from leaderboard.submissions.rescore import (
     retired_gold_prune,
     score_history_record,
 )
-from leaderboard.submissions.services import aggregates_refresh, board_entries_refresh, board_entry_refresh
+from leaderboard.submissions.selectors import reveal_exposes
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)

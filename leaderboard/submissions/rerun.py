@@ -26,9 +26,10 @@ from leaderboard.challenges.models import SYSTEM_KINDS, SubmissionKind
 from leaderboard.challenges.selectors import user_is_organizer
 from leaderboard.core.enqueue import enqueue_on_commit
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
+from leaderboard.submissions.board import board_entry_refresh
+from leaderboard.submissions.intake import queue_for, task_for
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission, Verdict
 from leaderboard.submissions.rescore import score_history_record
-from leaderboard.submissions.services import board_entry_refresh, queue_for, task_for
 
 RERUNNABLE = (Status.FINISHED, Status.FAILED)
 # Enough of an old run's log, in the audit entry, to tell what it did; the full log is replaced.

@@ -44,12 +44,14 @@ from leaderboard.challenges.models import (
     RetiredGold,
     SubmissionKind,
 )
-from leaderboard.challenges.suites import DatasetResult, scoring_version_of, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import DatasetResult, scoring_version_of
 from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.sandbox.answers_json import JsonRejected, answers_decode
 from leaderboard.sandbox.contract import SystemSettings
+from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission
-from leaderboard.submissions.services import board_entry_refresh, score_dataset, submission_aggregates
+from leaderboard.submissions.scores import score_dataset, submission_aggregates
 from leaderboard.submissions.storage import run_answers_name, run_answers_read
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, parse_upload
 from scoring.errors import ScoringError

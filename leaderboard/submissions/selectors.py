@@ -1,20 +1,25 @@
-"""Reads for submissions: quotas, history, queue position."""
+"""Reads for submissions: quotas, history, the run queue's order and a submission's place in it,
+the run plan, what a viewer may see of a run, and which reveals would expose a sealed score."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 import hmac
-from collections.abc import Collection
+from collections import Counter, deque
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user
+from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.challenges.disclosure import Average, exposed_by_reveal
 from leaderboard.challenges.models import (
     SYSTEM_KINDS,
     Challenge,
@@ -22,18 +27,21 @@ from leaderboard.challenges.models import (
     DatasetFile,
     Phase,
     PhaseKind,
+    SealedAggregates,
     Split,
     TeamPhaseOverride,
 )
 from leaderboard.challenges.selectors import (
     aggregates_published,
+    challenge_run_queue,
     dataset_label,
     dataset_positions,
     datasets_public_order,
     phase_ranking_scope,
-    user_is_organizer,
+    ranking_scope_get,
 )
-from leaderboard.challenges.suites import metric_label, phase_metric_columns, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.columns import metric_label, phase_aggregate_columns, phase_metric_columns
 from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import RunDataset, RunPlan, SystemSettings, log_clean
 from leaderboard.submissions.models import (
@@ -109,6 +117,98 @@ def quota_usage(*, team: Team, phase: Phase, now: dt.datetime | None = None) -> 
 
 
 
+def _challenges_of_queue(queue: str) -> dict[int, SystemSettings]:
+    found = {}
+    for challenge in Challenge.objects.only("pk", "system_settings"):
+        try:
+            system = SystemSettings.from_json(challenge.system_settings)
+        except ValueError:
+            system = SystemSettings()
+        if system.queue == queue:
+            found[challenge.pk] = system
+    return found
+
+
+@dataclass(frozen=True)
+class QueuedRun:
+    """A queued run of a run queue, in the order workers will start it (``run_queue_order``)."""
+
+    submission_id: int
+    team_id: int
+    challenge_id: int
+    attempts: int
+    # Its team is at its challenge's max_running_per_team now (or will be, by the runs before it):
+    # it starts when one of the team's runs ends, after the runs listed before it.
+    held_back: bool = False
+    # Backing off after a platform fault: no worker takes it before then.
+    due_at: dt.datetime | None = None
+    # Waits for an organizer's look (``selectors.submissions_held_for_review``): no worker takes it
+    # until one releases it.
+    held_for_review: bool = False
+
+
+def run_queue_order(*, queue: str, now: dt.datetime | None = None) -> list[QueuedRun]:
+    """The queued runs of ``queue`` in the order workers will start them, if none ends meanwhile.
+
+    The order ``submission_run_claim_next`` takes them in, claim after claim: a team at its
+    ``max_running_per_team`` waits; among the others the team with the fewest runs running goes
+    first, then the team whose last run started longest ago (never run: first), then the oldest
+    submission.  Each pick counts as one more run of its team, started now; the runs still held back
+    by their team's limit follow, then those backing off, by when they are due, and last those held
+    for an organizer's look (a team whose hidden-data runs the platform failed too often).  The console's
+    queue and a team's queue position read this, so what they say is what the workers do.
+    """
+    now = now or timezone.now()
+    challenges = _challenges_of_queue(queue)
+    if not challenges:
+        return []
+    systems = Submission.objects.filter(kind__in=SYSTEM_KINDS, phase__challenge__in=list(challenges))
+    queued = list(
+        systems.filter(status=Status.QUEUED)
+        .order_by("queued_at", "created_at", "pk")
+        .values_list("pk", "team_id", "phase__challenge_id", "attempts", "dispatched_at")
+    )
+    if not queued:
+        return []
+    review = submissions_held_for_review(submission_ids=[row[0] for row in queued], now=now)
+    held_for_review = [row for row in queued if row[0] in review]
+    queued = [row for row in queued if row[0] not in review]
+    teams = {team for _, team, _, _, _ in queued}
+    running = Counter(systems.filter(status=Status.RUNNING, team_id__in=teams).values_list("team_id", flat=True))
+    never = dt.datetime.min.replace(tzinfo=dt.UTC)
+    last_start: dict[int, dt.datetime] = dict(
+        systems.filter(team_id__in=teams, started_at__isnull=False).values("team_id")
+        .annotate(last=Max("started_at")).values_list("team_id", "last")
+    )
+    # Each team's due runs in queue order: a team's next run is always its oldest, so each step
+    # compares one candidate per team (not every queued run).
+    by_team: dict[int, deque[tuple[int, Any]]] = {}
+    for position, row in enumerate(queued):
+        if row[4] is None or row[4] <= now:
+            by_team.setdefault(row[1], deque()).append((position, row))
+    later = sorted((row for row in queued if row[4] is not None and row[4] > now), key=lambda r: (r[4], r[0]))
+    order: list[QueuedRun] = []
+    tick = 0
+    while by_team:
+        eligible = [(running[team], last_start.get(team) or never, runs[0][0], team) for team, runs in by_team.items()
+                    if running[team] < challenges[runs[0][1][2]].max_running_per_team]
+        if not eligible:
+            break
+        team = min(eligible)[3]
+        _, row = by_team[team].popleft()
+        if not by_team[team]:
+            del by_team[team]
+        order.append(QueuedRun(row[0], row[1], row[2], row[3]))
+        running[team] += 1
+        tick += 1
+        last_start[team] = now + dt.timedelta(microseconds=tick)  # started "now", after the ones before
+    held = sorted((entry for runs in by_team.values() for entry in runs), key=lambda e: e[0])
+    order += [QueuedRun(row[0], row[1], row[2], row[3], held_back=True) for _, row in held]
+    order += [QueuedRun(row[0], row[1], row[2], row[3], due_at=row[4]) for row in later]
+    order += [QueuedRun(row[0], row[1], row[2], row[3], held_for_review=True) for row in held_for_review]
+    return order
+
+
 def submission_queue_position(*, submission: Submission) -> int | None:
     """1 for the next submission a worker will take; None once it has started.
 
@@ -119,10 +219,7 @@ def submission_queue_position(*, submission: Submission) -> int | None:
         return None
     if submission.kind in SYSTEM_KINDS and submission.status == Status.QUEUED:
         # Runs start in the claims' order (fair between teams), not first come, first served.
-        from leaderboard.submissions.compute import run_queue_order
-        from leaderboard.submissions.services import run_queue_of
-
-        order = run_queue_order(queue=run_queue_of(submission.phase.challenge))
+        order = run_queue_order(queue=challenge_run_queue(submission.phase.challenge))
         found = next((n for n, run in enumerate(order, 1) if run.submission_id == submission.pk), None)
         if found is not None:
             return found
@@ -147,21 +244,51 @@ def dataset_id_key(dataset: Dataset) -> str:
     return hmac.new(secret, b"ids:" + dataset.slug.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def system_run_plan(*, submission: Submission) -> RunPlan:
+def phase_gold_files(*, phase: Phase) -> list[DatasetFile]:
+    """The gold a run of the phase reads now: every dataset's file for the phase's portion."""
+    return list(
+        DatasetFile.objects.filter(dataset__challenge_id=phase.challenge_id, portion=phase.portion)
+        .select_related("dataset__challenge")
+        .order_by("dataset__order", "dataset__slug")
+    )
+
+
+@dataclass(frozen=True)
+class RunGold:
+    """The gold a run's attempt was claimed with, read back once at its finish."""
+
+    # The phase's gold files (``phase_gold_files``): the attempt's own when ``replaced`` is empty.
+    files: list[DatasetFile]
+    # The datasets (public labels) whose gold an organizer replaced since the claim.
+    replaced: list[str]
+
+
+def submission_run_gold(*, submission: Submission) -> RunGold:
+    """The attempt's gold as its claim stamped it (``Submission.run_gold``), against the gold now."""
+    files = phase_gold_files(phase=submission.phase)
+    if not submission.run_gold:
+        return RunGold(files, [])  # claimed before runs recorded it
+    now = {str(f.dataset_id): f.sha256 for f in files}
+    changed = [pk for pk in set(now) | set(submission.run_gold) if now.get(pk) != submission.run_gold.get(pk)]
+    if not changed:
+        return RunGold(files, [])
+    datasets = Dataset.objects.filter(pk__in=[int(pk) for pk in changed])
+    return RunGold(files, sorted(dataset_label(ds, reveal_sealed=False) for ds in datasets))
+
+
+def system_run_plan(*, submission: Submission, files: Sequence[DatasetFile] | None = None) -> RunPlan:
     """What a run of this system reads and writes: every dataset with gold for the phase's portion.
 
     Split III datasets are included under their sealed alias (file names too)
-    until the organizers reveal them.
+    until the organizers reveal them.  ``files``: the gold the attempt was claimed with
+    (``phase_gold_files`` at the claim, ``submission_run_gold`` at the finish); default, the gold now.
     """
     phase = submission.phase
     challenge = phase.challenge
     suite = suite_for(challenge)
     system = SystemSettings.from_json(challenge.system_settings)
-    files = (
-        DatasetFile.objects.filter(dataset__challenge=challenge, portion=phase.portion)
-        .select_related("dataset__challenge")
-        .order_by("dataset__order", "dataset__slug")
-    )
+    if files is None:
+        files = phase_gold_files(phase=phase)
     by_dataset = {f.dataset.pk: f for f in files}
     datasets = []
     # The manifest lists sealed datasets last, by alias: in the spec's order they could be matched to names.
@@ -476,7 +603,7 @@ def submission_hold_note(*, submission: Submission) -> str:
     """What a queued run held for an organizer's look says to everyone who sees it ("" if not held)."""
     if submission.status != Status.QUEUED or submission.kind not in SYSTEM_KINDS:
         return ""
-    # The rule the queue's order and every claim apply (compute.run_queue_order), so the note says
+    # The rule the queue's order and every claim apply (run_queue_order), so the note says
     # what workers do.
     if submission.pk not in submissions_held_for_review(submission_ids=[submission.pk]):
         return ""
@@ -548,7 +675,7 @@ def submissions_held_for_review(*, submission_ids: Collection[int], now: dt.date
     the last day than its challenge's ``platform_failures_per_day`` (systems settings; default 3),
     unless an organizer released it (``hold_released_at``).  Whatever causes them, such failures
     are runs its team does not pay for; held, they cannot go on for free.  The one rule that
-    ``compute.run_queue_order``, ``submission_run_claim`` and the pages apply.
+    ``run_queue_order``, ``lifecycle.submission_run_claim`` and the pages apply.
     """
     if not submission_ids:
         return set()
@@ -582,3 +709,57 @@ def _failures_allowed(challenge: Challenge) -> int:
         return SystemSettings.from_json(challenge.system_settings).platform_failures_per_day
     except ValueError:  # refused when the challenge was loaded; the default rather than an error here
         return SystemSettings().platform_failures_per_day
+
+
+def reveal_exposes(*, datasets: Sequence[Dataset]) -> list[Dataset]:
+    """The other sealed datasets whose scores would follow if ``datasets`` were revealed now.
+
+    For every set of datasets some submission was scored on, the averages published while
+    these are sealed (what anyone may have copied) are taken with their scores once public;
+    any still-sealed value that follows exactly (``disclosure.exposed_by_reveal``) is exposed.
+    """
+    revealing = {ds.pk for ds in datasets if ds.is_sealed}
+    if not revealing:
+        return []
+    # As if the challenge withheld only what isolates a sealed score: the most that may ever have been
+    # published (a challenge strict now may not have been before, and a copy outlives the policy).
+    challenge = copy.copy(datasets[0].challenge)
+    challenge.sealed_aggregates = SealedAggregates.ISOLATING
+    suite = suite_for(challenge)
+    every = list(Dataset.objects.filter(challenge=challenge).order_by("order", "slug"))
+    by_pk = {ds.pk: ds for ds in every}
+    exposed: set[int] = set()
+    for phase in Phase.objects.filter(challenge=challenge):
+        in_phase = [ds for ds in every if phase.portion in ds.portions]
+        if not revealing & {ds.pk for ds in in_phase}:
+            continue
+        ranked = ranking_scope_get(challenge=challenge, datasets=in_phase).datasets
+        metrics = [c.metric for c in phase_aggregate_columns(suite, phase)]
+        covered: dict[int, set[int]] = {}
+        for submission_id, dataset_id in Score.objects.filter(
+            submission__phase=phase, dataset__isnull=False
+        ).values_list("submission_id", "dataset_id").distinct():
+            covered.setdefault(submission_id, set()).add(dataset_id)
+        for pks in {frozenset(c) for c in covered.values() if revealing & c}:
+            scored = [by_pk[pk] for pk in pks if pk in by_pk]
+            published = aggregates_published(challenge=challenge, suite=suite, datasets=scored, metrics=metrics,
+                                             ranked=ranked)
+            averages = []
+            for metric in published:
+                scope = suite.averaged_over(metric, scored, ranked=ranked)
+                if scope is not None:
+                    averages.append(Average(metric, scope[0], frozenset(ds.pk for ds in scope[1])))
+            still = {ds.pk for ds in scored if ds.is_sealed and ds.pk not in revealing}
+            exposed.update(int(str(pk)) for pk in exposed_by_reveal(averages, sealed_after=still))
+    return [by_pk[pk] for pk in sorted(exposed)]
+
+
+def reveal_closure(*, dataset: Dataset) -> list[Dataset]:
+    """``dataset`` and every sealed dataset that must be revealed with it: revealing it alone would
+    let anyone who copied an earlier average compute theirs (see ``reveal_exposes``)."""
+    chosen = [dataset]
+    while True:
+        more = [ds for ds in reveal_exposes(datasets=chosen) if ds not in chosen]
+        if not more:
+            return chosen
+        chosen += more

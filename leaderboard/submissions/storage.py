@@ -44,8 +44,8 @@ from django.utils import timezone
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, DatasetFile, RetiredGold, SubmissionKind
 from leaderboard.challenges.selectors import storage_budget_bytes
+from leaderboard.core.display import size_text
 from leaderboard.core.errors import PayloadTooLarge
-from leaderboard.core.formats import size_text
 from leaderboard.sandbox.archives import RunImage, run_images_list
 from leaderboard.submissions.models import FINAL_STATUSES, BoardEntry, Status, Submission
 
@@ -143,7 +143,7 @@ def engine_run_images() -> tuple[list[RunImage], str]:
     asks the engine anything.
     """
     try:
-        import docker
+        import docker  # noqa: PLC0415 - only organizers' commands on a worker host ask the engine; the web app never imports the SDK
 
         client = docker.from_env(timeout=30)
         try:

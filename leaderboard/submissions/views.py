@@ -20,9 +20,11 @@ from leaderboard.challenges.selectors import batch_system_phases, interactive_ph
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
 from leaderboard.sandbox.contract import SystemSettings
-from leaderboard.submissions.breakdowns import METHOD as BREAKDOWN_METHOD
-from leaderboard.submissions.breakdowns import submission_breakdowns
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_cancel, submission_select
 from leaderboard.submissions.models import Submission
+from leaderboard.submissions.score_slices import METHOD as BREAKDOWN_METHOD
+from leaderboard.submissions.score_slices import submission_breakdowns
 from leaderboard.submissions.selectors import (
     quota_usage,
     submission_get_visible,
@@ -35,13 +37,7 @@ from leaderboard.submissions.selectors import (
     submissions_of_team,
     submissions_on_board,
 )
-from leaderboard.submissions.services import (
-    submission_cancel,
-    submission_create_predictions,
-    submission_select,
-)
 from leaderboard.submissions.storage import submission_file_freed_note, team_storage_usage
-from leaderboard.submissions.system_services import submission_create_system
 
 
 class UploadForm(forms.Form):

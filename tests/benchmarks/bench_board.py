@@ -88,9 +88,10 @@ def build(args: argparse.Namespace) -> dict[str, float]:
 
     from leaderboard.accounts.models import Membership, Role, Team, TeamKind
     from leaderboard.challenges.models import Challenge, Dataset, Phase, Split, SubmissionKind
-    from leaderboard.challenges.suites import SCORING_VERSION, suite_for
+    from leaderboard.challenges.suites import suite_for
+    from leaderboard.challenges.suites.base import SCORING_VERSION
+    from leaderboard.submissions.board import board_entry_refresh
     from leaderboard.submissions.models import BoardEntry, Score, Status, Submission
-    from leaderboard.submissions.services import board_entry_refresh
 
     steps: dict[str, float] = {}
     rng = random.Random(args.seed)

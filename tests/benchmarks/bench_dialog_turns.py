@@ -66,9 +66,9 @@ def _measure(n_dialogs: int, modes: list[str]) -> dict[str, object]:
     from django.test import Client
 
     from leaderboard.accounts.services import team_create
-    from leaderboard.submissions.compute import worker_token_create
+    from leaderboard.submissions.intake import submission_create_system
     from leaderboard.submissions.reload import challenge_load
-    from leaderboard.submissions.system_services import submission_create_system
+    from leaderboard.submissions.worker_api import worker_token_create
     from scoring.dialogs import quac_protocol_dialogs
 
     excerpt = json.loads((REPO / "deploy/demo/data/quac/val_v0.2.json").read_text())

@@ -116,9 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from leaderboard.accounts.services import team_create
     from leaderboard.core import enqueue
+    from leaderboard.submissions.intake import submission_create_system
     from leaderboard.submissions.models import Status, Submission
     from leaderboard.submissions.reload import challenge_load
-    from leaderboard.submissions.system_services import submission_create_system
     from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
     spec_path = tmp / "spec.yaml"

@@ -29,7 +29,7 @@ also samples ``VmRSS`` every 10 ms as a cross-check.  Each request is also check
 (4xx) with a message, which the table prints.
 
 **outputs**: the systems worker's decoding of one dataset's output
-(``system_services._output_predictions``), each in a fresh subprocess that has already imported
+(``evaluation._output_predictions``), each in a fresh subprocess that has already imported
 everything and holds the output's bytes (the worker reads them into memory first, within the
 output limit ``Limits.output_mb``); growth = its ``VmHWM`` after the call - its ``VmRSS`` before.
 The same shapes at the output limit: ``[{}, ...]``, ``{"q": [{}, ...]}``, ``{"x0000000": "", ...}``
@@ -307,7 +307,7 @@ def kb(field):
 import django
 django.setup()
 from leaderboard.challenges.suites import SUITES
-from leaderboard.submissions import system_services
+from leaderboard.submissions import evaluation
 from leaderboard.sandbox.contract import RunDataset, RunOutcome
 
 path, n_qids = sys.argv[1], int(sys.argv[2])
@@ -320,9 +320,9 @@ Path("/proc/self/clear_refs").write_text("5")
 before = kb("VmRSS")
 started = time.monotonic()
 try:
-    system_services._output_predictions(SUITES["mrqa"], ds, outcome, qids)
+    evaluation._output_predictions(SUITES["mrqa"], ds, outcome, qids)
     verdict, reason = "accepted", ""
-except system_services._OutputRejected as exc:
+except evaluation._OutputRejected as exc:
     verdict, reason = str(exc.verdict), exc.reason
 except Exception as exc:  # the old decoder's own errors, reported rather than crashing the benchmark
     verdict, reason = type(exc).__name__, str(exc)

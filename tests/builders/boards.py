@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 
 from leaderboard.challenges.models import Phase
 from leaderboard.rankings.selectors import board_datasets
+from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import ImportedEntry, results_import
 from tests.builders.cast import DEMO_DATA, REPO
 
 DEMO_SPEC = REPO / "deploy" / "demo" / "mrqa-demo.yaml"

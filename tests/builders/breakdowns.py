@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from tests.builders.cast import Cast, gold_predictions, upload
 
 HIDDEN = "hidden: a slice has fewer than 50 questions of hidden test data"

@@ -20,16 +20,14 @@ from django.db import transaction
 from django.test import Client
 
 from leaderboard.challenges.models import Challenge, Dataset
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.sandbox.contract import RunOutcome
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Status, Submission
+from leaderboard.submissions.scores import scores_write
 from leaderboard.submissions.selectors import system_run_plan
-from leaderboard.submissions.services import scores_write, submission_create_predictions
-from leaderboard.submissions.system_services import (
-    submission_create_system,
-    submission_run_claim,
-    submission_run_finish,
-)
 from tests.builders.cast import DEMO_DATA, Cast, gold_predictions, mrqa_gold, upload
 from tests.builders.systems import system_phases
 

@@ -15,10 +15,10 @@ from django.test import Client
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.submissions.compute import worker_token_create
+from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.system_services import submission_create_system
+from leaderboard.submissions.worker_api import worker_token_create
 from tests.builders.suites import quac_gold
 
 

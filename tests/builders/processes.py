@@ -254,7 +254,7 @@ def compute_workers(broker_url: str, api_url: str, root: Path, logs: Path, *, co
                     prefix: str = "compute") -> list[ComputeWorker]:
     """``count`` compute workers (not started), each with a token of its own (made in the test's
     database), a work folder under ``root`` (made a shared mount: see ``shared_mount``) and a log."""
-    from leaderboard.submissions.compute import worker_token_create
+    from leaderboard.submissions.worker_api import worker_token_create
 
     shared_mount(root)
     return [ComputeWorker(broker_url, api_url, worker_token_create(name=f"{prefix}-{n}"), root / f"w{n}",

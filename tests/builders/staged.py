@@ -6,9 +6,9 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Dataset, Phase, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import scores_write
+from leaderboard.submissions.scores import scores_write
 from tests.builders.cast import DEMO_DATA
 
 MRQA = DEMO_DATA / "mrqa"

@@ -7,8 +7,8 @@ import os
 
 from django.utils import timezone
 
+from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import board_entry_refresh
 from tests.builders.cast import Cast, upload
 from tests.builders.system_uploads import bundle_of
 

@@ -17,9 +17,9 @@ from django.core import mail
 
 from leaderboard.accounts.models import Membership, Role
 from leaderboard.accounts.services import team_create, team_invite_create
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 from tests.builders.chromium import chromium_driver, page_wait, screenshot_widths
 

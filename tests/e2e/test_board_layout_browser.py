@@ -28,9 +28,8 @@ from django.test import Client
 from django.utils import timezone
 
 from leaderboard.challenges.models import Phase
-from leaderboard.submissions.imports import load_results_file
+from leaderboard.submissions.imports import load_results_file, results_import
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import results_import
 from tests.builders.boards import WIDE_TEAMS, thousand_row_phase, wide_board_phase
 from tests.builders.cast import REPO, Cast
 from tests.builders.chromium import WAIT_SECONDS, chromium_driver

@@ -15,9 +15,10 @@ import pytest
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
+from leaderboard.submissions.scores import scores_write
 from tests.builders.browser import board_rows, login
 from tests.builders.cast import Cast
 

@@ -17,8 +17,8 @@ import pytest
 from django.conf import settings
 from django.core import mail
 
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
-from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.browser import board_rows
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.chromium import page_wait

@@ -20,9 +20,10 @@ from django.test import Client
 from django.utils import timezone
 
 from leaderboard.challenges.models import AuditEntry
-from leaderboard.submissions.compute import worker_token_create
+from leaderboard.submissions.intake import submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import ScoreHistory, Status, Submission, WorkerToken
-from leaderboard.submissions.system_services import submission_create_system, submission_run_claim
+from leaderboard.submissions.worker_api import worker_token_create
 from tests.builders.browser import board_rows
 from tests.builders.cast import Cast
 from tests.builders.chromium import WAIT_SECONDS, chromium_driver

@@ -16,9 +16,10 @@ import pytest
 from django.conf import settings
 
 from leaderboard.challenges.models import Challenge, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import scores_write, submission_create_predictions
+from leaderboard.submissions.scores import scores_write
 from tests.builders.browser import board_rows, login
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.chromium import WAIT_SECONDS

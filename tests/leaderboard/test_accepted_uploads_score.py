@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from leaderboard.challenges.suites import SUITES
-from leaderboard.submissions.services import predictions_check
+from leaderboard.submissions.scores import predictions_check
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, parse_upload
 from tests.builders.cast import DEMO_DATA
 from tests.builders.suites import coqa_gold, quac_gold, squad2_gold
@@ -113,7 +113,7 @@ def test_every_answer_shape_an_upload_is_accepted_with_is_scored(key: str, tmp_p
             continue
         accepted += 1
         try:
-            suite.score(str(gold), per_dataset["data"].by_qid, {})
+            suite.score(str(gold), per_dataset["data"].by_qid, suite.options_type())
         except Exception as exc:  # noqa: BLE001 - any error here is the bug this test is for
             pytest.fail(f"{key}: accepted {answer!r} but scoring failed: {type(exc).__name__}: {exc}")
     assert accepted and refused, (accepted, refused)

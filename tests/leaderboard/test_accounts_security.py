@@ -40,8 +40,8 @@ from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.services import api_token_create, api_token_digest, api_token_obtain
 from leaderboard.core.errors import ServiceError
 from leaderboard.settings.base import private_dir, sqlite_database
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.accounts import PASSWORD, token_id
 from tests.builders.cast import REPO, Cast, gold_predictions, upload
 

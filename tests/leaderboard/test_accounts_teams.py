@@ -48,9 +48,9 @@ from leaderboard.accounts.services import (
 )
 from leaderboard.challenges.spec import SpecError
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
 NEW_PASSWORD = "Correct-horse-battery-staple-9"

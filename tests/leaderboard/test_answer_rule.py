@@ -24,18 +24,16 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from leaderboard.challenges.models import AuditEntry, DatasetFile, Phase
+from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.sandbox.answers_json import ANSWER_MAX_CHARS, answer_refusal
-from leaderboard.submissions import system_services
-from leaderboard.submissions.compute import run_queue_order, submission_run_claim_next
+from leaderboard.submissions import evaluation
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
-from leaderboard.submissions.selectors import quota_usage, system_run_plan
-from leaderboard.submissions.services import phase_prediction_targets, submission_create_predictions
-from leaderboard.submissions.system_services import (
-    submission_create_system,
-    submission_run_claim,
-    submission_run_finish,
-)
+from leaderboard.submissions.selectors import quota_usage, run_queue_order, system_run_plan
 from leaderboard.submissions.uploads import UploadError
+from leaderboard.submissions.worker_api import submission_run_claim_next
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle, outcome
 from tests.builders.systems import system_phases
@@ -157,7 +155,7 @@ def _fail_by_the_platform_while_finishing(cast: Cast, phase: Phase, monkeypatch:
     def store_fails(**_: object) -> str:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(system_services, "run_answers_store", store_fails)
+    monkeypatch.setattr(evaluation, "run_answers_store", store_fails)
     submission_run_finish(queued.pk, attempt=plan.attempt, outcome=outcome(
         outputs=_system_outputs(queued, oddity="x"), duration_s=7.3, peak_memory_bytes=77 * 2**20, exit_code=0))
     return Submission.objects.get(pk=queued.pk)

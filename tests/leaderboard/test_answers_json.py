@@ -21,8 +21,8 @@ from leaderboard.core.errors import PayloadTooLarge
 from leaderboard.sandbox import answers_json
 from leaderboard.sandbox.answers_json import NotJson, answers_decode
 from leaderboard.sandbox.contract import RunDataset, RunOutcome
+from leaderboard.submissions.evaluation import _output_predictions, _OutputRejected
 from leaderboard.submissions.models import Verdict
-from leaderboard.submissions.system_services import _output_predictions, _OutputRejected
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, parse_upload
 
 QIDS = ["q1", "q2", "q3"]

@@ -36,12 +36,13 @@ from django.urls import path
 
 from leaderboard import urls as site_urls
 from leaderboard.challenges.models import Phase, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.csv_safe import csv_cell_safe, csv_rows_safe
 from leaderboard.rankings.selectors import board_datasets
+from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
+from leaderboard.submissions.scores import scores_write
 from tests.builders.boards import THOUSAND, thousand_row_phase, wide_board_phase
 from tests.builders.cast import REPO, Cast
 

@@ -19,10 +19,11 @@ from django.urls import reverse
 
 from leaderboard.accounts.services import team_create, team_update
 from leaderboard.challenges.models import Phase, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.selectors import board_datasets
+from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.models import BoardEntry, Status, Submission
-from leaderboard.submissions.services import ImportedEntry, results_import, scores_write
+from leaderboard.submissions.scores import scores_write
 from tests.builders.cast import Cast
 
 ENDPOINTS = ("board", "board-json", "board-csv", "board-chart", "api-leaderboard")

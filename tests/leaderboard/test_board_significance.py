@@ -18,19 +18,16 @@ from django.test import Client, TestCase
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, SubmissionKind
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.board_significance import NO_QUESTION_SCORES, question_vector
 from leaderboard.rankings.models import BoardSignificance
 from leaderboard.rankings.selectors import ORGANIZER, Board, board_build
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.imports import ImportedEntry, results_import
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import (
-    ImportedEntry,
-    results_import,
-    scores_write,
-    submission_create_predictions,
-    submission_evaluate,
-)
+from leaderboard.submissions.scores import scores_write
 from tests.builders.cast import DEMO_DATA, mrqa_gold, upload
 
 MRQA = DEMO_DATA / "mrqa"

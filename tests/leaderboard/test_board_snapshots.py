@@ -21,8 +21,9 @@ from leaderboard.rankings.snapshots import (
     board_snapshot_build,
     board_snapshots_rebuild,
 )
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
 URLS = ("board", "board-csv", "board-json", "board-chart")
@@ -263,8 +264,8 @@ def test_a_bootstrap_request_old_enough_to_be_lost_is_asked_again_by_the_next_re
 
 
 def test_a_failed_run_that_a_board_row_points_at_is_on_the_board(scored: Cast) -> None:
+    from leaderboard.submissions.lifecycle import submission_fail
     from leaderboard.submissions.models import BoardEntry, FailureCause, Status
-    from leaderboard.submissions.services import submission_fail
 
     entry = BoardEntry.objects.get(phase=scored.dev, team=scored.charlies)
     version = board_version_get(challenge_id=scored.challenge.pk)

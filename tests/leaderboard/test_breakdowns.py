@@ -18,11 +18,12 @@ import pytest
 
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites import DatasetResult
-from leaderboard.submissions.breakdowns import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
+from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import scores_write, submission_create_predictions
+from leaderboard.submissions.score_slices import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
+from leaderboard.submissions.scores import scores_write
 from tests.builders.breakdowns import FOR_ORGANIZERS, HIDDEN, submit
 from tests.builders.cast import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
 
@@ -209,7 +210,7 @@ def test_the_submission_list_api_does_not_compute_breakdowns(cast: Cast) -> None
 
 
 def test_a_family_that_with_one_shown_would_single_out_a_few_hidden_questions_is_hidden() -> None:
-    from leaderboard.submissions.breakdowns import families_visible
+    from leaderboard.submissions.score_slices import families_visible
     from scoring.breakdowns import Family, Slice
 
     def family(name: str, labels: list[str]) -> Family:

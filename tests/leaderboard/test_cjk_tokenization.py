@@ -18,6 +18,7 @@ from django.core.management import call_command
 from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.starting_kit import _score_lines
 from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.submissions.reload import challenge_load
 
 SPEC = """
@@ -96,15 +97,15 @@ def test_the_suite_scores_with_cmrc2018_em_f1_when_asked(tmp_path: Path) -> None
     gold = _gold(tmp_path, {"q1": ["北京"], "q2": ["天安门广场"]})
     preds = {"q1": "北京。", "q2": "天安门广场东"}
     suite = SUITES["mrqa"]
-    assert suite.score(str(gold), preds, {}).metrics == {"em": 0.0, "f1": 0.0}
-    cjk = suite.score(str(gold), preds, {"tokenization": "cjk"})
+    assert suite.score(str(gold), preds, MrqaOptions()).metrics == {"em": 0.0, "f1": 0.0}
+    cjk = suite.score(str(gold), preds, MrqaOptions(tokenization="cjk"))
     # EM: "北京。" matches once "。" is deleted; F1: 1 and 10/11 (5 of 6 predicted characters).
     assert cjk.metrics == {"em": 50.0, "f1": pytest.approx(100 * (1 + 10 / 11) / 2)}
     assert [r["exact_match"] for r in cjk.per_example] == [1, 0]
 
 
 def test_the_starting_kit_scores_dev_files_as_the_suite_does() -> None:
-    assert _score_lines("mrqa", {"tokenization": "cjk"}, "dev/zh.jsonl.gz", "out/zh.json") == (
+    assert _score_lines("mrqa", MrqaOptions(tokenization="cjk"), "dev/zh.jsonl.gz", "out/zh.json") == (
         "python -m scoring mrqa dev/zh.jsonl.gz out/zh.json --tokenization cjk",)
-    assert _score_lines("mrqa", {}, "dev/zh.jsonl.gz", "out/zh.json") == (
+    assert _score_lines("mrqa", MrqaOptions(), "dev/zh.jsonl.gz", "out/zh.json") == (
         "python -m scoring mrqa dev/zh.jsonl.gz out/zh.json",)

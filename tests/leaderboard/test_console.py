@@ -18,11 +18,11 @@ from leaderboard.challenges.models import AuditEntry, TeamPhaseOverride
 from leaderboard.console import services
 from leaderboard.console.selectors import dataset_reveal_preview, queue_report, team_notices
 from leaderboard.core.errors import Conflict, NotFound, QuotaExceeded, ServiceError
+from leaderboard.submissions.intake import submission_check_can_submit, submission_create_predictions
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.rerun import submission_rerun
 from leaderboard.submissions.selectors import quota_usage
-from leaderboard.submissions.services import submission_check_can_submit, submission_create_predictions
-from leaderboard.submissions.system_services import submission_run_claim
 from tests.builders.cast import gold_predictions, upload
 from tests.builders.console import FAILED_LOG, ConsoleWorld, bundle, run_as_worker
 
@@ -138,7 +138,7 @@ def test_a_disqualified_submission_gives_way_to_the_teams_other_ones(console_wor
     other = submission_create_predictions(team=w.cast.alpha, phase=w.cast.test, user=w.cast.alice,
                                           upload=upload(gold_predictions("test", wrong_every=2)),
                                           limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
-    from leaderboard.submissions.services import submission_evaluate
+    from leaderboard.submissions.evaluation import submission_evaluate
 
     submission_evaluate(other.pk)
     row = rows_by_team(w)["Alpha"]
@@ -235,7 +235,7 @@ def test_reveal_then_seal_again_and_the_board_follows(console_world: ConsoleWorl
 
 def test_the_seal_does_not_change_under_a_running_system(console_world: ConsoleWorld) -> None:  # noqa: F811
     w = console_world
-    from leaderboard.submissions.system_services import submission_create_system
+    from leaderboard.submissions.intake import submission_create_system
 
     running = submission_create_system(team=w.cast.charlies, phase=w.cast.test, user=w.cast.charlie,
                                        upload=bundle(), kind="code_bundle")
@@ -259,7 +259,7 @@ def test_an_announcement_is_on_the_challenge_page_until_withdrawn(console_world:
 
 def test_the_queue_report_orders_each_queue_and_derives_heartbeats(console_world: ConsoleWorld) -> None:  # noqa: F811
     w = console_world
-    from leaderboard.submissions.system_services import submission_create_system
+    from leaderboard.submissions.intake import submission_create_system
 
     first = submission_create_system(team=w.cast.charlies, phase=w.cast.test, user=w.cast.charlie, upload=bundle(),
                                      kind="code_bundle")

@@ -33,14 +33,15 @@ from drf_spectacular.validation import validate_schema
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.downloads import NO_FILE_MESSAGE, file_download_record
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, FileDownload
+from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.challenges.services import dataset_file_put, dataset_reveal
 from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.starting_kit import starting_kit_build
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.archives import bundle_inspect
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import phase_prediction_targets, submission_create_predictions
 from tests.builders.cast import DEMO_DATA, REPO, Cast, upload
 from tests.builders.data_page import TRAIN_FILE, body, run_kit_locally
 

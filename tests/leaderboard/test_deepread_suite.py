@@ -22,14 +22,18 @@ from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.gold_diff import gold_answers
 from leaderboard.challenges.models import Challenge, DatasetFile, MetricSuite, Phase
-from leaderboard.challenges.spec import SUITE_OPTIONS, NoOptions
+from leaderboard.challenges.spec import SUITE_OPTIONS
 from leaderboard.challenges.starting_kit import _score_lines
-from leaderboard.challenges.suites import SUITES, DeepReadSuite, metric_label
+from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites.base import NoOptions
+from leaderboard.challenges.suites.columns import metric_label
+from leaderboard.challenges.suites.deepread import DeepReadSuite
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from scoring import deepread
 from scoring.errors import InputFormatError
 from scoring.io import load_json
@@ -86,7 +90,7 @@ def test_the_suite_is_offered_with_the_papers_metrics_as_columns() -> None:
 
 
 def test_the_demo_gold_is_accepted_and_scored_against_itself() -> None:
-    info = SUITE.inspect_gold(DEMO.read_bytes(), filename="deepread-dev.json", self_check={})
+    info = SUITE.inspect_gold(DEMO.read_bytes(), filename="deepread-dev.json", self_check=NoOptions())
     assert info.qids == [q["id"] for q in demo()["questions"]]
 
 
@@ -111,7 +115,7 @@ def test_a_canary_planted_in_the_gold_does_not_reach_the_inputs() -> None:
     gold["stories"][0]["sentences"][0]["is_answer_to"] = ["CANARY-sentence.is_answer_to"]
     content = encode(gold)
     assert len(canaries_in(content)) > 20
-    info = SUITE.inspect_gold(content, filename="deepread-dev.json", self_check={})
+    info = SUITE.inspect_gold(content, filename="deepread-dev.json", self_check=NoOptions())
     assert canaries_in(info.inputs) == []
     assert not keys_of(json.loads(info.inputs)) & ANSWER_KEYS
 
@@ -149,7 +153,7 @@ def test_bad_gold_is_refused_naming_the_file_and_the_question(
 ) -> None:
     gold = demo()
     mutate(gold)
-    error = rejected(lambda: SUITE.inspect_gold(encode(gold), filename="deepread-dev.json", self_check={}),
+    error = rejected(lambda: SUITE.inspect_gold(encode(gold), filename="deepread-dev.json", self_check=NoOptions()),
                      "deepread-dev.json", *fragments)
     assert isinstance(error, InputFormatError)
 
@@ -171,7 +175,7 @@ def test_scores_are_the_scoring_librarys_and_the_starting_kits_command_gives_the
     gold = demo()
     path = write(tmp_path, gold, "dev.json")
     preds = weaker_answers(gold)
-    result = SUITE.score(str(path), preds, {})
+    result = SUITE.score(str(path), preds, NoOptions())
     data = deepread.load_deepread_data(path)
     library = deepread.evaluate_deepread(
         data, deepread.match_sentences(data, {q: deepread.Prediction(answer=a) for q, a in preds.items()}),
@@ -186,7 +190,7 @@ def test_scores_are_the_scoring_librarys_and_the_starting_kits_command_gives_the
     assert all("key" not in r for r in result.per_example)
 
     (tmp_path / "out.json").write_text(json.dumps(preds), encoding="utf-8")
-    (line,) = _score_lines("deepread", {}, str(path), str(tmp_path / "out.json"))
+    (line,) = _score_lines("deepread", NoOptions(), str(path), str(tmp_path / "out.json"))
     code, out, _ = run_cli(line.split()[3:], capsys)  # after "python -m scoring"
     assert code == 0
     assert {k: out[k] for k in library if k in out} == {k: v for k, v in library.items() if k in out}
@@ -330,5 +334,5 @@ def test_the_baseline_answers_with_whole_sentences_that_the_suite_matches(tmp_pa
     texts = sentences(gold)
     assert set(preds) == {q["id"] for q in gold["questions"]}
     assert all(preds[q["id"]] in texts[q["story"]].values() for q in gold["questions"])
-    result = SUITE.score(str(DEMO), preds, {})
+    result = SUITE.score(str(DEMO), preds, NoOptions())
     assert result.metrics["humsent"] is not None and result.metrics["humsent"] > 50.0

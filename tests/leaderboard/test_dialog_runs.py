@@ -15,9 +15,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from leaderboard.accounts.services import team_create
-from leaderboard.submissions.compute import worker_token_create
+from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import DialogAnswers, Submission
-from leaderboard.submissions.system_services import submission_create_system
+from leaderboard.submissions.worker_api import worker_token_create
 from scoring.dialogs import quac_protocol_dialogs
 from tests.builders.dialogs import (
     answer,

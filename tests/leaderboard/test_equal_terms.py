@@ -27,17 +27,14 @@ from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites import DatasetResult
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.selectors import ORGANIZER, board_build
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.imports import ImportedEntry, results_import
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import BoardEntry, Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import (
-    ImportedEntry,
-    results_import,
-    scores_write,
-    submission_create_predictions,
-    submission_evaluate,
-)
+from leaderboard.submissions.scores import scores_write
 from tests.builders.cast import DEMO_DATA, mrqa_gold, upload
 
 MRQA = DEMO_DATA / "mrqa"

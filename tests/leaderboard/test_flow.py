@@ -4,8 +4,8 @@ import pytest
 from django.conf import settings
 
 from leaderboard.rankings.selectors import board_build
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
-from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.cast import Cast, gold_predictions, upload
 
 

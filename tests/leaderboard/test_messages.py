@@ -21,8 +21,9 @@ from django.conf import settings
 from leaderboard.rankings.selectors import board_build
 from leaderboard.sandbox import answers_json
 from leaderboard.sandbox.answers_json import NotJson, answers_decode
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
-from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.uploads import CHANNELS, first_qids, post, zip_of
 

@@ -11,9 +11,9 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
 from leaderboard.rankings.selectors import board_build
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.cast import upload
 
 REPO = Path(__file__).resolve().parents[2]

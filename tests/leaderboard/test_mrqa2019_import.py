@@ -25,10 +25,9 @@ from leaderboard.accounts.models import Team, TeamKind
 from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
-from leaderboard.submissions.imports import load_results_file
+from leaderboard.submissions.imports import load_results_file, results_import
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import results_import
 from tests.builders.cast import REPO
 
 SPEC = REPO / "deploy" / "demo" / "mrqa2019-archive.yaml"
@@ -299,7 +298,7 @@ def test_an_imported_team_cannot_be_joined(phase: Phase) -> None:
 
 def test_the_archive_takes_no_submissions(phase: Phase) -> None:
     from leaderboard.accounts.services import team_create
-    from leaderboard.submissions.services import submission_create_predictions
+    from leaderboard.submissions.intake import submission_create_predictions
     from tests.builders.cast import upload
 
     assert Challenge.objects.get(slug="mrqa2019").staff.filter(username="organizer").exists()

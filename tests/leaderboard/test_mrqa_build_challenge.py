@@ -13,9 +13,9 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import DatasetFile, Phase
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions
 from scoring.cli import main
 from tests.builders.cast import upload
 from tests.builders.shared import shared_path

@@ -40,8 +40,8 @@ from leaderboard.rankings.paper_tables import (
     tables_markdown,
 )
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_build
+from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.reload import challenge_load, challenge_plan
-from leaderboard.submissions.services import ImportedEntry, results_import
 from tests.builders.cast import REPO
 
 SPEC = """

@@ -24,8 +24,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.services import submission_create_predictions
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.console import ALPHA_TEST, _scored_run
 

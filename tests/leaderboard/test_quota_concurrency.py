@@ -26,9 +26,10 @@ from django.utils import timezone
 from leaderboard.accounts.services import api_token_create
 from leaderboard.challenges.models import SubmissionKind
 from leaderboard.core.errors import QuotaExceeded
+from leaderboard.submissions.intake import submission_create_predictions
+from leaderboard.submissions.lifecycle import submission_cancel
 from leaderboard.submissions.models import FailureCause, Status, Submission
 from leaderboard.submissions.selectors import quota_usage
-from leaderboard.submissions.services import submission_cancel, submission_create_predictions
 from tests.builders.cast import Cast, gold_predictions, upload
 
 N_THREADS = 20

@@ -34,17 +34,14 @@ from leaderboard.challenges.spec import SpecError
 from leaderboard.rankings.selectors import board_build
 from leaderboard.sandbox.contract import RunOutcome
 from leaderboard.submissions import rescore
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.reload import challenge_load, dataset_gold_replace
 from leaderboard.submissions.rescore import Rescored, submission_rescore
 from leaderboard.submissions.selectors import system_run_plan
-from leaderboard.submissions.services import submission_create_predictions
 from leaderboard.submissions.storage import run_answers_name, storage_report
-from leaderboard.submissions.system_services import (
-    submission_create_system,
-    submission_run_claim,
-    submission_run_finish,
-)
 from scoring import mrqa
 from tests.builders.cast import DEMO_DATA
 

@@ -13,17 +13,17 @@ import re
 import pytest
 from django.utils import timezone
 
-from leaderboard.submissions.models import FailureCause, Score, Status, Submission
-from leaderboard.submissions.selectors import quota_usage
-from leaderboard.submissions.system_services import (
-    submission_create_system,
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.intake import submission_create_system
+from leaderboard.submissions.lifecycle import (
     submission_run_claim,
-    submission_run_finish,
     submission_run_heartbeat,
     submission_run_platform_failure,
     submissions_lost_in_queue,
     submissions_reap,
 )
+from leaderboard.submissions.models import FailureCause, Score, Status, Submission
+from leaderboard.submissions.selectors import quota_usage
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle, gold_outputs, outcome
 from tests.builders.systems import system_phases
@@ -244,7 +244,8 @@ def test_a_prediction_file_is_scored_by_a_named_worker(cast: Cast) -> None:
     """The console's queue page names what scores a prediction file, as it names compute workers."""
     from django.conf import settings as django_settings
 
-    from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
+    from leaderboard.submissions.evaluation import submission_evaluate
+    from leaderboard.submissions.intake import submission_create_predictions
     from tests.builders.cast import gold_predictions, upload
 
     submission = submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,

@@ -14,14 +14,11 @@ import pytest
 from django.db import connection
 
 from leaderboard.sandbox.contract import RunNote
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.intake import submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim, submission_run_heartbeat
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.selectors import quota_usage
-from leaderboard.submissions.system_services import (
-    submission_create_system,
-    submission_run_claim,
-    submission_run_finish,
-    submission_run_heartbeat,
-)
 from tests.builders.cast import Cast
 from tests.builders.image_archives import no_command
 from tests.builders.runs import bundle, gold_outputs, outcome

@@ -34,12 +34,13 @@ from django.test import Client
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites import SUITES, DatasetResult
+from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.selectors import ORGANIZER, board_build
 from leaderboard.rankings.table import fixed
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import scores_write
+from leaderboard.submissions.scores import scores_write
 
 # Per-dataset metrics as each suite's score() names them (the families its aggregates average).
 METRICS = {

@@ -22,18 +22,21 @@ from django.contrib.auth.models import User
 from django.core import mail
 
 from leaderboard.challenges.models import Challenge, DatasetFile
-from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys, SpecError
-from leaderboard.challenges.suites import SUITES, DatasetResult
+from leaderboard.challenges.selectors import dataset_label
+from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys, SpecError, suite_options_of
+from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites import mrqa as mrqa_suite
+from leaderboard.challenges.suites.base import DatasetResult, NoOptions, SuiteOptions
+from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
+from leaderboard.challenges.suites.mrqa import MrqaOptions
+from leaderboard.challenges.suites.quac import QuacOptions
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.evaluation import submission_evaluate, submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.selectors import quota_usage, system_run_plan
-from leaderboard.submissions.services import submission_create_predictions, submission_evaluate
-from leaderboard.submissions.system_services import (
-    submission_create_system,
-    submission_run_claim,
-    submission_run_finish,
-)
+from leaderboard.submissions.selectors import quota_usage, submission_run_report, system_run_plan
 from scoring.errors import ScoringError
 from tests.builders.cast import DEMO_DATA, REPO, Cast, gold_predictions, upload
 from tests.builders.runs import bundle, gold_outputs, outcome
@@ -179,6 +182,20 @@ def test_suite_options_are_checked_against_the_suite(tmp_path: Path, suite: str,
 
 def test_every_suite_has_its_options_listed() -> None:
     assert set(SUITE_OPTIONS) == set(SUITES)
+
+
+def test_a_loaded_challenge_s_options_are_the_suite_s_dataclass_with_its_defaults() -> None:
+    # Stored as the spec gave them; whatever the spec left out is the dataclass's default, written once.
+    assert suite_options_of(Challenge(slug="c", metric_suite="mrc2018", suite_options={"alpha": 2})) == \
+        Mrc2018Options(alpha=2.0, beta=1.0, lic2019_guards=True)
+    assert suite_options_of(Challenge(slug="c", metric_suite="quac", suite_options={})) == QuacOptions()
+    assert suite_options_of(Challenge(slug="c", metric_suite="mrqa", suite_options={})).tokenization == "whitespace"
+    assert isinstance(suite_options_of(Challenge(slug="c", metric_suite="coqa", suite_options={})), NoOptions)
+
+
+def test_a_suite_refuses_another_suite_s_options() -> None:
+    with pytest.raises(TypeError, match="expected QuacOptions, found MrqaOptions"):
+        SUITES["quac"].score("unread.json", {}, MrqaOptions())
 
 
 def test_a_key_given_twice_is_refused_not_silently_dropped(tmp_path: Path) -> None:
@@ -408,19 +425,20 @@ def with_changed(lines: list[dict[str, Any]], change: Callable[[list[dict[str, A
     return encode_lines(lines)
 
 
-DEFECTS: list[tuple[str, str, Callable[[], bytes], dict[str, Any], str]] = [
+DEFECTS: list[tuple[str, str, Callable[[], bytes], SuiteOptions, str]] = [
     ("mrqa", "g.jsonl.gz", lambda: gzip.compress(encode_lines([
         {"header": {"dataset": "X", "split": "dev"}},
         {"id": "c1", "context": "a b", "qas": [{"qid": "q1", "question": "?", "answers": ["a"]},
                                                {"qid": "q2", "question": "?", "answers": []}]}])),
-     {}, "g.jsonl.gz, line 2, id 'q2': the gold's own answers cannot be scored"),
+     MrqaOptions(), "g.jsonl.gz, line 2, id 'q2': the gold's own answers cannot be scored"),
     ("mrc2018", "search.test.jsonl",
-     lambda: with_changed(mrc2018_lines(), lambda ls: [line.update(answers=[]) for line in ls]), {},
+     lambda: with_changed(mrc2018_lines(), lambda ls: [line.update(answers=[]) for line in ls]), Mrc2018Options(),
      "search.test.jsonl: the gold's own answers cannot be scored, so every submission would fail: no reference "
      "question has an answer"),
-    ("mrc2018", "search.dev.jsonl", lambda: with_changed(mrc2018_lines(), lambda ls: ls[3].update(answers=[""])), {},
+    ("mrc2018", "search.dev.jsonl", lambda: with_changed(mrc2018_lines(), lambda ls: ls[3].update(answers=[""])),
+     Mrc2018Options(),
      "search.dev.jsonl, line 4, id '181575': no gold answer of this question gets 100 against itself"),
-    ("quac", "val.json", lambda: json.dumps(quac_disagreeing()).encode(), {"min_f1": 1.0},
+    ("quac", "val.json", lambda: json.dumps(quac_disagreeing()).encode(), QuacOptions(min_f1=1.0),
      "val.json: scored against its own answers with these suite options, the file's F1 is undefined"),
 ]
 
@@ -428,14 +446,14 @@ DEFECTS: list[tuple[str, str, Callable[[], bytes], dict[str, Any], str]] = [
 @pytest.mark.parametrize("key", list(GOLDS))
 def test_each_suites_clean_gold_passes_its_self_check(key: str) -> None:
     name, make = GOLDS[key]
-    info = SUITES[key].inspect_gold(make(), filename=name, self_check={})
+    info = SUITES[key].inspect_gold(make(), filename=name, self_check=SUITES[key].options_type())
     assert info.qids
 
 
 @pytest.mark.parametrize(("key", "name", "make", "options", "message"), DEFECTS,
                          ids=[f"{d[0]}-{i}" for i, d in enumerate(DEFECTS)])
 def test_a_gold_the_suite_cannot_score_is_refused(key: str, name: str, make: Callable[[], bytes],
-                                                  options: dict, message: str) -> None:
+                                                  options: SuiteOptions, message: str) -> None:
     with pytest.raises(ScoringError) as caught:
         SUITES[key].inspect_gold(make(), filename=name, self_check=options)
     assert message in str(caught.value)
@@ -459,7 +477,7 @@ def test_every_suite_refuses_a_gold_its_scorer_refuses_naming_file_and_id(
 
     monkeypatch.setattr(suite, "score", score)
     with pytest.raises(ScoringError) as caught:
-        suite.inspect_gold(make(), filename=name, self_check={})
+        suite.inspect_gold(make(), filename=name, self_check=suite.options_type())
     message = str(caught.value)
     assert message.startswith(f"{name}") and f"id {qids[-1]!r}" in message, message
     assert "the gold's own answers cannot be scored" in message and "the scorer refuses this question" in message
@@ -467,10 +485,8 @@ def test_every_suite_refuses_a_gold_its_scorer_refuses_naming_file_and_id(
 
 
 def test_the_self_check_leaves_no_parsed_copy_behind() -> None:
-    from leaderboard.challenges import suites
-
-    SUITES["mrqa"].inspect_gold(GOLDS["mrqa"][1](), filename="x.jsonl.gz", self_check={})
-    assert suites._mrqa_gold.cache_info().currsize == 0
+    SUITES["mrqa"].inspect_gold(GOLDS["mrqa"][1](), filename="x.jsonl.gz", self_check=MrqaOptions())
+    assert mrqa_suite._mrqa_gold.cache_info().currsize == 0
 
 
 # --------------------------------------------------------------------------- a gold failure at scoring time
@@ -529,6 +545,35 @@ def test_a_gold_failure_on_a_prediction_file_is_the_organizers_never_the_teams(c
     assert gold_file in organizer_sees and qid in organizer_sees and "no gold answer" in organizer_sees
 
 
+def test_a_gold_failure_names_its_dataset_to_the_team_on_a_prediction_file_and_on_a_run(cast: Cast) -> None:
+    """Issue 23: both kinds score through one ladder (``evaluation.submission_score``), so a run that
+    hits bad gold names the dataset it was scoring, as a prediction file always did."""
+    system_phases(cast)
+    predictions = submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
+                                                upload=upload(gold_predictions("dev")),
+                                                limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+    run = submission_create_system(team=cast.alpha, phase=cast.test, user=cast.alice, upload=bundle(),
+                                   kind="code_bundle")
+    plan = submission_run_claim(run.pk, worker="host:1")
+    assert plan is not None
+    outputs = gold_outputs(plan)
+    broken = {kind: DatasetFile.objects.get(dataset__slug="xquad-en", portion=portion)
+              for kind, portion in (("predictions", "dev"), ("run", "test"))}
+    for dataset_file in broken.values():
+        break_gold(dataset_file)
+    submission_evaluate(predictions.pk)
+    submission_run_finish(run.pk, attempt=1, outcome=outcome(outputs=outputs))
+
+    for kind, submission in (("predictions", predictions), ("run", run)):
+        submission.refresh_from_db()
+        assert (submission.status, submission.failure_cause, submission.verdict) == (
+            Status.FAILED, FailureCause.PLATFORM, Verdict.GOLD), (kind, submission.failure_reason)
+        assert submission.verdict_dataset == broken[kind].dataset, kind
+        assert submission_run_report(submission=submission, is_organizer=False).reason == (
+            "Organizers' data error for dataset XQuAD-en (the platform's fault: not counted against your quota; "
+            "the organizers have been told)."), kind
+
+
 def test_a_submission_that_failed_on_bad_gold_is_evaluated_again_once_the_gold_is_fixed(
     cast: Cast, django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -570,8 +615,10 @@ def test_a_gold_failure_on_a_sealed_dataset_never_names_it_to_the_team(cast: Cas
                                                                      Verdict.GOLD)
     assert "coqa" in queued.failure_reason  # the organizers' full reason names the gold file
     team_sees, organizer_sees = team_and_organizer_views(cast, queued.pk)
-    assert "Organizers&#x27; data error (the platform&#x27;s fault: not counted against your quota; the organizers " \
-           "have been told)." in team_sees
+    # Named by its public alias (issue 23: a run names the dataset of a gold failure, as a file does).
+    alias = dataset_label(coqa.dataset, reveal_sealed=False)
+    assert f"Organizers&#x27; data error for dataset {alias} (the platform&#x27;s fault: not counted against your " \
+           "quota; the organizers have been told)." in team_sees
     assert not re.search("coqa", team_sees, re.IGNORECASE)
     assert Path(coqa.gold.name).name in organizer_sees
 

@@ -14,11 +14,11 @@ import pytest
 from django.contrib.auth.models import User
 
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile
-from leaderboard.challenges.selectors import reveal_closure, reveal_exposes
 from leaderboard.challenges.spec import SpecError
 from leaderboard.console.selectors import dataset_reveal_preview
 from leaderboard.console.services import dataset_reveal_audited
 from leaderboard.submissions.reload import challenge_load
+from leaderboard.submissions.selectors import reveal_closure, reveal_exposes
 from tests.builders.staged import MRQA, SPEC, system_row
 
 

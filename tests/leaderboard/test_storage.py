@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.spec import SpecError
+from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import BoardEntry, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import board_entry_refresh
 from leaderboard.submissions.storage import storage_report, team_storage_usage
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 from tests.builders.storage import finish, post_id, weights

@@ -19,14 +19,18 @@ from django.contrib.auth.models import User
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Dataset, DatasetFile, Phase
 from leaderboard.challenges.services import dataset_file_put
-from leaderboard.challenges.suites import SUITES, CoqaSuite, QuacSuite, Squad2Suite, coqa_qid
+from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites.coqa import CoqaSuite
+from leaderboard.challenges.suites.quac import QuacSuite
+from leaderboard.challenges.suites.squad2 import Squad2Suite
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import submission_create_predictions
 from scoring import coqa, quac, squad, unanswerable
 from scoring.errors import InputFormatError
+from scoring.inputs import coqa_qid
 from tests.builders.cast import upload
 from tests.builders.shared import shared_path
 from tests.builders.suites import (
@@ -232,12 +236,12 @@ class TestSquad2:
     def test_gold_answers_score_100_and_a_wrong_answer_lowers_f1(self, tmp_path: Path) -> None:
         gold = squad2_gold()
         path = str(write(tmp_path, gold))
-        perfect = self.suite.score(path, squad2_gold_predictions(gold), {}).metrics
+        perfect = self.suite.score(path, squad2_gold_predictions(gold), self.suite.options_type()).metrics
         assert perfect["f1"] == pytest.approx(100.0) and perfect["exact"] == pytest.approx(100.0)
         assert perfect["detection_acc"] == pytest.approx(100.0)
         assert {"hasans_f1", "noans_f1", "level_1_detection_acc", "level_2_f1", "level_3_exact"} <= set(perfect)
         assert_metric_names(perfect)
-        worse = self.suite.score(path, squad2_some_wrong(gold), {}).metrics
+        worse = self.suite.score(path, squad2_some_wrong(gold), self.suite.options_type()).metrics
         assert worse["f1"] is not None and worse["f1"] < 100.0
         assert worse["level_1_detection_acc"] == pytest.approx(50.0)
 
@@ -245,7 +249,7 @@ class TestSquad2:
         gold = squad2_gold()
         path = str(write(tmp_path, gold))
         preds = squad2_some_wrong(gold)
-        result = self.suite.score(path, preds, {})
+        result = self.suite.score(path, preds, self.suite.options_type())
         official = squad.evaluate_squad_v2(squad.load_squad_dataset(path), preds).metrics
         detection = unanswerable.evaluate_unanswerable(squad.load_squad_dataset(path), preds).metrics
         expected = {
@@ -269,7 +273,7 @@ class TestSquad2:
         preds = squad2_gold_predictions(gold)
         del preds["5ad5316b5b96ef001a10ab73"]
         with pytest.raises(InputFormatError, match="5ad5316b5b96ef001a10ab73"):
-            self.suite.score(str(write(tmp_path, gold)), preds, {})
+            self.suite.score(str(write(tmp_path, gold)), preds, self.suite.options_type())
 
     @pytest.mark.shared
     def test_the_real_dev_set_scores_as_the_library_does(self, tmp_path: Path) -> None:
@@ -281,7 +285,7 @@ class TestSquad2:
         preds = {qa["id"]: ("" if n % 7 == 0 else qa["answers"][0]["text"] if qa["answers"] else "Normans")
                  for n, qa in enumerate(squad_qas(gold))}
         path = str(write(tmp_path, gold))
-        result = self.suite.score(path, preds, {})
+        result = self.suite.score(path, preds, self.suite.options_type())
         official = squad.evaluate_squad_v2(gold, preds).metrics
         for metric, key in (("f1", "f1"), ("exact", "exact"), ("hasans_f1", "HasAns_f1"), ("noans_f1", "NoAns_f1")):
             assert_close(result.metrics[metric], official[key], metric)
@@ -349,11 +353,11 @@ class TestQuac:
     def test_gold_answers_score_100_and_a_wrong_answer_lowers_f1(self, tmp_path: Path) -> None:
         gold = quac_gold()
         path = str(write(tmp_path, gold))
-        perfect = self.suite.score(path, quac_gold_predictions(gold), {}).metrics
+        perfect = self.suite.score(path, quac_gold_predictions(gold), self.suite.options_type()).metrics
         for metric in ("f1", "heq_q", "heq_d", "yesno_acc", "followup_acc", "unanswerable_acc", "unfiltered_f1"):
             assert perfect[metric] == pytest.approx(100.0), metric
         assert_metric_names(perfect)
-        worse = self.suite.score(path, quac_some_wrong(gold), {}).metrics
+        worse = self.suite.score(path, quac_some_wrong(gold), self.suite.options_type()).metrics
         assert worse["f1"] is not None and worse["f1"] < 100.0
         assert worse["heq_d"] == pytest.approx(0.0)
 
@@ -361,7 +365,7 @@ class TestQuac:
         gold = quac_gold()
         path = str(write(tmp_path, gold))
         preds = quac_some_wrong(gold)
-        result = self.suite.score(path, preds, {})
+        result = self.suite.score(path, preds, self.suite.options_type())
         official = quac.evaluate_quac(quac.load_quac_dataset(path), quac_official_lines(gold, preds)).metrics
         names = {"f1": "f1", "heq_q": "HEQ", "heq_d": "DHEQ", "yesno_acc": "yes/no", "followup_acc": "followup",
                  "unanswerable_acc": "unanswerable_acc", "unfiltered_f1": "unfiltered_f1"}
@@ -376,7 +380,7 @@ class TestQuac:
         gold = quac_gold()
         for paragraph in (p for a in gold["data"] for p in a["paragraphs"]):
             paragraph["qas"] = [qa for qa in paragraph["qas"] if qa["orig_answer"]["text"] != "CANNOTANSWER"]
-        metrics = self.suite.score(str(write(tmp_path, gold)), quac_gold_predictions(gold), {}).metrics
+        metrics = self.suite.score(str(write(tmp_path, gold)), quac_gold_predictions(gold), self.suite.options_type()).metrics
         assert metrics["unanswerable_acc"] is None and metrics["f1"] == pytest.approx(100.0)
 
     @pytest.mark.shared
@@ -390,7 +394,7 @@ class TestQuac:
             answer = qa["answers"][-1]["text"] if n % 3 else "CANNOTANSWER"
             preds[qa["id"]] = answer if n % 4 == 0 else {"answer": answer, "yesno": qa["yesno"], "followup": "y"}
         path = str(write(tmp_path, gold))
-        result = self.suite.score(path, preds, {})
+        result = self.suite.score(path, preds, self.suite.options_type())
         official = quac.evaluate_quac(quac.load_quac_dataset(path), quac_official_lines(gold, preds)).metrics
         for metric, key in (("f1", "f1"), ("heq_q", "HEQ"), ("heq_d", "DHEQ"), ("yesno_acc", "yes/no"),
                             ("followup_acc", "followup")):
@@ -445,13 +449,13 @@ class TestCoqa:
     def test_gold_answers_score_100_and_a_wrong_answer_lowers_f1(self, tmp_path: Path) -> None:
         gold = coqa_gold()
         path = str(write(tmp_path, gold))
-        result = self.suite.score(path, coqa_gold_predictions(gold), {})
+        result = self.suite.score(path, coqa_gold_predictions(gold), self.suite.options_type())
         assert set(result.metrics) == {"f1", "em", "in_domain_f1", "in_domain_em", "out_domain_f1",
                                        "out_domain_em", "wikipedia_f1", "wikipedia_em", "science_f1", "science_em"}
         assert all(v == pytest.approx(100.0) for v in result.metrics.values()), result.metrics
         assert_metric_names(result.metrics)
         assert result.per_example[0]["qid"] == "3zotghdk5ibi9cex97fepx7jetpops_1"
-        worse = self.suite.score(path, coqa_some_wrong(gold), {}).metrics
+        worse = self.suite.score(path, coqa_some_wrong(gold), self.suite.options_type()).metrics
         assert worse["f1"] is not None and worse["f1"] < 100.0
         assert worse["out_domain_f1"] is not None and worse["out_domain_f1"] < 100.0
 
@@ -459,7 +463,7 @@ class TestCoqa:
         gold = coqa_gold()
         path = str(write(tmp_path, gold))
         preds = coqa_some_wrong(gold)
-        result = self.suite.score(path, preds, {})
+        result = self.suite.score(path, preds, self.suite.options_type())
         official = coqa.evaluate_coqa(coqa.load_coqa_dataset(path), coqa_official_predictions(gold, preds)).metrics
         for prefix, bucket in (("", "overall"), ("in_domain_", "in_domain"), ("out_domain_", "out_domain"),
                                ("wikipedia_", "wikipedia"), ("science_", "science")):
@@ -475,7 +479,7 @@ class TestCoqa:
         preds = coqa_gold_predictions(gold)
         preds[info.qids[0]] = "a white kitten"
         path = str(write(tmp_path, gold))
-        result = self.suite.score(path, preds, {})
+        result = self.suite.score(path, preds, self.suite.options_type())
         official = coqa.evaluate_coqa(coqa.load_coqa_dataset(path), coqa_official_predictions(gold, preds)).metrics
         assert_close(result.metrics["f1"], official["overall"]["f1"], "f1")
         assert_close(result.metrics["children_stories_em"], official["children_stories"]["em"], "em")

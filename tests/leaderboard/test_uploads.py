@@ -180,7 +180,7 @@ def test_an_empty_file_is_refused(cast: Cast, nothing_stored: None, channel: str
 
 
 def test_the_service_refuses_an_empty_upload_too(cast: Cast, nothing_stored: None) -> None:
-    from leaderboard.submissions.services import submission_create_predictions
+    from leaderboard.submissions.intake import submission_create_predictions
     from leaderboard.submissions.uploads import UploadError
     from tests.builders.cast import upload
 
@@ -221,7 +221,7 @@ def test_a_huge_request_is_413_before_its_body_is_read(cast: Cast, nothing_store
 
     # Neither Django's multipart parser nor the upload service may run for this request.
     monkeypatch.setattr("django.http.multipartparser.MultiPartParser.parse", unread)
-    monkeypatch.setattr("leaderboard.submissions.services.submission_create_predictions", unread)
+    monkeypatch.setattr("leaderboard.submissions.intake.submission_create_predictions", unread)
     monkeypatch.setattr("leaderboard.submissions.views.submission_create_predictions", unread)
     monkeypatch.setattr("leaderboard.submissions.apis.submission_create_predictions", unread)
     if channel == "web":

@@ -18,9 +18,9 @@ import docker
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage
-from leaderboard.submissions.services import phase_prediction_targets
 from scoring.dialogs import Mode
 from tests.builders.systems import Platform, bundle
 

@@ -14,7 +14,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.sandbox.archives import BundleInfo
-from leaderboard.submissions import system_services
+from leaderboard.submissions import intake
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from tests.builders.image_archives import hard_link_out_of_layer, many_layers, no_command
 from tests.builders.systems import SYSTEMS, Platform, bundle
@@ -48,7 +48,7 @@ def test_hostile_archives_fail_once_as_the_teams_fault_with_a_clear_reason(
     pk = platform.submit(hard_link_out_of_layer(), kind="docker_image", name="hardlink.tar")
     cases[pk] = ("hard link out of the layer", ["the engine could not load the image"])
     # Stored past the upload checks, as archives accepted before them were.
-    monkeypatch.setattr(system_services, "bundle_inspect",
+    monkeypatch.setattr(intake, "bundle_inspect",
                         lambda *_, **__: BundleInfo("run.py", ["python3", "/system/run.py"], 1, 0))
     pk = platform.submit(FILE_AND_FOLDER, name="b.zip")
     cases[pk] = ("a file and a folder of one name", ["'lib' is both a file and a folder"])

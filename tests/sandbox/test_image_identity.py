@@ -27,7 +27,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
 
-from leaderboard.submissions import system_services
+from leaderboard.submissions import intake
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from tests.builders.systems import BASELINE_IMAGE, SYSTEMS, Platform, bundle, saved_image, script_bundle
 
@@ -93,7 +93,7 @@ def test_a_forged_archive_that_got_past_upload_fails_at_load_once_and_the_baseli
 ) -> None:
     forged, baseline_id = forged_from(baseline_tar)
     # As if the upload check had missed it (an older platform let it in): the worker checks again.
-    monkeypatch.setattr(system_services, "_check_archive", lambda path, *, kind, name, phase: baseline_id)
+    monkeypatch.setattr(intake, "_check_archive", lambda path, *, kind, name, phase: baseline_id)
     pk = platform.submit(forged, kind="docker_image", name="my-system.tar")
     monkeypatch.undo()
     call_command("system_submit", "demo", "test", str(baseline_tar), "--team", "Baseline: sentence overlap")

@@ -22,6 +22,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.suites import SUITES
+from leaderboard.challenges.suites.quac import QuacOptions
 from leaderboard.submissions.models import DialogAnswers, Score, Status
 from scoring.dialogs import DialogGold, Mode, Session, quac_protocol_dialogs
 from tests.builders.dialogs import conversational_challenge, conversational_phase, interactive_bundle
@@ -63,7 +64,7 @@ def expected_f1(mode: Mode, gold: dict[str, Any]) -> float:
     path = Path(__file__).parent / ".expected-gold.json"
     try:
         path.write_text(json.dumps(gold))
-        metrics = SUITES["quac"].score(str(path), predictions, {}).metrics
+        metrics = SUITES["quac"].score(str(path), predictions, QuacOptions()).metrics
     finally:
         path.unlink(missing_ok=True)
     assert metrics["f1"] is not None

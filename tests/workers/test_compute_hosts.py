@@ -21,9 +21,9 @@ from django.test import Client
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.core.enqueue import RUN_SYSTEM
 from leaderboard.sandbox.contract import Limits
-from leaderboard.submissions.compute import submission_run_claim_next, worker_token_create
+from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import Status, Submission, Verdict
-from leaderboard.submissions.system_services import submission_create_system
+from leaderboard.submissions.worker_api import submission_run_claim_next, worker_token_create
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle
 from tests.builders.systems import system_phases
@@ -204,8 +204,7 @@ def test_the_queue_shown_is_the_order_the_claims_take(cast: Cast) -> None:
     burst of one team interleaves with the others, and runs past the team's limit say they are
     held back; claiming one after another then takes exactly that order."""
     from leaderboard.console.selectors import queue_report
-    from leaderboard.submissions.compute import run_queue_order
-    from leaderboard.submissions.selectors import submission_queue_position
+    from leaderboard.submissions.selectors import run_queue_order, submission_queue_position
 
     system_phases(cast)
     cast.challenge.system_settings = {**cast.challenge.system_settings, "max_running_per_team": 2}
@@ -233,7 +232,7 @@ def test_the_compute_worker_sends_and_takes_the_task_the_platform_names() -> Non
 def test_the_challenges_gpus_reach_the_ticket_a_gpu_worker_claims(cast: Cast) -> None:
     """From the spec to the ticket: what the compute worker passes to the engine (next test)."""
     from leaderboard.sandbox.contract import RunTicket
-    from leaderboard.submissions.compute import run_ticket_build
+    from leaderboard.submissions.worker_api import run_ticket_build
 
     system_phases(cast)
     cast.challenge.system_settings = {**cast.challenge.system_settings, "queue": "gpu", "gpus": 2}
@@ -271,7 +270,7 @@ def test_the_compute_worker_imports_no_django_settings() -> None:
 
 @pytest.mark.django_db
 def test_a_result_whose_scoring_message_was_lost_is_sent_again_and_leftovers_go(cast: Cast, settings: Any) -> None:
-    from leaderboard.submissions.compute import _results_dir, run_results_waiting
+    from leaderboard.submissions.worker_api import _results_dir, run_results_waiting
 
     settings.REDISPATCH_AFTER_S = 60
     system_phases(cast)

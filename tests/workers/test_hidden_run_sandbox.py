@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from leaderboard.sandbox.contract import HiddenRuns
-from leaderboard.submissions.compute import run_ticket_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.worker_api import run_ticket_build
 from tests.builders.cast import Cast
 from workers import runner
 

@@ -25,14 +25,10 @@ from django.utils import timezone
 
 from leaderboard.sandbox import archives
 from leaderboard.sandbox.archives import ArchiveError, bundle_extract
+from leaderboard.submissions.intake import submission_create_system
+from leaderboard.submissions.lifecycle import run_retry_delay_s, submission_run_claim, submissions_reap
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage
-from leaderboard.submissions.system_services import (
-    run_retry_delay_s,
-    submission_create_system,
-    submission_run_claim,
-    submissions_reap,
-)
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle
 from tests.builders.systems import system_phases
@@ -168,7 +164,7 @@ def test_a_lost_worker_is_retried_with_back_off_then_alerts_the_organizers(
 
 
 def test_a_retry_is_not_sent_again_as_lost_before_it_is_due(queued: Submission, settings: Any) -> None:
-    from leaderboard.submissions.system_services import submissions_lost_in_queue
+    from leaderboard.submissions.lifecycle import submissions_lost_in_queue
 
     settings.REDISPATCH_AFTER_S = 4
     settings.RUN_RETRY_BACKOFF_S = 10

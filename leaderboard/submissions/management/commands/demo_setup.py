@@ -10,9 +10,8 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
 from leaderboard.challenges.models import Phase
-from leaderboard.submissions.imports import load_results_file
+from leaderboard.submissions.imports import load_results_file, results_import
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.services import results_import
 
 DEMO_DIR = Path(settings.BASE_DIR) / "deploy" / "demo"
 # (password, site administrator).  The organizer's role is per challenge (the specs' ``staff``), not

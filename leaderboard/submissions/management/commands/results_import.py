@@ -7,8 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.challenges.models import Phase
 from leaderboard.core.errors import ServiceError
-from leaderboard.submissions.imports import PARSERS, load_results_file
-from leaderboard.submissions.services import results_import
+from leaderboard.submissions.imports import PARSERS, load_results_file, results_import
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from leaderboard.challenges.models import Challenge
-from leaderboard.core.formats import size_text
+from leaderboard.core.display import size_text
 from leaderboard.submissions.storage import StorageReport, engine_run_images, storage_report
 
 

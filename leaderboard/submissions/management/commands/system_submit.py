@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from leaderboard.challenges.models import Phase
 from leaderboard.core.errors import ServiceError
+from leaderboard.submissions.intake import baseline_system_submit
 from leaderboard.submissions.models import ACTIVE_STATUSES, Status, Submission
-from leaderboard.submissions.system_services import baseline_system_submit
 
 
 class Command(BaseCommand):

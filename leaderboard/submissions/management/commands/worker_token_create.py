@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.text import slugify
 
-from leaderboard.submissions.compute import worker_token_create
+from leaderboard.submissions.worker_api import worker_token_create
 
 
 class Command(BaseCommand):

@@ -28,6 +28,8 @@ from django.core.cache import cache
 
 from leaderboard.challenges.models import Dataset, DatasetFile, FilePortion, RetiredGold, Split
 from leaderboard.challenges.selectors import dataset_label, datasets_ordered
+from leaderboard.challenges.spec import suite_options_of
+from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
 from scoring.breakdowns import (
     FORMATS,
@@ -40,6 +42,8 @@ from scoring.breakdowns import (
     length_bucket,
     smallest_joint_cell,
 )
+from scoring.mrqa import load_mrqa_gold
+from scoring.squad import load_squad_dataset, squad_questions
 
 SAMPLES = 1000
 SEED = 2019
@@ -125,7 +129,7 @@ def submission_breakdowns(*, submission: Submission, viewer_is_organizer: bool) 
     stored = {ds_id: (value, sha) for ds_id, value, sha in Score.objects.filter(
         submission=submission, dataset_id__in=rows, metric=metric).values_list("dataset_id", "value", "gold_sha256")}
     minimum = challenge.breakdown_min_questions
-    cjk = (challenge.suite_options or {}).get("tokenization") == "cjk"
+    cjk = suite_options_of(challenge) == MrqaOptions(tokenization="cjk")
     out = []
     for ds in datasets:
         value, sha = stored.get(ds.pk, (None, ""))
@@ -201,10 +205,8 @@ def _answer_lengths(fmt: str, path: str, mtime: float, cjk: bool) -> dict[str, s
     """qid -> answer-length slice of a gold file (parsed once per process and file; ``mtime`` guards
     against an edited file)."""
     if fmt == "mrqa":
-        from scoring.mrqa import load_mrqa_gold
 
         gold = load_mrqa_gold(path)
         return {qid: length_bucket(q.answers, cjk=cjk) for qid, q in gold.questions.items()}
-    from scoring.squad import load_squad_dataset, squad_questions
 
     return {q.qid: length_bucket(q.answers, cjk=cjk) for q in squad_questions(load_squad_dataset(path), path=path)}

@@ -5,10 +5,11 @@ platform through the internal API (``internal_views``), which calls the services
 
     worker_token_create / worker_token_authenticate   one token per worker, stored as its sha256
     submission_run_claim_next   queued -> running: the next run of a queue, in a fair order
+                                (``selectors.run_queue_order``; the transition is ``lifecycle``'s)
     run_ticket_build            what the worker may know of the run (``RunTicket``), and no more
-    run_ticket_file             the file behind a ticket entry: answer-free inputs or the system
+    run_input_path              the file behind a ticket's input entry: answer-free (or re-keyed) inputs
     submission_run_result_store the outcome and outputs handed back, kept for the control worker
-    submission_run_result_score scores them there (task FINISH_RUN), next to the gold
+    submission_run_result_score scores them there (task FINISH_RUN, ``evaluation``), next to the gold
 
 A run claimed with a token belongs to that token (``Submission.worker`` is ``<token>/<host:pid>``):
 any other token asking about it gets 404, as does a call about an attempt that is not current.
@@ -23,7 +24,6 @@ import logging
 import os
 import secrets
 import shutil
-from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +31,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db.models import Max
 from django.utils import timezone
 
-from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
+from leaderboard.challenges.models import SYSTEM_KINDS
 from leaderboard.core.enqueue import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.contract import (
@@ -46,20 +45,20 @@ from leaderboard.sandbox.contract import (
     TicketFile,
     outcome_from_json,
 )
+from leaderboard.submissions.evaluation import submission_run_finish
+from leaderboard.submissions.lifecycle import submission_run_take
 from leaderboard.submissions.models import Status, Submission, WorkerToken
-from leaderboard.submissions.selectors import submissions_held_for_review, system_run_plan
-from leaderboard.submissions.services import run_queue_of
-from leaderboard.submissions.system_services import submission_run_gold_stamp
+from leaderboard.submissions.selectors import run_queue_order, system_run_plan
 from scoring import inputs
 
 logger = logging.getLogger(__name__)
 
+
 LAST_SEEN_EVERY = dt.timedelta(seconds=5)
+
+
 # A message that finds every queued run of its queue held back by team limits is sent again after this.
 CLAIM_RETRY_S = 2.0
-
-
-# --------------------------------------------------------------------------- tokens
 
 
 def _digest(token: str) -> str:
@@ -103,106 +102,11 @@ def submission_of_worker(*, worker: WorkerToken, submission_id: int, attempt: in
     )
 
 
-# --------------------------------------------------------------------------- fair claims
-
-
-def _challenges_of_queue(queue: str) -> dict[int, SystemSettings]:
-    found = {}
-    for challenge in Challenge.objects.only("pk", "system_settings"):
-        try:
-            system = SystemSettings.from_json(challenge.system_settings)
-        except ValueError:
-            system = SystemSettings()
-        if system.queue == queue:
-            found[challenge.pk] = system
-    return found
-
-
 @dataclass(frozen=True)
 class Claim:
     plan: RunPlan | None
     # True when runs of the queue wait but none may start now (team limits): the message goes back.
     held_back: bool = False
-
-
-@dataclass(frozen=True)
-class QueuedRun:
-    """A queued run of a run queue, in the order workers will start it (``run_queue_order``)."""
-
-    submission_id: int
-    team_id: int
-    challenge_id: int
-    attempts: int
-    # Its team is at its challenge's max_running_per_team now (or will be, by the runs before it):
-    # it starts when one of the team's runs ends, after the runs listed before it.
-    held_back: bool = False
-    # Backing off after a platform fault: no worker takes it before then.
-    due_at: dt.datetime | None = None
-    # Waits for an organizer's look (``selectors.submissions_held_for_review``): no worker takes it
-    # until one releases it.
-    held_for_review: bool = False
-
-
-def run_queue_order(*, queue: str, now: dt.datetime | None = None) -> list[QueuedRun]:
-    """The queued runs of ``queue`` in the order workers will start them, if none ends meanwhile.
-
-    The order ``submission_run_claim_next`` takes them in, claim after claim: a team at its
-    ``max_running_per_team`` waits; among the others the team with the fewest runs running goes
-    first, then the team whose last run started longest ago (never run: first), then the oldest
-    submission.  Each pick counts as one more run of its team, started now; the runs still held back
-    by their team's limit follow, then those backing off, by when they are due, and last those held
-    for an organizer's look (a team whose hidden-data runs the platform failed too often).  The console's
-    queue and a team's queue position read this, so what they say is what the workers do.
-    """
-    now = now or timezone.now()
-    challenges = _challenges_of_queue(queue)
-    if not challenges:
-        return []
-    systems = Submission.objects.filter(kind__in=SYSTEM_KINDS, phase__challenge__in=list(challenges))
-    queued = list(
-        systems.filter(status=Status.QUEUED)
-        .order_by("queued_at", "created_at", "pk")
-        .values_list("pk", "team_id", "phase__challenge_id", "attempts", "dispatched_at")
-    )
-    if not queued:
-        return []
-    review = submissions_held_for_review(submission_ids=[row[0] for row in queued], now=now)
-    held_for_review = [row for row in queued if row[0] in review]
-    queued = [row for row in queued if row[0] not in review]
-    teams = {team for _, team, _, _, _ in queued}
-    running = Counter(systems.filter(status=Status.RUNNING, team_id__in=teams).values_list("team_id", flat=True))
-    never = dt.datetime.min.replace(tzinfo=dt.UTC)
-    last_start: dict[int, dt.datetime] = dict(
-        systems.filter(team_id__in=teams, started_at__isnull=False).values("team_id")
-        .annotate(last=Max("started_at")).values_list("team_id", "last")
-    )
-    # Each team's due runs in queue order: a team's next run is always its oldest, so each step
-    # compares one candidate per team (not every queued run).
-    by_team: dict[int, deque[tuple[int, Any]]] = {}
-    for position, row in enumerate(queued):
-        if row[4] is None or row[4] <= now:
-            by_team.setdefault(row[1], deque()).append((position, row))
-    later = sorted((row for row in queued if row[4] is not None and row[4] > now), key=lambda r: (r[4], r[0]))
-    order: list[QueuedRun] = []
-    tick = 0
-    while by_team:
-        eligible = [(running[team], last_start.get(team) or never, runs[0][0], team) for team, runs in by_team.items()
-                    if running[team] < challenges[runs[0][1][2]].max_running_per_team]
-        if not eligible:
-            break
-        team = min(eligible)[3]
-        _, row = by_team[team].popleft()
-        if not by_team[team]:
-            del by_team[team]
-        order.append(QueuedRun(row[0], row[1], row[2], row[3]))
-        running[team] += 1
-        tick += 1
-        last_start[team] = now + dt.timedelta(microseconds=tick)  # started "now", after the ones before
-    held = sorted((entry for runs in by_team.values() for entry in runs), key=lambda e: e[0])
-    order += [QueuedRun(row[0], row[1], row[2], row[3], held_back=True) for _, row in held]
-    order += [QueuedRun(row[0], row[1], row[2], row[3], due_at=row[4]) for row in later]
-    order += [QueuedRun(row[0], row[1], row[2], row[3], held_for_review=True) for row in held_for_review]
-    return order
 
 
 def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | None = None) -> Claim:
@@ -217,36 +121,16 @@ def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | Non
     for run in order:
         if run.held_back or run.due_at is not None or run.held_for_review:
             break  # the rest are held back by their team's limit, backing off or held for review
-        claimed = Submission.objects.filter(pk=run.submission_id, status=Status.QUEUED,
-                                            attempts=run.attempts).update(
-            status=Status.RUNNING,
-            attempts=run.attempts + 1,
-            worker=worker[:200],
-            lease_expires_at=now + dt.timedelta(seconds=settings.RUN_LEASE_S),
-            started_at=now,
-        )
-        if claimed == 1:  # else another worker took it a moment ago: the next one
-            submission = Submission.objects.select_related("phase__challenge").get(pk=run.submission_id)
-            submission_run_gold_stamp(submission=submission)
-            return Claim(system_run_plan(submission=submission))
+        plan = submission_run_take(submission_id=run.submission_id, attempts=run.attempts, worker=worker, now=now)
+        if plan is not None:  # else another worker took it a moment ago: the next one
+            return Claim(plan)
     # A run held for review is sent again when an organizer releases it, not retried meanwhile.
     return Claim(None, held_back=any(run.due_at is None and not run.held_for_review for run in order))
-
-
-def run_dispatch_again(submission_id: int) -> None:
-    """Send a run the platform queued again (after its fault) to its queue, due after its back-off."""
-    submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
-    due = submission.dispatched_at
-    countdown = max(0.0, (due - timezone.now()).total_seconds()) if due is not None else 0.0
-    send_task(RUN_SYSTEM, submission_id, countdown=countdown, queue=run_queue_of(submission.phase.challenge))
 
 
 def claim_message_return(*, queue: str, hint: int) -> None:
     """Send a message that found only held-back runs back to its queue, a little later."""
     send_task(RUN_SYSTEM, hint, queue=queue, countdown=CLAIM_RETRY_S)
-
-
-# --------------------------------------------------------------------------- tickets and files
 
 
 def _sha256_file(path: str | os.PathLike[str]) -> str:
@@ -337,9 +221,6 @@ def run_input_path(*, submission: Submission, index: int) -> Path | None:
     return _input_file(datasets[index])
 
 
-# --------------------------------------------------------------------------- results
-
-
 def _results_dir(submission_id: int) -> Path:
     return Path(settings.PRIVATE_STORAGE_ROOT) / "run-results" / str(submission_id)
 
@@ -418,8 +299,6 @@ def run_results_waiting(*, now: dt.datetime | None = None) -> tuple[list[int], l
 def submission_run_result_score(submission_id: int) -> None:
     """Score a run's handed-back result (the control worker's task); safe twice: the first call
     moves the run on and removes the result, a second finds nothing to do."""
-    from leaderboard.submissions.system_services import submission_run_finish
-
     folder = _results_dir(submission_id)
     try:
         stored = json.loads((folder / "outcome.json").read_text(encoding="utf-8"))
