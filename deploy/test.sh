@@ -50,7 +50,7 @@ for database in ${READERBOARD_TEST_DATABASES:-postgres sqlite}; do
     fast="not ($slow)" tiers="$slow"
   else
     echo "== pytest on $database: the tests that touch the database"
-    fast="database and not ($slow)" tiers="database and processes"
+    fast="database and not ($slow)" tiers="database and processes and not docker and not browser"
   fi
   mkdir -p "$logs/$database"
   codes=()
