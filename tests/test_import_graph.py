@@ -8,6 +8,7 @@ functions and under ``TYPE_CHECKING`` too) and fails on any strongly connected g
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -138,3 +139,42 @@ def test_every_package_is_in_the_graph(package: str) -> None:
     # A package missing from the graph would pass the cycle test by not being looked at.
     graph = grimp.build_graph(*PACKAGES, cache_dir=None)
     assert any(m == package or m.startswith(package + ".") for m in graph.modules)
+
+
+def test_comments_state_the_rule_not_the_issue_that_asked_for_it() -> None:
+    # The rule belongs in the comment, the issue number in the commit: a number sends the reader to a
+    # tracker they may not have, and stays when the rule changes.
+    cited = []
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            for number, line in enumerate(text.splitlines(), 1):
+                if re.search(r"\bissue\s+[0-9]+", line, flags=re.IGNORECASE):
+                    cited.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not cited, "comments that cite an issue number:\n" + "\n".join(cited)
+
+
+# Interface code: what answers a request, a command or the admin. Domain modules (services, selectors
+# and the rest) never import it, so a rule never lives in a page. ``console.actions`` is the console's
+# table of forms and confirmations that its pages and API share: interface too.
+INTERFACE_PARTS = {"views", "apis", "admin", "internal_views", "urls", "templatetags", "management", "forms",
+                   "context_processors", "wsgi"}
+INTERFACE_MODULES = {"leaderboard.console.actions"}
+
+
+def _is_interface(module: str) -> bool:
+    return module in INTERFACE_MODULES or any(part in INTERFACE_PARTS for part in module.split(".")[1:])
+
+
+def test_no_domain_module_imports_a_page_an_api_an_admin_or_a_command() -> None:
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    climbs = []
+    for module in sorted(graph.modules):
+        if not module.startswith("leaderboard.") or _is_interface(module):
+            continue
+        if module.startswith(("leaderboard.settings", "leaderboard.migrations")) or ".migrations" in module:
+            continue
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported.startswith("leaderboard.") and _is_interface(imported):
+                climbs.append(f"{module} -> {imported}")
+    assert not climbs, "domain modules importing interface code:\n" + "\n".join(climbs)

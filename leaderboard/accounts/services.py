@@ -514,7 +514,7 @@ def user_email_change(*, request: HttpRequest, user: User, email: str, password:
 
 # Failed logins are counted per (client, username) pair and per client in a sliding window, never
 # per username alone: a limit per username lets anyone keep its owner out of login and the token
-# exchange (issue 22).  A browser that logged in to an account before carries a signed device
+# exchange.  A browser that logged in to an account before carries a signed device
 # cookie; its attempts on that account count on the cookie alone, so nobody elsewhere (nor behind
 # the same proxy address) can lock it out.  The counts are rows in the database, so that every web
 # process (and the API) agrees.

@@ -301,7 +301,7 @@ class InteractivePhase:
 
 
 def interactive_phases(phases: Iterable[Phase]) -> list[InteractivePhase]:
-    """The phases whose systems answer turn by turn (issue 11), with their modes, for the contract."""
+    """The phases whose systems answer turn by turn, with their modes, for the contract."""
     return [InteractivePhase(p.name, [Mode(m) for m in p.protocol_modes]) for p in phases if p.protocol_modes]
 
 

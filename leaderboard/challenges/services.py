@@ -135,7 +135,7 @@ def challenge_spec_read(spec_path: Path) -> ChallengeSpec:
         raise SpecError(f"{slug}.systems: {exc}") from None
     ranking_scope = _ranking_scope(spec.get("ranking"), spec.get("datasets"), f"{slug}.ranking")
     # "all" by default: under "isolating" rows rank on the full average, so two rows with the same
-    # visible scores rank apart and probe submissions bisect a sealed score (issue 22, section 4).
+    # visible scores rank apart and probe submissions bisect a sealed score.
     # Without a sealed dataset the two are the same.
     sealed_aggregates = _choice(
         str(spec.get("sealed_aggregates", SealedAggregates.ALL)), SealedAggregates, f"{slug}.sealed_aggregates"

@@ -229,7 +229,8 @@ def _lengths_check(spec: Mapping[str, Any], where: str) -> None:
         if not isinstance(item, Mapping):
             return
         for key in keys:
-            limit = model._meta.get_field(key).max_length
+            field = model._meta.get_field(key)
+            limit = field.max_length if isinstance(field, models.Field) else None
             if item.get(key) is not None and limit and len(str(item[key])) > limit:
                 raise SpecError(f"{at}.{key}: {len(str(item[key]))} characters, longer than the {limit} it may have")
 

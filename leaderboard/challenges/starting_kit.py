@@ -54,7 +54,7 @@ from scoring.dialogs import Mode
 # Bump when the kit's layout changes without any of its inputs changing.
 KIT_FORMAT = 2
 BASELINE = Path(settings.BASE_DIR) / "deploy" / "images" / "baseline" / "baseline.py"
-# The conversational baseline, for challenges whose phases answer turn by turn (issue 11).
+# The conversational baseline, for challenges whose phases answer turn by turn.
 CONVERSE_BASELINE = BASELINE.parent / "converse_baseline.py"
 README_TEMPLATE = Path(settings.BASE_DIR) / "leaderboard" / "core" / "templates" / "challenges" / "starting_kit_README.md"
 SCORING_DIR = Path(scoring.__file__).resolve().parent

@@ -38,7 +38,7 @@ from leaderboard.sandbox.contract import (
 )
 
 MAX_BUNDLE_MEMBERS = 2000
-# Inspecting an upload must cost memory bounded by these, not by what the archive holds (issue 17):
+# Inspecting an upload must cost memory bounded by these, not by what the archive holds:
 # tarfile keeps every entry it has read, and json.loads builds every value, at ~25 bytes of heap
 # per byte for a list of empty objects.  docker save writes a few entries per layer (at most 127
 # layers) and a config of some KiB; a zip's central directory is a few hundred bytes per file.
@@ -68,7 +68,7 @@ class ImageArchive:
     uncompressed_bytes: int
 
 
-# What tarfile reads on its own account, before any entry reaches the checks here (issue 22): it
+# What tarfile reads on its own account, before any entry reaches the checks here: it
 # reads a GNU long-name/long-link or pax header's body into memory whole, up to the 8 GiB its size
 # field allows (a 1 MiB gzipped upload took the web process to 1.1 GiB), and copies a global pax
 # header into every later entry.  docker save (Go's archive/tar) writes pax headers of a few
@@ -592,7 +592,7 @@ def zip_directory_check(fh: BinaryIO, *, max_members: int, max_directory_bytes: 
     """Refuse a zip whose central directory is too big, from its end record, before ``ZipFile``
     builds an entry object for each file (300,000 empty entries cost 158 MiB that way).  The one
     check for every zip the platform opens (code bundles, zipped prediction files)."""
-    # The end records as ZipFile itself reads them (issue 22): a record of its own finding could differ
+    # The end records as ZipFile itself reads them: a record of its own finding could differ
     # from the one ZipFile uses (a record without a comment is taken from the file's last 22 bytes
     # before any search; a ZIP64 record, when present, overrides the classic one's counts).
     end_records = getattr(zipfile, "_EndRecData", None)

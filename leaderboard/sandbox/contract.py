@@ -33,7 +33,7 @@ DEFAULT_BASE_IMAGE = "readerboard/python:bookworm"
 # The trusted side's queues (prediction files, the reaper and finishing runs): never a run queue.
 RESERVED_QUEUES = frozenset({"celery", "control"})
 BUNDLE_ENTRY_POINTS = (("run.sh", ["sh", "/system/run.sh"]), ("run.py", ["python3", "/system/run.py"]))
-# How a system declares that it answers turn by turn (issue 11): an image by its label, a bundle by
+# How a system declares that it answers turn by turn: an image by its label, a bundle by
 # {"protocol": "interactive"} in a readerboard.json at its top.
 PROTOCOL_LABEL = "org.readerboard.protocol"
 BUNDLE_DECLARATION = "readerboard.json"
@@ -60,7 +60,7 @@ class Limits:
     output_mb: int = 64
     time_limit_s: float = 600.0
     log_bytes: int = 256 * 1024
-    # The interactive protocol's time per request (issue 11): an answer later than this ends the dialogs.
+    # The interactive protocol's time per request: an answer later than this ends the dialogs.
     turn_limit_s: float = 10.0
 
     def as_env(self) -> dict[str, str]:
@@ -280,7 +280,7 @@ class RunTicket:
     heartbeat_s: float
     max_bundle_uncompressed: int
     max_image_uncompressed: int
-    # The interactive protocol (issue 11), None for a batch run: {"modes": [...], "format": "quac"
+    # The interactive protocol, None for a batch run: {"modes": [...], "format": "quac"
     # or "coqa"}.  The system answers turn by turn; the gold comes from the trusted side, turn by turn.
     protocol: dict[str, Any] | None = None
     # As RunPlan.hidden_data: the worker gives the run its own image copy, runtime and host.

@@ -20,6 +20,7 @@ from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
+from leaderboard.core.signed_in import authenticated_user
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.score_slices import DatasetBreakdown, submission_breakdowns
@@ -164,7 +165,7 @@ class SubmissionListCreateApi(APIView):
         submission = submission_create_predictions(
             team=team,
             phase=phase,
-            user=request.user,  # type: ignore[arg-type]
+            user=authenticated_user(request),
             upload=data.validated_data["file"],
             limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
             description=data.validated_data["description"],
@@ -194,7 +195,7 @@ class SystemCreateApi(APIView):
         submission = submission_create_system(
             team=team,
             phase=phase,
-            user=request.user,  # type: ignore[arg-type]
+            user=authenticated_user(request),
             upload=data.validated_data["file"],
             kind=data.validated_data["kind"],
             description=data.validated_data["description"],

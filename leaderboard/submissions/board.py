@@ -99,7 +99,8 @@ def aggregates_refresh(*, challenge: Challenge) -> int:
     for score in Score.objects.filter(submission__phase__challenge=challenge, dataset__isnull=False).select_related(
         "dataset"
     ):
-        per_submission.setdefault(score.submission_id, {}).setdefault(score.dataset, {})[score.metric] = score.value
+        if score.dataset is not None:  # always (dataset__isnull=False); narrows the type
+            per_submission.setdefault(score.submission_id, {}).setdefault(score.dataset, {})[score.metric] = score.value
     ranked_of: dict[int, list[Dataset]] = {}
     with transaction.atomic():
         for submission in Submission.objects.filter(pk__in=per_submission).select_related("phase__challenge"):

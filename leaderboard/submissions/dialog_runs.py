@@ -258,7 +258,7 @@ def dialog_run_result(*, submission: Submission, index: int, dataset_file: Datas
 
 def _speed(submission: Submission, dataset: int, mode: str) -> dict[str, float | None]:
     rows = DialogAnswers.objects.filter(submission=submission, attempt=submission.attempts, mode=mode, dataset=dataset)
-    latencies = sorted(ms for row in rows.values_list("latencies_ms", flat=True) for ms in row if ms is not None)
+    latencies: list[float] = sorted(ms for row in rows.values_list("latencies_ms", flat=True) for ms in row if ms is not None)
     if not latencies:
         return {}
 

@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile, SubmissionKind
 from leaderboard.challenges.selectors import phase_prediction_targets
-from leaderboard.challenges.suites import Suite, suite_for
-from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import DatasetResult, Suite
 from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
 from leaderboard.sandbox.contract import RunDataset, RunOutcome, RunPlan, log_clean
 from leaderboard.submissions import dialog_runs
@@ -156,8 +156,8 @@ def submission_score(
 
     - The team's: ``answers`` (which reads, checks and keeps them, per dataset file) raises
       ``AnswersRejected``.  Counted.
-    - The gold's: scoring refuses answers that passed every check a team can be told about (issue
-      16).  Not counted; the dataset being scored is named (the team reads the verdict for it,
+    - The gold's: scoring refuses answers that passed every check a team can be told about.  Not
+      counted; the dataset being scored is named (the team reads the verdict for it,
       ``verdict_sentence``), and the organizers get the full reason, which names the gold file.
     - The platform's: anything else (a bug, the disk, the database).  Not counted; its traceback
       goes on the organizers' page.  On hidden data the team sees no figure of a run failed so

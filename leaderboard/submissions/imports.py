@@ -21,7 +21,8 @@ from django.utils import timezone
 from leaderboard.accounts.models import Membership, Team, TeamKind
 from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
 from leaderboard.challenges.selectors import phase_ranking_scope
-from leaderboard.challenges.suites import Suite, suite_for
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import Suite
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.board import board_entry_refresh

@@ -158,7 +158,7 @@ def quota_enforce_locked(*, team: Team, phase: Phase) -> None:
         raise QuotaExceeded(refusal)
 
 
-def submission_store_and_queue(submission: Submission, *, suffix: str, content: File) -> None:  # type: ignore[type-arg]
+def submission_store_and_queue(submission: Submission, *, suffix: str, content: File) -> None:
     """Store the uploaded file beside the new submission and queue its task after commit."""
     phase, team = submission.phase, submission.team
     submission.file.save(f"{phase.challenge.slug}-{team.pk}-{submission.sha256[:16]}{suffix}", content, save=False)
@@ -182,14 +182,14 @@ def queue_for(submission: Submission) -> str:
     return challenge_run_queue(submission.phase.challenge)
 
 
-class _SpooledUpload(File):  # type: ignore[type-arg]
+class _SpooledUpload(File):
     """A file already on disk: FileSystemStorage moves it into place instead of copying."""
 
     def temporary_file_path(self) -> str:
         return str(self.name)
 
 
-def _spool(upload: File, limit: int) -> tuple[str, str, int]:  # type: ignore[type-arg]
+def _spool(upload: File, limit: int) -> tuple[str, str, int]:
     """Copy the upload to a private temporary file, hashing and counting; refuse past ``limit``."""
     if upload.size is not None and upload.size > limit:
         raise PayloadTooLarge(f"{upload.name}: {upload.size} bytes; the limit for systems is {limit} bytes")

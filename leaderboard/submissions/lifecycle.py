@@ -36,10 +36,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from leaderboard.accounts.models import Membership
-from leaderboard.accounts.selectors import user_is_organizer
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, RankingRule
-from leaderboard.challenges.selectors import challenge_run_queue
+from leaderboard.challenges.selectors import challenge_run_queue, user_is_organizer
 from leaderboard.core.enqueue import RUN_SYSTEM, send_task
 from leaderboard.core.errors import PermissionDenied, ServiceError
 from leaderboard.sandbox.contract import RunPlan

@@ -304,7 +304,8 @@ def _scores_replace(
     replaced = [s for s in read if s.dataset is None or s.dataset_id in rescored]
     per_dataset: dict[Dataset, dict[str, float | None]] = {f.dataset: dict(r.metrics) for f, r in results.items()}
     for score in kept:
-        per_dataset.setdefault(score.dataset, {})[score.metric] = score.value  # type: ignore[index]
+        if score.dataset is not None:  # always (kept holds dataset scores only); narrows the type
+            per_dataset.setdefault(score.dataset, {})[score.metric] = score.value
     aggregates = submission_aggregates(submission=submission, per_dataset=per_dataset)
     with transaction.atomic():
         # The claim: exactly the rows this rescore read are still there.  A rescore that got here

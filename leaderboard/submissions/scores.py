@@ -16,8 +16,8 @@ from django.utils import timezone
 from leaderboard.challenges.models import Dataset, DatasetFile, Phase
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.spec import suite_options_of
-from leaderboard.challenges.suites import Suite, suite_for
-from leaderboard.challenges.suites.base import DatasetResult, scoring_version_of
+from leaderboard.challenges.suites import suite_for
+from leaderboard.challenges.suites.base import DatasetResult, Suite, scoring_version_of
 from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.sandbox.answers_json import Answers, answers_refusal
 from leaderboard.submissions.board import board_entry_refresh

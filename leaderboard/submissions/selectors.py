@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user, user_is_organizer
+from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.disclosure import Average, exposed_by_reveal
 from leaderboard.challenges.models import (
     SYSTEM_KINDS,
@@ -39,6 +39,7 @@ from leaderboard.challenges.selectors import (
     datasets_public_order,
     phase_ranking_scope,
     ranking_scope_get,
+    user_is_organizer,
 )
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.columns import metric_label, phase_aggregate_columns, phase_metric_columns

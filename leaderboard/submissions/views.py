@@ -19,6 +19,7 @@ from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.challenges.selectors import batch_system_phases, interactive_phases
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
+from leaderboard.core.signed_in import authenticated_user
 from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import submission_cancel, submission_select
@@ -40,16 +41,22 @@ from leaderboard.submissions.selectors import (
 from leaderboard.submissions.storage import submission_file_freed_note, team_storage_usage
 
 
+class PhaseChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Phase) -> str:
+        # People choose "Development", not "mrqa-demo/dev" (Phase.__str__, for logs and the admin).
+        return obj.name
+
+
 class UploadForm(forms.Form):
-    phase = forms.ModelChoiceField(queryset=Phase.objects.none())
+    phase = PhaseChoiceField(queryset=Phase.objects.none())
     file = forms.FileField()
     description = forms.CharField(max_length=300, required=False)
 
-    def __init__(self, *args: object, challenge: Challenge, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.fields["phase"].queryset = challenge.phases.all()  # type: ignore[attr-defined]
-        # People choose "Development", not "mrqa-demo/dev" (Phase.__str__, for logs and the admin).
-        self.fields["phase"].label_from_instance = lambda phase: phase.name  # type: ignore[attr-defined]
+    def __init__(self, *args: Any, challenge: Challenge, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        phase = self.fields["phase"]
+        if isinstance(phase, PhaseChoiceField):  # always (the field above); narrows the type
+            phase.queryset = challenge.phases.all()
 
 
 class SystemForm(UploadForm):
@@ -107,7 +114,7 @@ def submit(request: HttpRequest, slug: str) -> HttpResponse:
     return _upload_page(
         request, slug, form_class=UploadForm, template="submissions/submit.html",
         create=lambda team, data: submission_create_predictions(
-            team=team, phase=data["phase"], user=request.user,  # type: ignore[arg-type]
+            team=team, phase=data["phase"], user=authenticated_user(request),
             upload=data["file"], limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES, description=data["description"],
             now=request_received_at(request),
         ),
@@ -120,7 +127,7 @@ def submit_system(request: HttpRequest, slug: str) -> HttpResponse:
     return _upload_page(
         request, slug, form_class=SystemForm, template="submissions/submit_system.html",
         create=lambda team, data: submission_create_system(
-            team=team, phase=data["phase"], user=request.user,  # type: ignore[arg-type]
+            team=team, phase=data["phase"], user=authenticated_user(request),
             upload=data["file"], kind=data["kind"], description=data["description"],
             now=request_received_at(request),
         ),
@@ -160,7 +167,7 @@ def _own_submission(request: HttpRequest, slug: str, pk: int) -> tuple[Challenge
 _ACTIONS: dict[str, Callable[..., Submission]] = {
     "cancel": submission_cancel,
     "select": submission_select,
-    # No "release_log": a log is released from the console, with a reason, audited (issue 22).
+    # No "release_log": a log is released from the console, with a reason, audited.
 }
 
 

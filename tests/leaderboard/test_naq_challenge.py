@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Phase
-from leaderboard.challenges.suites import Squad2Suite
+from leaderboard.challenges.suites.squad2 import Squad2Suite
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load

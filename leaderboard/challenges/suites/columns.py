@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def phase_aggregate_columns(suite: Suite, phase: Phase) -> list[Column]:
-    """A board's overall columns: the suite's, and for a phase in the interactive protocol (issue 11)
+    """A board's overall columns: the suite's, and for a phase in the interactive protocol
     each mode's F1 (the first mode's is the ranking F1, labelled with its mode), the drop from gold to
     own history, and the system's speed in the first mode (``dialog_runs`` stores them all)."""
     modes = [Mode(m) for m in phase.protocol_modes]

@@ -126,6 +126,6 @@ class MrqaSuite:
     ) -> dict[str, float | None]:
         splits = [split for split in ("I", "II", "III") if any(ds.split == split for ds in per_dataset)]
         names = ["macro_f1", "macro_em", *(f"split_{split}_macro_{m}" for split in splits for m in ("f1", "em"))]
-        # A run in the single-question mode (issue 11) has its mode's F1 and its speed too.
+        # A run in the single-question mode has its mode's F1 and its speed too.
         names += sorted({k for m in per_dataset.values() for k in m} & PROTOCOL_METRICS)
         return means(self, names, per_dataset, ranked)

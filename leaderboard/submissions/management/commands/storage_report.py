@@ -67,8 +67,8 @@ class Command(BaseCommand):
             out(f"  {report.engine_error}")
         elif not report.images:
             out("  none: every run's image was removed after its run")
-        for line in report.images:
-            image = line.image
-            state = "needed" if line.needed else "left over (the reaper removes it)"
+        for held in report.images:
+            image = held.image
+            state = "needed" if held.needed else "left over (the reaper removes it)"
             out(f"  {image.reference:<36} {image.image_id[:19]} {size_text(image.size_bytes):>10}  "
-                f"submission {image.submission_id} ({line.team or '?'}, {line.status}): {state}")
+                f"submission {image.submission_id} ({held.team or '?'}, {held.status}): {state}")
