@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: set-up, type checks, import layering, then pytest.
-# Extra arguments go to pytest (e.g. deploy/test.sh tests/scoring -x).
+# Extra arguments go to pytest (e.g. deploy/test.sh tests/leaderboard/test_uploads.py -x; a selection
+# without database tests fails its SQLite pass with 5: READERBOARD_TEST_DATABASES=sqlite runs it once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
@@ -17,16 +18,24 @@ echo "== import layering: packages, apps, submission stages, the pure run contra
 .venv/bin/lint-imports
 echo "== ruff over the whole tree"
 .venv/bin/ruff check .
-# The suite runs twice, on the two databases the platform supports: SQLite (the demo's, embedded) and
-# PostgreSQL (production's; deploy/postgres.sh installs and starts a local one and prints its URL).
-# READERBOARD_TEST_DATABASES=sqlite (or postgres) runs one of them, for a quick run by hand.
-# The first non-zero exit status of pytest is the script's (5, it collected nothing, is a failure for
-# us, not a pass), and both runs must end with the same counts (passed, skipped, ...).
+# The suite, in two passes: the whole suite once on PostgreSQL (production's database; deploy/postgres.sh
+# installs and starts a local one and prints its URL), and again on SQLite (the demo's, embedded) only
+# the tests that touch the database (marker "database", added at collection), without the sandbox and
+# browser tiers, whose subject is not the database.  The scoring tests and the other database-free ones
+# run once.  In each pass the fast tests run under xdist (READERBOARD_TEST_WORKERS, 2), then the slow
+# tiers (tests/e2e, tests/sandbox, tests/processes: one engine, one host) one after another.
+# READERBOARD_TEST_DATABASES=sqlite (or postgres) runs the whole suite on one of them, for a quick run by
+# hand; with both, the first runs the whole suite and the second the database tests.
+# A pass that collects nothing (pytest's 5 in both halves) fails, as any other non-zero status of
+# pytest; the first is the script's.  Every test of the database pass must have the same outcome on the
+# full pass (deploy/passes_agree.py reads the JUnit XML of both).
+slow="docker or browser or processes"
 status=0
-summaries=()
+passes=()
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-for database in ${READERBOARD_TEST_DATABASES:-sqlite postgres}; do
+workers=${READERBOARD_TEST_WORKERS:-2}
+for database in ${READERBOARD_TEST_DATABASES:-postgres sqlite}; do
   case $database in
     sqlite) url="" ;;
     postgres) url=$(bash deploy/postgres.sh)
@@ -36,16 +45,35 @@ for database in ${READERBOARD_TEST_DATABASES:-sqlite postgres}; do
       esac ;;
     *) echo "test.sh: READERBOARD_TEST_DATABASES: unknown database '$database' (sqlite, postgres)" >&2; exit 2 ;;
   esac
-  echo "== pytest on $database"
+  if [ ${#passes[@]} -eq 0 ]; then
+    echo "== pytest on $database: the whole suite"
+    fast="not ($slow)" tiers="$slow"
+  else
+    echo "== pytest on $database: the tests that touch the database"
+    fast="database and not ($slow)" tiers="database and processes and not docker and not browser"
+  fi
+  mkdir -p "$logs/$database"
+  codes=()
+  for half in fast tiers; do
+    code=0
+    if [ "$half" = fast ]; then
+      READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest -n "$workers" -m "$fast" \
+        --junitxml="$logs/$database/fast.xml" "$@" || code=$?
+    else
+      READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest -m "$tiers" \
+        --junitxml="$logs/$database/tiers.xml" "$@" || code=$?
+    fi
+    codes+=("$code")
+  done
   code=0
-  READERBOARD_DATABASE_URL=$url .venv/bin/python -m pytest "$@" 2>&1 | tee "$logs/$database.log" || code=$?
+  [ "${codes[0]}" -ne 5 ] || [ "${codes[1]}" -ne 5 ] || code=5
+  for half_code in "${codes[@]}"; do
+    if [ "$code" -eq 0 ] && [ "$half_code" -ne 0 ] && [ "$half_code" -ne 5 ]; then code=$half_code; fi
+  done
   [ "$status" -ne 0 ] || status=$code
-  # pytest's closing line without its duration and warnings: "1234 passed, 5 skipped".
-  summaries+=("$(grep -E '([0-9]+ (passed|failed|errors?|skipped|deselected)|no tests ran).* in [0-9.]+s' \
-    "$logs/$database.log" | tail -n1 | sed -E 's/^=+ //; s/ in [0-9.]+s.*$//; s/,? [0-9]+ warnings?//')")
+  passes+=("$logs/$database")
 done
-if [ "$status" -eq 0 ] && [ ${#summaries[@]} -eq 2 ] && [ "${summaries[0]}" != "${summaries[1]}" ]; then
-  echo "test.sh: the two runs differ: SQLite '${summaries[0]}', Postgres '${summaries[1]}'" >&2
-  status=1
+if [ "$status" -eq 0 ] && [ ${#passes[@]} -eq 2 ]; then
+  .venv/bin/python deploy/passes_agree.py "${passes[0]}" "${passes[1]}" || status=1
 fi
 exit "$status"

@@ -7,7 +7,8 @@ the state a machine restored from a snapshot is in: cluster down, a stale postma
     the command substitution never returned (CI ran out of time waiting).
 In the Postgres pass its own database lives in that cluster, so there it runs the script as it
 finds the cluster (online), without stopping it: the same call, one path fewer.  Both passes run it
-(deploy/test.sh wants the same counts from both).
+(marked ``database``: it opens no connection, but its subject is the database server, and the SQLite
+pass is where it takes the unclean-start path); deploy/test.sh wants the same outcome from both.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from django.db import connection
 
 REPO = Path(__file__).resolve().parent.parent
 CLUSTER = "readerboard"
+
+pytestmark = pytest.mark.database
 
 
 def cluster_row() -> list[str] | None:

@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from leaderboard.accounts.services import api_token_create, team_create
     from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
     from leaderboard.submissions.reload import challenge_load
-    from tests.workers.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
+    from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
     call_command("migrate", verbosity=0)
     spec_path = tmp / "spec.yaml"

@@ -5,7 +5,7 @@
 Every run is made with ``workers.runner.sandbox_choose`` / ``sandboxed`` / ``run_container``, as the
 compute worker makes it, on the base image (``DEFAULT_BASE_IMAGE``).  Measured:
 
-* **page cache**: the probe (tests/workers/channels/page_cache_probe.py): a dev run evicts the probe's
+* **page cache**: the probe (tests/sandbox/channels/page_cache_probe.py): a dev run evicts the probe's
   256 + 24 image files, a hidden run evicts them and reads those whose bit is 1, the next dev run
   times a first-byte read of each.  Bits decoded of 256, for each hidden runtime (runc, runsc) with
   the protection (own image copy, host alone) on and off; dev runs under ``--dev-runtime``.

@@ -2,7 +2,7 @@
 
 ``python -m tests.benchmarks.bench_systems [--runs 10] [--datasets 12] [--runtimes runc,runsc] [--json OUT]``
 
-A trivial system (tests/workers/systems/trivial: the first three words of each
+A trivial system (tests/sandbox/systems/trivial: the first three words of each
 context) is submitted as a code bundle through the service, ``--runs`` times per
 runtime, one after the other, to a throwaway challenge with ``--datasets`` small
 MRQA datasets (test portions of the committed demo data, reused in turn).  For
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from leaderboard.submissions.intake import submission_create_system
     from leaderboard.submissions.models import Status, Submission
     from leaderboard.submissions.reload import challenge_load
-    from tests.workers.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
+    from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
 
     spec_path = tmp / "spec.yaml"
     spec_path.write_text(spec(args.datasets, tmp))

@@ -20,8 +20,8 @@ import pytest
 from leaderboard.challenges.suites import SUITES
 from leaderboard.submissions.scores import predictions_check
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, parse_upload
-from tests.leaderboard.conftest import DEMO_DATA
-from tests.leaderboard.test_suites_more import coqa_gold, quac_gold, squad2_gold
+from tests.builders.cast import DEMO_DATA
+from tests.builders.suites import coqa_gold, quac_gold, squad2_gold
 
 
 def _copy(name: str) -> Callable[[Path], Path]:

@@ -41,7 +41,7 @@ from leaderboard.challenges.models import AuditEntry
 from leaderboard.challenges.spec import SpecError
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.reload import challenge_load
-from tests.leaderboard.conftest import SPEC, Cast, gold_predictions
+from tests.builders.cast import SPEC, Cast, gold_predictions
 
 PASSWORD = "Correct-horse-battery-staple-9"
 INVALID_LOGIN = "Please enter a correct username and password"

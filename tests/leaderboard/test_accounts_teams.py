@@ -51,7 +51,7 @@ from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, Servic
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
+from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
 NEW_PASSWORD = "Correct-horse-battery-staple-9"
 INVALID_LOGIN = "Please enter a correct username and password"

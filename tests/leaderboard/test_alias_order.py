@@ -18,7 +18,7 @@ from leaderboard.rankings.selectors import ORGANIZER, board_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.selectors import system_run_plan
-from tests.leaderboard.test_staged_reveal import MRQA, SPEC, system_row
+from tests.builders.staged import SPEC, WALK_SPEC, system_row
 
 
 def _challenge(tmp_path: Path) -> Challenge:
@@ -50,26 +50,6 @@ def test_every_public_listing_puts_sealed_datasets_last_by_alias(db: None, tmp_p
     assert Dataset.objects.get(slug="coqa").sealed_alias == "Hidden-Z"
 
 
-# Three sealed datasets whose real names (CoQA < DROP < Quoref, the spec's order too) and aliases
-# (Hidden-Z, Hidden-B, Hidden-M) sort differently: by position, a team would match them.
-WALK_SPEC = f"""
-slug: walk
-title: Order walk
-metric_suite: mrqa
-ranking_rule: latest
-staff: [oscar]
-phases:
-  - {{slug: dev, name: Dev, kind: dev, portion: dev, opens_at: 2020-01-01T00:00:00Z,
-     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [docker_image]}}
-  - {{slug: test, name: Test, kind: test, portion: test, opens_at: 2020-01-01T00:00:00Z,
-     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [docker_image]}}
-datasets:
-  - {{slug: xquad-en, name: XQuAD-en, split: II, files: {{dev: {MRQA}/XQuAD-en.dev.jsonl.gz, test: {MRQA}/XQuAD-en.test.jsonl.gz}}}}
-  - {{slug: coqa, name: CoQA, split: III, sealed_alias: Hidden-Z, files: {{test: {MRQA}/CoQA.test.jsonl.gz}}}}
-  - {{slug: drop, name: DROP, split: III, sealed_alias: Hidden-B, files: {{test: {MRQA}/DROP.test.jsonl.gz}}}}
-  - {{slug: quoref, name: Quoref, split: III, sealed_alias: Hidden-M, files: {{test: {MRQA}/Quoref.test.jsonl.gz}}}}
-  - {{slug: adversarialqa, name: AdversarialQA, split: II, files: {{dev: {MRQA}/AdversarialQA.dev.jsonl.gz, test: {MRQA}/AdversarialQA.test.jsonl.gz}}}}
-"""
 REAL = ("CoQA", "DROP", "Quoref")
 
 

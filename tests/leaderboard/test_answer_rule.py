@@ -9,7 +9,7 @@ it shows nothing and is bounded.
 * More of a team's hidden runs failed by the platform in a day than the challenge allows hold its
   next hidden run for an organizer's look, visibly, until one releases it.
 
-The same oddities through real containers are in tests/workers/test_answer_oddities.py.
+The same oddities through real containers are in tests/sandbox/test_answer_oddities.py.
 """
 
 from __future__ import annotations
@@ -35,10 +35,9 @@ from leaderboard.submissions.models import FailureCause, Status, Submission, Ver
 from leaderboard.submissions.selectors import quota_usage, run_queue_order
 from leaderboard.submissions.uploads import UploadError
 from leaderboard.submissions.worker_api import submission_run_claim_next
-from tests.leaderboard.conftest import Cast
-from tests.leaderboard.test_dialog_runs import run as claimed_dialog_run
-from tests.leaderboard.test_run_lifecycle import bundle, outcome
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.cast import Cast
+from tests.builders.runs import bundle, outcome
+from tests.builders.systems import system_phases
 
 pytestmark = pytest.mark.django_db
 
@@ -296,9 +295,6 @@ def test_the_days_allowance_is_a_spec_setting(cast: Cast) -> None:
     assert submission_run_claim(held.pk, worker="host:1") is None
 
 
-dialog_run = pytest.fixture(claimed_dialog_run.__wrapped__, name="dialog_run")  # type: ignore[attr-defined]
-
-
 @pytest.mark.parametrize("oddity", ["surrogate", "nul", "control", "over_long"])
 def test_the_trusted_side_of_the_interactive_protocol_refuses_an_answer_by_the_same_rule(
     dialog_run: tuple[Any, str, Submission], oddity: str,
@@ -306,7 +302,7 @@ def test_the_trusted_side_of_the_interactive_protocol_refuses_an_answer_by_the_s
     """Stored in a JSON column, a NUL or a lone surrogate is refused by Postgres (a 500, were it let
     through): refused here first, 409 with the rule's words, nothing recorded."""
     from leaderboard.submissions.models import DialogAnswers
-    from tests.leaderboard.test_dialog_runs import answer, post
+    from tests.builders.dialogs import answer, post
 
     client, url, _ = dialog_run
     text, _, words = ODDITIES[oddity]

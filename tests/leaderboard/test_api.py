@@ -16,7 +16,7 @@ from drf_spectacular.validation import validate_schema
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.services import api_token_digest
 from leaderboard.submissions.models import Status, Submission
-from tests.leaderboard.conftest import Cast, gold_predictions
+from tests.builders.cast import Cast, gold_predictions
 
 SUBMISSIONS = "/api/v1/challenges/demo/submissions/"
 

@@ -22,8 +22,8 @@ import pytest
 
 from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect
 from tests.benchmarks import archive_bombs as ab
-from tests.leaderboard.conftest import Cast
-from tests.leaderboard.test_system_uploads import image_archive, nothing_stored, post, systems  # noqa: F401
+from tests.builders.cast import Cast
+from tests.builders.system_uploads import image_archive, post
 
 MIB = 2**20
 BOMB = 64 * MIB

@@ -43,8 +43,8 @@ from leaderboard.rankings.selectors import board_datasets
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.scores import scores_write
-from tests.leaderboard.boards import THOUSAND, thousand_row_phase, wide_board_phase
-from tests.leaderboard.conftest import REPO, Cast
+from tests.builders.boards import THOUSAND, thousand_row_phase, wide_board_phase
+from tests.builders.cast import REPO, Cast
 
 SITE_CSS = REPO / "leaderboard" / "core" / "static" / "readerboard" / "site.css"
 

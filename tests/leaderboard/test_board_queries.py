@@ -24,7 +24,7 @@ from leaderboard.rankings.selectors import board_datasets
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.models import BoardEntry, Status, Submission
 from leaderboard.submissions.scores import scores_write
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 
 ENDPOINTS = ("board", "board-json", "board-csv", "board-chart", "api-leaderboard")
 VIEWERS = (None, "alice", "oscar")  # the public, a participant (Alpha, anonymous), an organizer

@@ -28,7 +28,7 @@ from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.scores import scores_write
-from tests.leaderboard.conftest import DEMO_DATA, mrqa_gold, upload
+from tests.builders.cast import DEMO_DATA, mrqa_gold, upload
 
 MRQA = DEMO_DATA / "mrqa"
 SPEC = f"""

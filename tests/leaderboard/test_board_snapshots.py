@@ -24,7 +24,7 @@ from leaderboard.rankings.snapshots import (
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.reload import challenge_load
-from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
+from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
 URLS = ("board", "board-csv", "board-json", "board-chart")
 

@@ -10,41 +10,22 @@ writes it), since a prediction file cannot answer Split III.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
 from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites.base import DatasetResult
-from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.score_slices import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
 from leaderboard.submissions.scores import scores_write
-from tests.chromium import screenshot_widths
-from tests.leaderboard.conftest import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
-from tests.leaderboard.test_browser import browser  # noqa: F401 (the fixture)
-
-HIDDEN = "hidden: a slice has fewer than 50 questions of hidden test data"
-FOR_ORGANIZERS = "its team does not see this family: a slice has fewer than 50 questions of hidden test data"
-SHOTS = Path(tempfile.gettempdir()) / "readerboard-breakdowns"
-
-
-def submit(cast: Cast, portion: str, *, wrong_every: int = 3) -> Submission:
-    phase = cast.dev if portion == "dev" else cast.test
-    submission = submission_create_predictions(
-        team=cast.alpha, phase=phase, user=cast.alice,
-        upload=upload(gold_predictions(portion, wrong_every=wrong_every)), limit_bytes=10 * 1024 * 1024)
-    submission_evaluate(submission.pk)  # what the worker does once the upload commits
-    submission.refresh_from_db()
-    assert submission.status == Status.FINISHED, submission.failure_reason
-    return submission
+from tests.builders.breakdowns import FOR_ORGANIZERS, HIDDEN, submit
+from tests.builders.cast import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
 
 
 def system_row(cast: Cast) -> Submission:
@@ -226,35 +207,6 @@ def test_the_submission_list_api_does_not_compute_breakdowns(cast: Cast) -> None
     submit(cast, "dev")
     [listed] = cast.client("alice").get("/api/v1/challenges/demo/submissions/").json()
     assert listed["status"] == "finished" and "breakdowns" not in listed
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_breakdown_reads_at_1366_and_400_px_without_sideways_overflow(
-    cast: Cast, live_server, browser  # type: ignore[no-untyped-def]  # noqa: F811
-) -> None:
-    from selenium.webdriver.common.by import By
-
-    dev = submit(cast, "dev")
-    test = submit(cast, "test")
-    client = Client()
-    client.force_login(cast.alice)
-    browser.get(f"{live_server.url}/")
-    browser.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
-    browser.get(f"{live_server.url}/c/demo/submissions/{dev.pk}/")
-    tables = browser.find_elements(By.CSS_SELECTOR, "#breakdowns table.breakdown")
-    assert len(tables) == 2 and "answer length" in tables[0].text and "8+" in tables[0].text
-    screenshot_widths(browser, SHOTS / "team-dev")
-    browser.get(f"{live_server.url}/c/demo/submissions/{test.pk}/")
-    assert HIDDEN in browser.find_element(By.ID, "breakdowns").text
-    screenshot_widths(browser, SHOTS / "team-test")
-    organizer = Client()
-    organizer.force_login(cast.oscar)
-    browser.add_cookie({"name": "sessionid", "value": organizer.cookies["sessionid"].value, "path": "/"})
-    browser.get(f"{live_server.url}/c/demo/submissions/{test.pk}/")
-    assert FOR_ORGANIZERS in browser.find_element(By.ID, "breakdowns").text
-    screenshot_widths(browser, SHOTS / "organizer-test")
-    assert all((SHOTS / f"{name}-{width}.png").exists() for name in ("team-dev", "team-test", "organizer-test")
-               for width in (1366, 400))
 
 
 def test_a_family_that_with_one_shown_would_single_out_a_few_hidden_questions_is_hidden() -> None:

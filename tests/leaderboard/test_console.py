@@ -23,14 +23,8 @@ from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.rerun import submission_rerun
 from leaderboard.submissions.selectors import quota_usage
-from tests.leaderboard.conftest import gold_predictions, upload
-from tests.leaderboard.console_fixtures import (  # noqa: F401  (the fixture)
-    FAILED_LOG,
-    ConsoleWorld,
-    bundle,
-    console_world,
-    run_as_worker,
-)
+from tests.builders.cast import gold_predictions, upload
+from tests.builders.console import FAILED_LOG, ConsoleWorld, bundle, run_as_worker
 
 pytestmark = pytest.mark.django_db
 

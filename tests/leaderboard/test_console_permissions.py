@@ -21,7 +21,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from leaderboard.accounts.services import api_token_obtain
 from leaderboard.challenges.models import Announcement, AuditEntry, Dataset
 from leaderboard.submissions.models import Submission
-from tests.leaderboard.console_fixtures import FAILED_LOG, ConsoleWorld, console_world  # noqa: F401
+from tests.builders.console import FAILED_LOG, ConsoleWorld
 
 pytestmark = pytest.mark.django_db
 

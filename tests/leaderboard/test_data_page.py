@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +42,9 @@ from leaderboard.sandbox.archives import bundle_inspect
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
-from tests.leaderboard.conftest import DEMO_DATA, REPO, Cast, upload
+from tests.builders.cast import DEMO_DATA, REPO, Cast, upload
+from tests.builders.data_page import TRAIN_FILE, body, run_kit_locally
 
-TRAIN_FILE = DEMO_DATA / "mrqa" / "SQuAD.train.jsonl.gz"
 ROLES = ("anonymous", "dave", "erin", "bob", "charlie", "oscar", "root")
 ORGANIZERS = {"oscar", "root"}
 MEMBERS = {"bob", "charlie"}  # Alpha and Charlie's: both teams are registered in this challenge
@@ -87,12 +86,6 @@ def client_for(cast: Cast, role: str) -> Client:
     if role != "anonymous":
         client.force_login(User.objects.get(username=role))
     return client
-
-
-def body(response: HttpResponse) -> bytes:
-    if getattr(response, "streaming", False):
-        return b"".join(response.streaming_content)  # type: ignore[attr-defined]
-    return response.content
 
 
 def text(response: HttpResponse) -> str:
@@ -469,29 +462,6 @@ def test_the_starting_kit_is_built_from_the_challenge_and_is_reproducible(data_c
     assert sorted(predictions) == sorted(gold.qids)
 
 
-def run_kit_locally(kit: bytes, dev_files: dict[str, bytes], workdir: Path) -> tuple[Path, list[dict]]:
-    """Unzip the kit, put the downloaded dev files in dev/, run the baseline, run every scoring line."""
-    with zipfile.ZipFile(io.BytesIO(kit)) as z:
-        z.extractall(workdir)
-    [base] = [p for p in workdir.iterdir() if p.name.endswith("-starting-kit")]
-    for name, content in dev_files.items():
-        (base / "dev" / name).write_bytes(content)
-    (base / "out").mkdir()
-    env = {"READERBOARD_INPUT": "dev", "READERBOARD_OUTPUT": "out", "PATH": "/usr/bin:/bin"}
-    run = subprocess.run([sys.executable, "system/run.py"], cwd=base, env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr
-    readme = (base / "README.md").read_text()
-    results = []
-    for line in kit_score_lines(readme):
-        out = subprocess.run(line.replace("python ", f"{sys.executable} ", 1), shell=True, cwd=base,
-                             capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, (line, out.stderr)
-        if " -m scoring " in line:
-            results.append({"line": line, "result": json.loads(out.stdout)})
-    return base, results
-
-
 def submitted_to_dev(challenge: Challenge, team: object, user: User, predictions: bytes,
                      capture: Any) -> Any:
     """The kit's predictions uploaded to the dev phase and scored, as the platform scores them."""
@@ -503,12 +473,6 @@ def submitted_to_dev(challenge: Challenge, team: object, user: User, predictions
     submission.refresh_from_db()
     assert submission.status == Status.FINISHED, submission.failure_reason
     return submission
-
-
-def kit_score_lines(readme: str) -> Iterator[str]:
-    """The commands of the README's "Score each dataset" block."""
-    block = readme.split("3. Score each dataset", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
-    yield from (line for line in block.splitlines() if line.strip())
 
 
 @pytest.mark.django_db
@@ -553,7 +517,7 @@ def test_the_kits_of_the_one_document_suites_reproduce_the_platforms_dev_scores(
     """SQuAD 2.0, QuAC and CoQA challenges get a kit too: the baseline reads their inputs, and the
     README's commands (a conversion to the official format, then `python -m scoring`) give the
     F1 the platform gives the same predictions."""
-    from tests.leaderboard.test_suites_more import squad2_gold
+    from tests.builders.suites import squad2_gold
 
     gold, path = ONE_DOCUMENT_KITS[suite]
     if gold is None:

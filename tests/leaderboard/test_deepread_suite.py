@@ -37,8 +37,8 @@ from leaderboard.submissions.reload import challenge_load
 from scoring import deepread
 from scoring.errors import InputFormatError
 from scoring.io import load_json
-from tests.leaderboard.conftest import REPO, upload
-from tests.leaderboard.test_suites_more import assert_metric_names, encode, rejected, write
+from tests.builders.cast import REPO, upload
+from tests.builders.suites import assert_metric_names, encode, rejected, write
 from tests.scoring.every_field import ANSWER_KEYS, canaries_in, keys_of, plant
 from tests.scoring.helpers import run_cli_text_on_error as run_cli
 

@@ -6,87 +6,33 @@ reveals of the gold; every answer is on record before its turn's gold leaves the
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from django.contrib.auth.models import User
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from leaderboard.accounts.services import team_create
-from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import DialogAnswers, Submission
-from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.worker_api import worker_token_create
 from scoring.dialogs import quac_protocol_dialogs
-from tests.leaderboard.test_suites_more import quac_gold
+from tests.builders.dialogs import (
+    answer,
+    conversational_challenge,
+    conversational_phase,
+    interactive_bundle,
+    post,
+)
+from tests.builders.suites import quac_gold
 
 pytestmark = pytest.mark.django_db
 
 
-def conversational_challenge(tmp_path: Path, phases: dict[str, list[str] | None],
-                             gold: dict[str, Any] | None = None) -> Challenge:
-    """A QuAC challenge with a test phase per entry of ``phases``: its slug and modes (None: batch)."""
-    path = tmp_path / "val_v0.2.json"
-    path.write_text(json.dumps(gold or quac_gold()))
-    spec = {
-        "slug": "talk", "title": "Talk", "metric_suite": "quac",
-        "phases": [{"slug": slug, "name": slug.capitalize(), "kind": "test", "opens_at": "2020-01-01T00:00:00Z",
-                    "closes_at": "2099-01-01T00:00:00Z", "allowed_kinds": ["docker_image", "code_bundle"],
-                    **({"protocol": modes} if modes else {})} for slug, modes in phases.items()],
-        "datasets": [{"slug": "quac", "name": "QuAC", "split": "II", "files": {"test": str(path)}}],
-    }
-    (tmp_path / "talk.yaml").write_text(yaml.safe_dump(spec))
-    return challenge_load(spec_path=tmp_path / "talk.yaml")
-
-
-def conversational_phase(tmp_path: Path, modes: list[str], gold: dict[str, Any] | None = None) -> Phase:
-    """A QuAC challenge whose test phase runs systems in ``modes``."""
-    return conversational_challenge(tmp_path, {"test": modes}, gold).phases.get()
-
-
-def interactive_bundle(script: str = "print('hi')\n", declaration: str | None = '{"protocol": "interactive"}'
-                       ) -> SimpleUploadedFile:
-    """A code bundle that declares (with readerboard.json) that it answers turn by turn."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("run.py", script)
-        if declaration is not None:
-            archive.writestr("readerboard.json", declaration)
-    return SimpleUploadedFile("system.zip", buffer.getvalue())
-
-
-@pytest.fixture
-def run(tmp_path: Path) -> tuple[Client, str, Submission]:
-    """A claimed run on a phase in the gold, own and adversarial modes: its worker's client and URL."""
-    phase = conversational_phase(tmp_path, ["gold", "own", "adversarial"])
-    user = User.objects.create_user("alice")
-    team = team_create(challenge=phase.challenge, owner=user, name="Alpha")
-    submission = submission_create_system(team=team, phase=phase, user=user, upload=interactive_bundle(),
-                                          kind="code_bundle")
-    client = Client(HTTP_AUTHORIZATION=f"Bearer {worker_token_create(name='host-a')}")
-    ticket = client.post("/internal/v1/runs/claim/", {"queue": "cpu", "hint": 0, "instance": "h:1"},
-                         content_type="application/json").json()["ticket"]
-    assert ticket["submission_id"] == submission.pk
-    return client, f"/internal/v1/runs/{submission.pk}/{ticket['attempt']}/dialogs/", submission
-
-
-def post(client: Client, url: str, **body: Any) -> Any:
-    return client.post(url, body, content_type="application/json")
-
-
-def answer(text: str) -> dict[str, str]:
-    return {"answer": text, "yesno": "x", "followup": "y"}
-
-
-def test_each_mode_reveals_a_turns_gold_only_in_the_reply_to_its_answer(run: tuple[Client, str, Submission]) -> None:
-    client, url, submission = run
+def test_each_mode_reveals_a_turns_gold_only_in_the_reply_to_its_answer(dialog_run: tuple[Client, str, Submission]) -> None:
+    client, url, submission = dialog_run
     gold = quac_protocol_dialogs(quac_gold())[0]
     shown = [t.answers[0] for t in gold.turns]
     for mode in ("gold", "own", "adversarial"):
@@ -103,8 +49,8 @@ def test_each_mode_reveals_a_turns_gold_only_in_the_reply_to_its_answer(run: tup
     assert all(r.latencies_ms == [1.5] * len(shown) for r in rows)
 
 
-def test_turns_are_taken_in_order_and_an_answer_on_record_cannot_change(run: tuple[Client, str, Submission]) -> None:
-    client, url, _ = run
+def test_turns_are_taken_in_order_and_an_answer_on_record_cannot_change(dialog_run: tuple[Client, str, Submission]) -> None:
+    client, url, _ = dialog_run
     ahead = post(client, url, mode="gold", dataset=0, dialog=1, turn=1, answer=answer("early"))
     assert ahead.status_code == 409 and ahead.json()["detail"] == "turn 2 of dialog 1 before turn 1"
     first = post(client, url, mode="gold", dataset=0, dialog=1, turn=0, answer=answer("mine"))
@@ -132,26 +78,26 @@ def test_turns_are_taken_in_order_and_an_answer_on_record_cannot_change(run: tup
     ({"mode": "gold", "dataset": "0", "dialog": 0, "turn": 0}, 400, "expected {mode, dataset, dialog"),
     ({"mode": "gold", "dataset": 0, "dialog": 0, "turn": "1"}, 400, "'turn' is a turn's position"),
 ])
-def test_a_turn_the_run_cannot_take_is_refused_with_its_reason(run: tuple[Client, str, Submission],
+def test_a_turn_the_run_cannot_take_is_refused_with_its_reason(dialog_run: tuple[Client, str, Submission],
                                                               body: dict[str, Any], status: int, detail: str) -> None:
-    client, url, _ = run
+    client, url, _ = dialog_run
     response = post(client, url, **body)
     assert response.status_code == status and detail in response.json()["detail"], response.json()
     assert not DialogAnswers.objects.exists()
 
 
-def test_only_the_runs_worker_may_play_its_dialogs(run: tuple[Client, str, Submission]) -> None:
-    _, url, _ = run
+def test_only_the_runs_worker_may_play_its_dialogs(dialog_run: tuple[Client, str, Submission]) -> None:
+    _, url, _ = dialog_run
     other = Client(HTTP_AUTHORIZATION=f"Bearer {worker_token_create(name='host-b')}")
     assert post(other, url, mode="gold", dataset=0, dialog=0, turn=0, answer=answer("x")).status_code == 404
     assert post(Client(), url, mode="gold", dataset=0, dialog=0, turn=0, answer=answer("x")).status_code == 401
     assert not DialogAnswers.objects.exists()
 
 
-def test_an_interactive_run_is_not_rescored_from_its_answers(run: tuple[Client, str, Submission]) -> None:
+def test_an_interactive_run_is_not_rescored_from_its_answers(dialog_run: tuple[Client, str, Submission]) -> None:
     from leaderboard.submissions.rescore import rescore_problem
 
-    _, _, submission = run
+    _, _, submission = dialog_run
     assert "with the old gold as its history; run the system again" in rescore_problem(submission)
 
 
@@ -203,9 +149,9 @@ def test_organizers_see_the_best_reachable_f1_of_a_quac_phase_and_the_public_doe
     assert 'id="best-reachable"' not in Client().get(f"/c/{challenge.slug}/board/gold/").content.decode()
 
 
-def test_a_dialogs_answers_may_come_in_one_call_and_follow_the_same_rules(run: tuple[Client, str, Submission]) -> None:
+def test_a_dialogs_answers_may_come_in_one_call_and_follow_the_same_rules(dialog_run: tuple[Client, str, Submission]) -> None:
     """What a worker sends in the modes that reveal nothing: a dialog's answers at once."""
-    client, url, _ = run
+    client, url, _ = dialog_run
     four = [answer(f"a{k}") for k in range(4)]
     first = post(client, url, mode="own", dataset=0, dialog=0, turn=0, answers=four[:2], latencies_ms=[1.0, 2.0])
     assert first.status_code == 200 and first.json() == {"answered": None, "upcoming": None}

@@ -16,7 +16,7 @@ from django.contrib.staticfiles.management.commands.runserver import Command as 
 from django.test import RequestFactory, override_settings
 
 from leaderboard.settings import dev
-from tests.leaderboard.conftest import REPO
+from tests.builders.cast import REPO
 
 TRAVERSALS = ["/static/..%2f..%2fsettings.py", "/static/..%2f..%2f..%2fetc%2fpasswd",
               "/static/%2e%2e/%2e%2e/manage.py", "/static/../private/"]

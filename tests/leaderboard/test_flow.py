@@ -6,7 +6,7 @@ from django.conf import settings
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.builders.cast import Cast, gold_predictions, upload
 
 
 def submit(cast: Cast, preds: dict, *, phase=None, user=None, team=None) -> Submission:

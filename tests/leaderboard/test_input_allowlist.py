@@ -16,7 +16,7 @@ import pytest
 
 from leaderboard.challenges.suites import SUITES
 from scoring.inputs import COQA, DEEPREAD, DUREADER, MRQA_CONTEXT, MRQA_HEADER, QUAC, Fields, squad2_fields
-from tests.leaderboard.test_suites_more import coqa_gold, encode, quac_gold, squad2_gold
+from tests.builders.suites import coqa_gold, encode, quac_gold, squad2_gold
 from tests.scoring.every_field import (
     ANSWER_KEYS,
     allowed_keys,

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from leaderboard.challenges.starting_kit import SCORING_DIR, starting_kit_build
 from leaderboard.submissions.reload import challenge_load
 from scoring.inputs import FORMATS
-from tests.leaderboard.test_alias_order import WALK_SPEC
+from tests.builders.staged import WALK_SPEC
 
 SEALED = ("CoQA", "DROP", "Quoref")
 

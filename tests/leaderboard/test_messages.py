@@ -24,8 +24,8 @@ from leaderboard.sandbox.answers_json import NotJson, answers_decode
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
-from tests.leaderboard.test_uploads import CHANNELS, first_qids, post, zip_of
+from tests.builders.cast import Cast, gold_predictions, upload
+from tests.builders.uploads import CHANNELS, first_qids, post, zip_of
 
 
 def form_errors(page: str) -> list[str]:

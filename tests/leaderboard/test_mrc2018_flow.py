@@ -14,7 +14,7 @@ from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
-from tests.leaderboard.conftest import upload
+from tests.builders.cast import upload
 
 REPO = Path(__file__).resolve().parents[2]
 

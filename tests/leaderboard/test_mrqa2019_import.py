@@ -28,7 +28,7 @@ from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.imports import load_results_file, results_import
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from tests.leaderboard.conftest import REPO
+from tests.builders.cast import REPO
 
 SPEC = REPO / "deploy" / "demo" / "mrqa2019-archive.yaml"
 RESULTS = REPO / "deploy" / "demo" / "data" / "mrqa2019" / "ood-test-results.json"
@@ -299,7 +299,7 @@ def test_an_imported_team_cannot_be_joined(phase: Phase) -> None:
 def test_the_archive_takes_no_submissions(phase: Phase) -> None:
     from leaderboard.accounts.services import team_create
     from leaderboard.submissions.intake import submission_create_predictions
-    from tests.leaderboard.conftest import upload
+    from tests.builders.cast import upload
 
     assert Challenge.objects.get(slug="mrqa2019").staff.filter(username="organizer").exists()
     alice = User.objects.create_user("alice", password="alice-pw")

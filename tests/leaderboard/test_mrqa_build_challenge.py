@@ -17,8 +17,8 @@ from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
 from scoring.cli import main
-from tests.conftest import shared_path
-from tests.leaderboard.conftest import upload
+from tests.builders.cast import upload
+from tests.builders.shared import shared_path
 
 SPEC = """
 slug: built

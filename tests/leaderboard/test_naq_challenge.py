@@ -19,9 +19,9 @@ from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
 from scoring.cli import main
 from scoring.unanswerable import evaluate_unanswerable
-from tests.conftest import shared_path
-from tests.leaderboard.conftest import upload
-from tests.leaderboard.test_suites_more import SPEC, squad_qas
+from tests.builders.cast import upload
+from tests.builders.shared import shared_path
+from tests.builders.suites import SPEC, squad_qas
 
 
 def _predictions(document: dict[str, Any]) -> dict[str, str]:

@@ -42,7 +42,7 @@ from leaderboard.rankings.paper_tables import (
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_build
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.reload import challenge_load, challenge_plan
-from tests.leaderboard.conftest import REPO
+from tests.builders.cast import REPO
 
 SPEC = """
 slug: tagged

@@ -24,19 +24,15 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
-from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from leaderboard.submissions.scores import scores_write
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.builders.cast import Cast, gold_predictions, upload
+from tests.builders.console import ALPHA_TEST, _scored_run
 
 ROLES = ("anonymous", "dave", "bob", "charlie", "oscar", "root")
 ORGANIZERS = {"oscar", "root"}
 PARTICIPANTS_AND_PUBLIC = ("anonymous", "dave", "bob", "charlie")
 
-# Fabricated test-phase scores.  The values are >= 60 so that no timestamp (seconds.micros)
-# can contain them by accident, and odd enough not to collide with any other number shown.
-ALPHA_TEST = {"xquad-en": {"f1": 81.25, "em": 70.5}, "coqa": {"f1": 67.8912, "em": 61.2345}}
 CHARLIE_TEST = {"xquad-en": {"f1": 77.75, "em": 66.0}, "coqa": {"f1": 64.5678, "em": 62.3456}}
 
 
@@ -57,29 +53,6 @@ class World:
 
     def client(self, role: str) -> Client:
         return self.cast.client(None if role == "anonymous" else role)
-
-
-def _scored_run(cast: Cast, *, team, user, scores: dict[str, dict[str, float]]) -> tuple[Submission, bytes]:
-    """A test-phase submission scored on XQuAD-en and on sealed CoQA, as a worker would write it.
-
-    Prediction uploads never cover Split III (teams never see its questions), so the
-    CoQA scores are fabricated; the state machine is followed (queued -> scoring -> finished).
-    """
-    content = upload(gold_predictions("test"))
-    raw = content.read()
-    content.seek(0)
-    submission = submission_create_predictions(
-        team=team, phase=cast.test, user=user, upload=content, limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES
-    )
-    assert Submission.objects.filter(pk=submission.pk, status=Status.QUEUED).update(status=Status.SCORING) == 1
-    datasets = {d.slug: d for d in cast.challenge.datasets.all()}
-    scores_write(
-        submission=submission,
-        results={datasets[slug]: DatasetResult(metrics=dict(m), per_example=[]) for slug, m in scores.items()},
-    )
-    submission.refresh_from_db()
-    assert submission.status == Status.FINISHED
-    return submission, raw
 
 
 @pytest.fixture

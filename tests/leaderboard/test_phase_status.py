@@ -12,7 +12,7 @@ from django.utils import timezone
 from leaderboard.challenges.models import Phase
 from leaderboard.challenges.selectors import PhaseState, duration_text, phase_status
 from leaderboard.submissions.reload import challenge_load
-from tests.leaderboard.conftest import REPO, Cast
+from tests.builders.cast import REPO, Cast
 
 OPENS = dt.datetime(2019, 7, 29, tzinfo=dt.UTC)
 CLOSES = dt.datetime(2019, 8, 12, 23, 59, 59, tzinfo=dt.UTC)

@@ -30,7 +30,7 @@ from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.lifecycle import submission_cancel
 from leaderboard.submissions.models import FailureCause, Status, Submission
 from leaderboard.submissions.selectors import quota_usage
-from tests.leaderboard.conftest import Cast, gold_predictions, upload
+from tests.builders.cast import Cast, gold_predictions, upload
 
 N_THREADS = 20
 QUOTA = 5  # the dev phase's per_day quota in the cast

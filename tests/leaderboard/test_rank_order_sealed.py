@@ -16,7 +16,7 @@ from django.test import Client
 from leaderboard.challenges.models import Challenge, SealedAggregates
 from leaderboard.rankings.selectors import ORGANIZER, board_build
 from leaderboard.submissions.reload import challenge_load
-from tests.leaderboard.test_staged_reveal import SPEC, system_row
+from tests.builders.staged import SPEC, system_row
 
 # Alpha and Beta show the same (XQuAD-en 80); their sealed scores differ by 80 points.
 ROWS = {"alpha": {"xquad-en": 80.0, "coqa": 90.0, "drop": 90.0},

@@ -24,7 +24,7 @@ from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.scores import scores_write
-from tests.leaderboard.conftest import REPO
+from tests.builders.cast import REPO
 
 SPEC = """
 slug: scoped

@@ -42,7 +42,7 @@ from leaderboard.submissions.reload import challenge_load, dataset_gold_replace
 from leaderboard.submissions.rescore import Rescored, submission_rescore
 from leaderboard.submissions.storage import run_answers_name, storage_report
 from scoring import mrqa
-from tests.leaderboard.conftest import DEMO_DATA
+from tests.builders.cast import DEMO_DATA
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import io
 import json
 import re
-import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -19,7 +17,7 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
-from leaderboard.sandbox.contract import RunOutcome, RunPlan, outcome_as_json
+from leaderboard.sandbox.contract import RunPlan, outcome_as_json
 from leaderboard.submissions import worker_api
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.intake import submission_create_system
@@ -33,17 +31,11 @@ from leaderboard.submissions.lifecycle import (
 from leaderboard.submissions.models import FailureCause, Score, Status, Submission
 from leaderboard.submissions.selectors import quota_usage, submission_run_plan, system_run_plan
 from leaderboard.submissions.worker_api import run_ticket_build
-from tests.leaderboard.conftest import DEMO_DATA, Cast, mrqa_gold
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.cast import DEMO_DATA, Cast, mrqa_gold
+from tests.builders.runs import GOLD_FILES, bundle, gold_outputs, outcome
+from tests.builders.systems import system_phases
 
 pytestmark = pytest.mark.django_db
-
-
-def bundle() -> SimpleUploadedFile:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("run.py", "print('hi')\n")
-    return SimpleUploadedFile("system.zip", buffer.getvalue())
 
 
 @pytest.fixture
@@ -51,28 +43,6 @@ def queued(cast: Cast) -> Submission:
     system_phases(cast)
     return submission_create_system(team=cast.alpha, phase=cast.test, user=cast.alice, upload=bundle(),
                                     kind="code_bundle")
-
-
-def outcome(**changes: object) -> RunOutcome:
-    base = {"exit_code": 0, "timed_out": False, "oom_killed": False, "output_too_large": False,
-            "duration_s": 1.5, "logs": "the log", "runtime": "runc"}
-    base.update(changes)
-    return RunOutcome(**base)  # type: ignore[arg-type]
-
-
-GOLD_FILES = {"xquad-en": "XQuAD-en.test.jsonl.gz", "coqa": "CoQA.test.jsonl.gz"}
-
-
-def gold_outputs(plan: RunPlan | None = None, *, extra: dict[str, str] | None = None) -> dict[str, bytes]:
-    """Gold answers as a system would write them: under the ids it read (a sealed dataset's
-    are re-keyed), with ``extra`` answers added to every file."""
-    plan = plan or submission_run_plan(submission=Submission.objects.get())
-    out = {}
-    for ds in plan.datasets:
-        gold = mrqa_gold(DEMO_DATA / "mrqa" / GOLD_FILES[ds.slug])
-        answers = {system_qid: gold[qid][0] for system_qid, qid in ds.qids_for_system(list(gold)).items()}
-        out[ds.slug] = json.dumps({**answers, **(extra or {})}).encode()
-    return out
 
 
 def test_a_claim_is_taken_once(queued: Submission) -> None:
@@ -283,7 +253,7 @@ def test_a_prediction_file_is_scored_by_a_named_worker(cast: Cast) -> None:
 
     from leaderboard.submissions.evaluation import submission_evaluate
     from leaderboard.submissions.intake import submission_create_predictions
-    from tests.leaderboard.conftest import gold_predictions, upload
+    from tests.builders.cast import gold_predictions, upload
 
     submission = submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
                                                upload=upload(gold_predictions()),

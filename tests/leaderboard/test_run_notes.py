@@ -2,7 +2,7 @@
 before it can fail a run; and a team stopping its own running system.
 
 No engine: runs are finished with the outcomes a worker hands over (see test_run_lifecycle.py).
-The real log capture is in tests/workers/test_run_logs.py.
+The real log capture is in tests/sandbox/test_run_logs.py.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim, submission_run_heartbeat
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.selectors import quota_usage
-from tests.leaderboard.conftest import Cast
-from tests.leaderboard.test_run_lifecycle import bundle, gold_outputs, outcome
-from tests.leaderboard.test_system_uploads import bundle_of, post
-from tests.workers.image_archives import no_command
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.cast import Cast
+from tests.builders.image_archives import no_command
+from tests.builders.runs import bundle, gold_outputs, outcome
+from tests.builders.system_uploads import bundle_of, post
+from tests.builders.systems import system_phases
 
 pytestmark = pytest.mark.django_db
 

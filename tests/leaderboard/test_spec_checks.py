@@ -38,10 +38,10 @@ from leaderboard.submissions.models import FailureCause, Status, Submission, Ver
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.selectors import quota_usage, submission_run_report
 from scoring.errors import ScoringError
-from tests.leaderboard.conftest import DEMO_DATA, REPO, Cast, gold_predictions, upload
-from tests.leaderboard.test_run_lifecycle import bundle, gold_outputs, outcome
-from tests.leaderboard.test_suites_more import coqa_gold, quac_gold, squad2_gold
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.cast import DEMO_DATA, REPO, Cast, gold_predictions, upload
+from tests.builders.runs import bundle, gold_outputs, outcome
+from tests.builders.suites import coqa_gold, quac_gold, squad2_gold
+from tests.builders.systems import system_phases
 
 MRQA = DEMO_DATA / "mrqa"
 

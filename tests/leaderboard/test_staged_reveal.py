@@ -13,34 +13,13 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
-from leaderboard.accounts.services import team_create
-from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, Phase, SubmissionKind
+from leaderboard.challenges.models import Challenge, Dataset, DatasetFile
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.console.selectors import dataset_reveal_preview
 from leaderboard.console.services import dataset_reveal_audited
-from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.scores import scores_write
 from leaderboard.submissions.selectors import reveal_closure, reveal_exposes
-from tests.leaderboard.conftest import DEMO_DATA
-
-MRQA = DEMO_DATA / "mrqa"
-SPEC = f"""
-slug: staged
-title: Staged reveal
-metric_suite: mrqa
-ranking_rule: latest
-staff: [oscar]
-{{sealing}}
-phases:
-  - {{{{slug: test, name: Test, kind: test, portion: test, opens_at: 2020-01-01T00:00:00Z,
-     closes_at: 2099-01-01T00:00:00Z, allowed_kinds: [docker_image]}}}}
-datasets:
-  - {{{{slug: xquad-en, name: XQuAD-en, split: II, files: {{{{test: {MRQA}/XQuAD-en.test.jsonl.gz}}}}}}}}
-  - {{{{slug: coqa, name: CoQA, split: III, sealed_alias: Hidden-A, {{coqa}}files: {{{{test: {MRQA}/CoQA.test.jsonl.gz}}}}}}}}
-  - {{{{slug: drop, name: DROP, split: III, sealed_alias: Hidden-B, {{drop}}files: {{{{test: {MRQA}/DROP.test.jsonl.gz}}}}}}}}
-"""
+from tests.builders.staged import MRQA, SPEC, system_row
 
 
 def load(tmp_path: Path, *, coqa: bool = False, drop: bool = False, strict: bool = False) -> Challenge:
@@ -48,16 +27,6 @@ def load(tmp_path: Path, *, coqa: bool = False, drop: bool = False, strict: bool
     spec.write_text(SPEC.format(coqa="revealed: true, " if coqa else "", drop="revealed: true, " if drop else "",
                                 sealing="sealed_aggregates: all" if strict else ""), encoding="utf-8")
     return challenge_load(spec_path=spec)
-
-
-def system_row(phase: Phase, name: str, f1: dict[str, float]) -> None:
-    user = User.objects.create_user(name)
-    team = team_create(challenge=phase.challenge, name=name, owner=user)
-    submission = Submission.objects.create(team=team, phase=phase, kind=SubmissionKind.DOCKER_IMAGE,
-                                           status=Status.SCORING)
-    datasets = {d.slug: d for d in Dataset.objects.filter(challenge=phase.challenge)}
-    scores_write(submission=submission, results={
-        datasets[slug]: DatasetResult(metrics={"f1": v, "em": v - 5}, per_example=[]) for slug, v in f1.items()})
 
 
 @pytest.fixture

@@ -23,9 +23,10 @@ from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import BoardEntry, Status, Submission
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.storage import storage_report, team_storage_usage
-from tests.leaderboard.conftest import SPEC, Cast, gold_predictions, upload
-from tests.leaderboard.test_system_uploads import CHANNELS, bundle_of, post, stored_files
-from tests.workers.systems_fixtures import TEST_LIMITS, system_phases
+from tests.builders.cast import SPEC, Cast, gold_predictions, upload
+from tests.builders.storage import finish, post_id, weights
+from tests.builders.system_uploads import CHANNELS, post, stored_files
+from tests.builders.systems import TEST_LIMITS, system_phases
 
 KIB = 1024
 
@@ -36,11 +37,6 @@ def disk_bytes() -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def weights(size: int) -> bytes:
-    # Random, so that nothing on the way (a zip's deflate, a gzip) makes it smaller.
-    return bundle_of({"run.py": b"print('hi')\n", "weights.bin": os.urandom(size)})
-
-
 @pytest.fixture
 def systems(cast: Cast) -> Cast:
     """Systems accepted in both phases; a budget of 1 MiB per team."""
@@ -48,15 +44,6 @@ def systems(cast: Cast) -> Cast:
     cast.challenge.system_settings = {"limits": TEST_LIMITS, "storage_mb_per_team": 1}
     cast.challenge.save()
     return cast
-
-
-def finish(pk: int, *, score: float | None = 50.0, status: str = Status.FINISHED, days_ago: float = 0) -> None:
-    """End a run as the worker's services would (scored, on the board by the ranking rule), at an age."""
-    created = timezone.now() - dt.timedelta(days=days_ago)
-    Submission.objects.filter(pk=pk).update(status=status, primary_score=score if status == Status.FINISHED else None,
-                                            created_at=created, finished_at=created)
-    submission = Submission.objects.get(pk=pk)
-    board_entry_refresh(team=submission.team, phase=submission.phase)
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -141,14 +128,6 @@ def test_the_report_accounts_for_every_byte_on_disk_by_team_and_kind(systems: Ca
     scoped = report_json("demo")
     assert all(x["challenge"] == "demo" for x in scoped["lines"])
     assert scoped["total_bytes"] == sum(x["bytes"] for x in report["lines"] if x["challenge"] == "demo")
-
-
-def post_id(cast: Cast, content: bytes, who: str, phase: str = "dev") -> int:
-    response = cast.client(who).post(
-        "/api/v1/challenges/demo/systems/",
-        {"phase": phase, "kind": "code_bundle", "file": upload(content, "system.zip")})
-    assert response.status_code == 201, response.content[:300]
-    return int(response.json()["id"])
 
 
 def test_retention_frees_exactly_what_its_dry_run_said_and_keeps_what_is_needed(

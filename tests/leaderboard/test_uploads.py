@@ -8,13 +8,10 @@ private storage.
 from __future__ import annotations
 
 import datetime as dt
-import html
 import io
 import json
 import struct
-import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,44 +21,13 @@ from django.utils import timezone
 
 from leaderboard.accounts.services import api_token_obtain
 from leaderboard.submissions.models import Submission
-from tests.leaderboard.conftest import Cast, gold_predictions
-
-CHANNELS = ("web", "api-token", "api-session")
-
-
-@dataclass
-class Outcome:
-    status: int
-    message: str
+from tests.builders.cast import Cast, gold_predictions
+from tests.builders.uploads import CHANNELS, first_qids, post, zip_of
 
 
 def stored_files() -> set[Path]:
     root = Path(settings.PRIVATE_STORAGE_ROOT) / "submissions"
     return {p for p in root.rglob("*") if p.is_file()} if root.exists() else set()
-
-
-def post(cast: Cast, channel: str, content: bytes, *, name: str = "preds.json", phase=None, user: str = "alice",
-         extra: dict | None = None) -> Outcome:
-    """Upload through one channel; the message is the form error (web) or the JSON detail (API)."""
-    phase = phase or cast.dev
-    file = io.BytesIO(content)
-    file.name = name
-    if channel == "web":
-        client = cast.client(user)
-        response = client.post("/c/demo/submit/", {"phase": phase.pk, "file": file, "description": "", **(extra or {})})
-        page = html.unescape(response.content.decode("utf-8"))
-        return Outcome(response.status_code, page)
-    if channel == "api-token":
-        client = Client(HTTP_AUTHORIZATION=f"Token {api_token_obtain(user=getattr(cast, user))}")
-    else:
-        client = cast.client(user)
-    response = client.post("/api/v1/challenges/demo/submissions/", {"phase": phase.slug, "file": file, **(extra or {})})
-    assert response["Content-Type"].startswith("application/json"), response.content[:200]
-    data = response.json()
-    if response.status_code < 400:
-        return Outcome(response.status_code, json.dumps(data))
-    assert isinstance(data, dict) and isinstance(data.get("detail"), str), data
-    return Outcome(response.status_code, data["detail"])
 
 
 def named(content: bytes, name: str = "preds.json") -> io.BytesIO:
@@ -77,14 +43,6 @@ def nothing_stored(cast: Cast) -> Iterator[None]:
     yield
     assert Submission.objects.count() == before_rows
     assert stored_files() == before_files
-
-
-def zip_of(members: dict[str, bytes | str]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(zipfile.ZipInfo(name), data, compress_type=zipfile.ZIP_DEFLATED)
-    return buffer.getvalue()
 
 
 def lying_zip() -> bytes:
@@ -104,10 +62,6 @@ def preds_json(mutate: Callable[[dict], None] | None = None) -> bytes:
     if mutate:
         mutate(preds)
     return json.dumps(preds).encode("utf-8")
-
-
-def first_qids(n: int, dataset: str = "squad") -> list[str]:
-    return list(gold_predictions()[dataset])[:n]
 
 
 def _drop(preds: dict) -> None:
@@ -228,7 +182,7 @@ def test_an_empty_file_is_refused(cast: Cast, nothing_stored: None, channel: str
 def test_the_service_refuses_an_empty_upload_too(cast: Cast, nothing_stored: None) -> None:
     from leaderboard.submissions.intake import submission_create_predictions
     from leaderboard.submissions.uploads import UploadError
-    from tests.leaderboard.conftest import upload
+    from tests.builders.cast import upload
 
     with pytest.raises(UploadError, match="preds.json: the file is empty"):
         submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice, upload=upload(b""),

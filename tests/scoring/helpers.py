@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scoring.cli import main
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, Any, str]:

@@ -13,7 +13,7 @@ import pytest
 from scoring import coqa
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.text import f1_v2, normalize_answer
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import assert_one_line_error, parametrize_golden, run_cli
 
 REL = 1e-9

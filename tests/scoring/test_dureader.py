@@ -23,7 +23,7 @@ from scoring.charmetrics import (
     strip_whitespace,
     sum_bleu_stats,
 )
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import parametrize_golden, run_cli
 
 REL = 1e-9

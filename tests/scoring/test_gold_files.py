@@ -18,7 +18,7 @@ import pytest
 from scoring import coqa, deepread, quac, unanswerable
 from scoring.errors import InputFormatError
 from scoring.inputs import coqa_qid
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 
 DATA = Path(__file__).parent / "data"
 

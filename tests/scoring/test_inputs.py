@@ -37,7 +37,7 @@ from scoring.inputs import (
 )
 from scoring.io import iter_json_lines, load_json
 from scoring.mrqa import evaluate_mrqa, load_mrqa_gold
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.every_field import (
     ANSWER_KEYS,
     COQA_STORY,

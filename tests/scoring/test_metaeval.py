@@ -280,7 +280,7 @@ def test_the_command_runs_on_the_judgment_file(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_the_command_reads_a_released_dureader_file(capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.conftest import shared_path
+    from tests.builders.shared import shared_path
 
     demo = shared_path("data", "dureader-demo", "search.dev.json")
     code, out, err = run_cli(capsys, "metaeval", JUDGMENTS, demo, "--samples", "10")

@@ -13,7 +13,7 @@ import pytest
 from scoring import charmetrics, dureader, mrc2018
 from scoring.charmetrics import BleuTotals, mrc_bleu
 from scoring.errors import UndefinedMetricError
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import parametrize_golden, run_cli
 
 REL = 1e-9

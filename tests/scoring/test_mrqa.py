@@ -23,7 +23,7 @@ from scoring.mrqa import (
     strip_answers,
 )
 from scoring.text import f1_v1, normalize_answer
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import parametrize_golden
 from tests.scoring.helpers import run_cli as _cli
 

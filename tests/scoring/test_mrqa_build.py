@@ -26,7 +26,7 @@ from scoring.mrqa_build import (
     read_mrqa_file,
 )
 from scoring.mrqa_tokens import tokenize
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import assert_one_line_error, run_cli
 
 # --------------------------------------------------------------------------- helpers

@@ -27,7 +27,7 @@ from scoring.naq import (
 from scoring.squad import squad_questions
 from scoring.unanswerable import balanced_detection, evaluate_unanswerable
 from scoring.wordvec import WordVectors, load_glove, write_glove
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import assert_one_line_error
 from tests.scoring.helpers import run_cli as _cli
 

@@ -15,7 +15,7 @@ from scoring import quac
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.result import MAX_LISTED_WARNINGS
 from scoring.text import TokenBag, answer_tokens, answer_tokens_many, f1_v1, normalize_answer
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import assert_one_line_error, parametrize_golden, run_cli
 
 REL = 1e-9

@@ -25,7 +25,7 @@ from scoring.squad import (
     load_squad_dataset,
 )
 from scoring.text import f1_v1, f1_v2, normalize_answer
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import parametrize_golden
 from tests.scoring.helpers import run_cli as _cli
 

@@ -17,7 +17,7 @@ from scoring.cli import main
 from scoring.errors import InputFormatError, UndefinedMetricError
 from scoring.squad import evaluate_squad_v2, load_squad_dataset
 from scoring.unanswerable import LEVEL_FIELDS, evaluate_unanswerable
-from tests.conftest import shared_path
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import run_cli as _cli
 
 DATA = Path(__file__).parent / "data"

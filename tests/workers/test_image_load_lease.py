@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from leaderboard.submissions.models import Status, Submission
-from tests.leaderboard.conftest import Cast
+from tests.builders.cast import Cast
 from workers.control_runs import LocalTransport
 from workers.run_system import lease_kept
 

@@ -29,9 +29,9 @@ from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.lifecycle import run_retry_delay_s, submission_run_claim, submissions_reap
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage
-from tests.leaderboard.conftest import Cast
-from tests.leaderboard.test_run_lifecycle import bundle
-from tests.workers.systems_fixtures import system_phases
+from tests.builders.cast import Cast
+from tests.builders.runs import bundle
+from tests.builders.systems import system_phases
 from workers import control_runs, dispatch, run_system, runner
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,44 @@
+"""Page helpers for the browser tests: the board's rows, a logged-in driver, a whole-page screenshot."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from django.test import Client
+
+from tests.builders.cast import Cast
+
+
+def board_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+
+    return [
+        [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        for row in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")
+    ]
+
+
+def login(driver, base: str, cast: Cast, who: str) -> None:  # type: ignore[no-untyped-def]
+    client = Client()
+    client.force_login(getattr(cast, who))
+    driver.get(f"{base}/")
+    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
+
+
+SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-data-page"
+
+
+def screenshot(driver, name: str, width: int) -> Path:  # type: ignore[no-untyped-def]
+    """The whole page at ``width`` px (the window grows to the page's height)."""
+    SCREENSHOTS.mkdir(exist_ok=True)
+    driver.set_window_size(width, 1000)
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(width, min(int(height) + 120, 6000))
+    path = SCREENSHOTS / f"{name}-{width}.png"
+    driver.save_screenshot(str(path))
+    # Nothing overflows the page sideways: wide tables scroll inside their own box.
+    overflow = driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"{name} at {width}px is {overflow}px wider than the window"
+    driver.set_window_size(1366, 1000)
+    return path

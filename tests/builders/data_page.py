@@ -1,0 +1,52 @@
+"""The data page's starting kit, run on this machine as a team would run it."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.http import HttpResponse
+
+from tests.builders.cast import DEMO_DATA
+
+TRAIN_FILE = DEMO_DATA / "mrqa" / "SQuAD.train.jsonl.gz"
+
+
+def body(response: HttpResponse) -> bytes:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content)  # type: ignore[attr-defined]
+    return response.content
+
+
+def run_kit_locally(kit: bytes, dev_files: dict[str, bytes], workdir: Path) -> tuple[Path, list[dict]]:
+    """Unzip the kit, put the downloaded dev files in dev/, run the baseline, run every scoring line."""
+    with zipfile.ZipFile(io.BytesIO(kit)) as z:
+        z.extractall(workdir)
+    [base] = [p for p in workdir.iterdir() if p.name.endswith("-starting-kit")]
+    for name, content in dev_files.items():
+        (base / "dev" / name).write_bytes(content)
+    (base / "out").mkdir()
+    env = {"READERBOARD_INPUT": "dev", "READERBOARD_OUTPUT": "out", "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "system/run.py"], cwd=base, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    readme = (base / "README.md").read_text()
+    results = []
+    for line in kit_score_lines(readme):
+        out = subprocess.run(line.replace("python ", f"{sys.executable} ", 1), shell=True, cwd=base,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, (line, out.stderr)
+        if " -m scoring " in line:
+            results.append({"line": line, "result": json.loads(out.stdout)})
+    return base, results
+
+
+def kit_score_lines(readme: str) -> Iterator[str]:
+    """The commands of the README's "Score each dataset" block."""
+    block = readme.split("3. Score each dataset", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    yield from (line for line in block.splitlines() if line.strip())

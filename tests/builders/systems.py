@@ -1,0 +1,137 @@
+"""Builders for tests that run submitted systems: the test limits, bundles, the platform's handle, waits."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from leaderboard.challenges.models import SubmissionKind
+from leaderboard.submissions.models import Submission
+from tests.builders.cast import Cast
+from tests.builders.processes import (
+    ComputeWorker,
+    RedisServer,
+    WebServer,
+    Worker,
+)
+
+HERE = Path(__file__).resolve().parents[1] / "sandbox"  # the systems the sandbox tests submit
+SYSTEMS = HERE / "systems"
+
+# Small limits so hostile systems are stopped quickly; heartbeats and leases short so
+# the fault tests see a dead worker's run re-queued within seconds.
+TEST_LIMITS = {"cpus": 1, "memory_mb": 256, "pids": 64, "nofile": 256, "tmp_mb": 32, "output_mb": 16,
+               "time_limit_s": 20, "log_bytes": 64 * 1024}
+FAST_LEASES = {
+    "READERBOARD_RUN_HEARTBEAT_S": "1",
+    "READERBOARD_RUN_LEASE_S": "6",
+    "READERBOARD_REAP_EVERY_S": "2",
+    "READERBOARD_REDISPATCH_AFTER_S": "4",
+    "READERBOARD_RUN_RETRY_BACKOFF_S": "1",
+}
+
+
+def wait_final(pk: int, timeout: float = 90, context: Callable[[], str] = lambda: "") -> Submission:
+    """The submission once final; fails after ``timeout`` seconds, adding ``context()`` (e.g. worker logs)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        submission = Submission.objects.get(pk=pk)
+        if submission.is_final:
+            return submission
+        time.sleep(0.2)
+    raise AssertionError(f"submission {pk} still {Submission.objects.get(pk=pk).status} after {timeout}s\n"
+                         + context())
+
+
+def bundle(*files: tuple[str, str | bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, content in files:
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+def script_bundle(path: Path) -> bytes:
+    return bundle(("run.py", path.read_text()))
+
+
+@dataclass
+class Platform:
+    cast: Cast
+    redis: RedisServer
+    workers: list[Any]  # every process, for their logs
+    tmp: Path
+    web: WebServer | None = None
+    control: Worker | None = None
+    compute: list[ComputeWorker] = field(default_factory=list)
+
+    def submit(self, content: bytes, *, kind: str = SubmissionKind.CODE_BUNDLE, phase: str = "test",
+               name: str = "system.zip", who: str = "alice") -> int:
+        client = self.cast.client(who)
+        response = client.post(
+            f"/api/v1/challenges/{self.cast.challenge.slug}/systems/",
+            {"phase": phase, "kind": kind, "file": SimpleUploadedFile(name, content)},
+        )
+        assert response.status_code == 201, response.content
+        return int(response.json()["id"])
+
+    def wait_final(self, pk: int, timeout: float = 90) -> Submission:
+        return wait_final(pk, timeout, self.logs)
+
+    def logs(self) -> str:
+        return "\n".join(w.log.read_text(errors="replace")[-4000:] for w in self.workers if w.log.exists())
+
+    def mails(self) -> list[str]:
+        """Every message the platform's processes sent (their file e-mail backend), whole."""
+        folder = self.tmp / "mail"
+        return [path.read_text(errors="replace") for path in sorted(folder.glob("*"))] if folder.exists() else []
+
+
+def system_phases(cast: Cast, limits: dict[str, object] | None = None) -> None:
+    for phase in (cast.dev, cast.test):
+        phase.allowed_kinds = ["predictions", "docker_image", "code_bundle"]
+        phase.quota_per_day = None
+        phase.save()
+    cast.challenge.system_settings = {"limits": limits or TEST_LIMITS}
+    cast.challenge.save()
+
+
+BASELINE_IMAGE = "readerboard/baseline:latest"
+
+
+def saved_image(engine: docker.DockerClient, tag: str, path: Path) -> Path:
+    try:
+        image = engine.images.get(tag)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"{tag} is missing; deploy/images/build.sh builds it")
+    with open(path, "wb") as fh:
+        for chunk in image.save(named=True):
+            fh.write(chunk)
+    return path
+
+
+def slow_bundle(sleep_s: float = 8) -> bytes:
+    run = (SYSTEMS / "slow" / "run.py").read_text()
+    run = run.replace('"READERBOARD_TEST_SLEEP_S", "8"', f'"READERBOARD_TEST_SLEEP_S", "{sleep_s}"')
+    assert f'"{sleep_s}"' in run, "slow/run.py no longer reads its default sleep where this expects"
+    return bundle(("run.py", run),
+                  ("trivial.py", (SYSTEMS / "trivial" / "run.py").read_text()))
+
+
+def wait_for(predicate: object, timeout: float, what: str, platform: Platform) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}\n{platform.logs()}")

@@ -1,0 +1,86 @@
+"""Issue 22, section 2, without an engine: which sandbox a run on hidden data gets, the ticket's one
+rule for "hidden", and a hidden run having the host to itself.  The page-cache channel itself, through
+real containers, is in tests/sandbox/test_page_cache_channel.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from leaderboard.sandbox.contract import HiddenRuns
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.selectors import system_run_plan
+from leaderboard.submissions.worker_api import run_ticket_build
+from tests.builders.cast import Cast
+from workers import runner
+
+
+def test_the_sandbox_of_a_run_follows_whether_it_is_on_hidden_data() -> None:
+    policy = HiddenRuns()
+    hidden = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=policy)
+    assert (hidden.runtime, hidden.private_image, hidden.exclusive) == ("runsc", True, True)
+    # A run its team reads: gVisor too unless the worker names a runtime (else it reads the host's counters).
+    dev = runner.sandbox_choose(hidden=False, challenge_runtime="", worker_runtime="", policy=policy)
+    assert (dev.runtime, dev.private_image, dev.exclusive) == ("runsc", False, False)
+    dev = runner.sandbox_choose(hidden=False, challenge_runtime="", worker_runtime="runc", policy=policy)
+    assert dev.runtime == "runc"
+    off = HiddenRuns(runtime="", isolate=False)
+    unprotected = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=off)
+    assert (unprotected.runtime, unprotected.private_image, unprotected.exclusive) == (None, False, False)
+    # A challenge that forces a runtime keeps it; the copy and the host to itself stay.
+    forced = runner.sandbox_choose(hidden=True, challenge_runtime="runc", worker_runtime="", policy=policy)
+    assert (forced.runtime, forced.private_image, forced.exclusive) == ("runc", True, True)
+
+
+@pytest.mark.django_db
+def test_the_ticket_says_a_run_is_on_hidden_data_by_the_platforms_one_rule(cast: Cast) -> None:
+    for phase, hidden in ((cast.dev, False), (cast.test, True)):
+        submission = Submission.objects.create(team=cast.alpha, phase=phase, kind="code_bundle", attempts=1)
+        assert system_run_plan(submission=submission).hidden_data is hidden
+    plan = system_run_plan(submission=submission)
+    assert run_ticket_build(dataclasses.replace(plan, upload_path="")).hidden_data is True
+
+
+def test_a_hidden_run_has_the_host_to_itself(tmp_path: Path) -> None:
+    """While a hidden run holds the host, no other run starts on it, and one waiting does not
+    let new runs in ahead of it."""
+    lock = tmp_path / "host.lock"
+    events: list[str] = []
+
+    def shared(name: str) -> None:
+        with runner.host_slot(lock, exclusive=False):
+            events.append(name)
+
+    with runner.host_slot(lock, exclusive=True):
+        other = threading.Thread(target=shared, args=("dev",))
+        other.start()
+        time.sleep(0.3)
+        assert events == []  # the dev run waits
+    other.join(5)
+    assert events == ["dev"]
+
+    release = threading.Event()
+
+    def exclusive() -> None:
+        with runner.host_slot(lock, exclusive=True):
+            events.append("hidden")
+            release.wait(5)
+
+    with runner.host_slot(lock, exclusive=False):  # a dev run holds the host
+        hidden = threading.Thread(target=exclusive)
+        hidden.start()
+        time.sleep(0.2)
+        late = threading.Thread(target=shared, args=("late dev",))
+        late.start()
+        time.sleep(0.2)
+        assert events == ["dev"]  # neither the hidden run nor the dev run that came after it
+    time.sleep(0.3)
+    assert events == ["dev", "hidden"]  # the hidden run went first, and holds the host alone
+    release.set()
+    hidden.join(5)
+    late.join(5)
+    assert events == ["dev", "hidden", "late dev"]
