@@ -7,6 +7,10 @@ from leaderboard.settings.base import DATABASES
 
 _TMP = Path(tempfile.mkdtemp(prefix="readerboard-test-"))
 PRIVATE_STORAGE_ROOT = _TMP / "private"
+# The demo's and production's WhiteNoise read this folder: one of the run's own, so that a fresh clone
+# (no collectstatic yet) has one and no test reads another run's.
+STATIC_ROOT = _TMP / "static"
+STATIC_ROOT.mkdir()
 STORAGES = {
     "default": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
