@@ -143,6 +143,12 @@ class ComputeConfig:
     runtime: str = ""  # "" = the engine's default, unless the challenge forces one
     hidden: HiddenRuns = HiddenRuns()  # how runs on hidden data are sandboxed apart
 
+    @property
+    def instance(self) -> str:
+        """The platform instance this worker belongs to (``runner.LABEL_INSTANCE`` on all it makes):
+        its run image repository, which each platform sharing an engine has its own."""
+        return self.run_image_repository
+
 
 def run_failure_classify(exc: Exception) -> RunFailure:
     """Whose fault a run that stopped with ``exc`` is: the one place that decides it.
@@ -301,7 +307,8 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
     sandbox = runner.sandbox_choose(hidden=ticket.hidden_data, challenge_runtime=ticket.runtime,
                                     worker_runtime=config.runtime, policy=config.hidden)
     with run_image(transport, ticket, config, run_dir, client) as loaded, \
-            runner.sandboxed(client, loaded, sandbox, config.hidden, keep_copy=loaded == ticket.base_image) as image, \
+            runner.sandboxed(client, loaded, sandbox, config.hidden, keep_copy=loaded == ticket.base_image,
+                              instance=config.instance) as image, \
             runner.output_area(output_dir, ticket.limits.output_mb) as capped:
         spec = runner.RunSpec(
             image=image,
@@ -313,7 +320,7 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
             runtime=sandbox.runtime,
             gpus=ticket.gpus,
             labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt),
-                    LABEL_WORKER: worker_name()},
+                    LABEL_WORKER: worker_name(), runner.LABEL_INSTANCE: config.instance},
         )
         if ticket.protocol is not None:
             return _converse_run(transport, ticket, config, client, input_dir, spec)
@@ -538,7 +545,8 @@ def leftovers_remove(config: ComputeConfig, *, starting: bool = False) -> list[s
     removed: list[str] = []
     try:
         client = runner.engine()
-        containers = client.containers.list(all=True, filters={"label": LABEL_WORKER})
+        # This instance's only: a dead worker of another platform on the same engine is its own.
+        containers = client.containers.list(all=True, filters=runner.instance_filter(config.instance, LABEL_WORKER))
     except (runner.PlatformError, docker.errors.DockerException, requests.exceptions.RequestException) as exc:
         logger.warning("leftovers not checked: %s", exc)
         return removed

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import io
 import json
 import logging
@@ -50,6 +51,11 @@ SANDBOX_USER = "10001:10001"
 SANDBOX_UID = 10001
 LABEL_SUBMISSION = "readerboard.submission"
 LABEL_ATTEMPT = "readerboard.attempt"
+# On everything a platform instance makes in the engine (run containers, hidden copies and the
+# containers that make them): the instance, so that its clean-up and its tests touch only their own
+# and leave another platform's on the same engine (the demo, a test run, a compute host's) alone.
+# Its value is the worker's run image repository, which each platform sharing an engine has its own.
+LABEL_INSTANCE = "readerboard.instance"
 GVISOR_PIDS_HEADROOM = 512
 # How long the log stream may take to deliver what a stopped container left in its pipe.
 LOG_DRAIN_S = 10.0
@@ -101,6 +107,7 @@ HIDDEN_COPY_LABEL = "org.readerboard.hidden-copy"
 # token, so nobody can build an image whose layer is byte for byte the copy's and share it.
 HIDDEN_COPY_MARKER = ".readerboard-hidden-copy"
 # On the copy of a team's image, made for one run and removed after it: one left is a dead worker's.
+# Its value is the instance (LABEL_INSTANCE) whose worker made it.
 HIDDEN_COPY_PER_RUN_LABEL = "org.readerboard.hidden-copy-per-run"
 
 
@@ -138,8 +145,18 @@ def sandbox_choose(*, hidden: bool, challenge_runtime: str, worker_runtime: str,
     return Sandbox(runtime=runtime or None, hidden=hidden, private_image=isolate, exclusive=isolate)
 
 
-def hidden_copy_reference(image_id: str) -> str:
-    return f"{HIDDEN_COPY_REPOSITORY}:{image_id.removeprefix('sha256:')}"
+def instance_filter(instance: str, *labels: str) -> dict[str, list[str]]:
+    """The engine's filter for the objects of ``instance`` that also carry ``labels``."""
+    return {"label": [f"{LABEL_INSTANCE}={instance}", *labels]}
+
+
+def hidden_copy_reference(image_id: str, *, instance: str = "") -> str:
+    """The reference of ``image_id``'s kept copy, or with ``instance`` of the per-run copy that
+    instance makes (its own name: a run's copy is never another platform's on the same engine)."""
+    tag = image_id.removeprefix("sha256:")
+    if instance:
+        tag += "-" + hashlib.sha256(instance.encode()).hexdigest()[:12]
+    return f"{HIDDEN_COPY_REPOSITORY}:{tag}"
 
 
 def _dockerfile_value(value: str) -> str:
@@ -149,7 +166,7 @@ def _dockerfile_value(value: str) -> str:
     return json.dumps(value, ensure_ascii=False).replace("$", "\\$")
 
 
-def _import_changes(config: dict[str, Any], source_id: str, *, per_run: bool) -> list[str]:
+def _import_changes(config: dict[str, Any], source_id: str, *, per_run: str) -> list[str]:
     """The image's run configuration as Dockerfile lines: ``docker import`` keeps only the files."""
     changes = []
     for item in config.get("Env") or []:
@@ -172,7 +189,7 @@ def _import_changes(config: dict[str, Any], source_id: str, *, per_run: bool) ->
             changes.append(f"LABEL {_dockerfile_value(name)}={_dockerfile_value(value)}")
     changes.append(f"LABEL {HIDDEN_COPY_LABEL}={source_id}")
     if per_run:
-        changes.append(f"LABEL {HIDDEN_COPY_PER_RUN_LABEL}=1")
+        changes.append(f"LABEL {HIDDEN_COPY_PER_RUN_LABEL}={_dockerfile_value(per_run)}")
     return changes
 
 
@@ -186,10 +203,11 @@ def _marker_tar() -> bytes:
     return buffer.getvalue()
 
 
-def hidden_copy(client: docker.DockerClient, image: str, *, per_run: bool = False) -> str:
+def hidden_copy(client: docker.DockerClient, image: str, *, instance: str, per_run: bool = False) -> str:
     """The reference of ``image``'s hidden copy: its files flattened into one layer of their own
     (a random marker file in it), its run configuration kept.  Made when missing (``docker export``
-    of a created, never started container, then ``docker import``), kept while it is current."""
+    of a created, never started container, then ``docker import``), kept while it is current.
+    ``per_run``: the copy of one run of ``instance`` (named and labelled as that instance's)."""
     try:
         source = client.api.inspect_image(image)
     except docker.errors.ImageNotFound:
@@ -197,7 +215,7 @@ def hidden_copy(client: docker.DockerClient, image: str, *, per_run: bool = Fals
     except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
         raise PlatformError(f"the engine failed: {exc}") from None
     source_id = source["Id"]
-    reference = hidden_copy_reference(source_id)
+    reference = hidden_copy_reference(source_id, instance=instance if per_run else "")
     try:
         copy = client.api.inspect_image(reference)
         if (copy["Config"].get("Labels") or {}).get(HIDDEN_COPY_LABEL) == source_id:
@@ -211,11 +229,13 @@ def hidden_copy(client: docker.DockerClient, image: str, *, per_run: bool = Fals
     try:
         # Created only, never started: the command is never run.
         container = client.containers.create(source_id, entrypoint=["/nonexistent"], command=[],
-                                             network_mode="none", labels={HIDDEN_COPY_LABEL: source_id})
+                                             network_mode="none",
+                                             labels={HIDDEN_COPY_LABEL: source_id, LABEL_INSTANCE: instance})
         container.put_archive("/", _marker_tar())
         repository, _, tag = reference.partition(":")
         client.api.import_image(src=container.export(chunk_size=1024 * 1024), repository=repository, tag=tag,
-                                changes=_import_changes(source["Config"] or {}, source_id, per_run=per_run),
+                                changes=_import_changes(source["Config"] or {}, source_id,
+                                                        per_run=instance if per_run else ""),
                                 stream_src=True)
     except docker.errors.APIError as exc:
         logger.error("hidden copy of %s not made: %s", image, exc.explanation or exc)
@@ -294,22 +314,24 @@ def host_slot(path: Path, *, exclusive: bool) -> Iterator[None]:
 
 @contextlib.contextmanager
 def sandboxed(client: docker.DockerClient, image: str, sandbox: Sandbox, policy: HiddenRuns, *,
-              keep_copy: bool) -> Iterator[str]:
+              keep_copy: bool, instance: str) -> Iterator[str]:
     """Enter the sandbox ``sandbox_choose`` chose: yields the image the container is created from.
 
     A hidden run holds the host alone, runs its own copy of ``image`` (made if missing), with the
     copy's pages evicted before and after.  ``keep_copy``: the copy is the base image's, kept for the
-    next hidden run on this host; a team's image's copy is removed after the run.
+    next hidden run on this host; a team's image's copy is removed after the run.  ``instance``: the
+    platform instance the worker belongs to (``LABEL_INSTANCE``); only its own leftovers are removed.
     """
     with host_slot(policy.lock_path, exclusive=sandbox.exclusive):
         if not sandbox.private_image:
             yield image
             return
-        # Alone on the host: a per-run copy still here is a dead worker's (its run is over).
-        for left in client.images.list(filters={"label": HIDDEN_COPY_PER_RUN_LABEL}):
+        # Alone on the host: a per-run copy of this instance still here is a dead worker's (its run
+        # is over).  Another platform's on the same engine is its own to remove.
+        for left in client.images.list(filters={"label": f"{HIDDEN_COPY_PER_RUN_LABEL}={instance}"}):
             for tag in left.tags:
                 image_remove(client, tag)
-        copy = hidden_copy(client, image, per_run=not keep_copy)
+        copy = hidden_copy(client, image, instance=instance, per_run=not keep_copy)
         try:
             image_pages_evict(client, copy)
             yield copy

@@ -50,7 +50,8 @@ def _run(engine: docker.DockerClient, tmp_path: Path, name: str, *, hidden: bool
     config = local_config()
     worker = config.runtime if worker_runtime is None else worker_runtime
     sandbox = runner.sandbox_choose(hidden=hidden, challenge_runtime="", worker_runtime=worker, policy=policy)
-    with runner.sandboxed(engine, DEFAULT_BASE_IMAGE, sandbox, policy, keep_copy=True) as image:
+    with runner.sandboxed(engine, DEFAULT_BASE_IMAGE, sandbox, policy, keep_copy=True,
+                          instance=config.instance) as image:
         spec = runner.RunSpec(image=image, command=command or ["python3", "-S", "-I", "/system/probe.py", *args],
                               input_dir=input_dir, output_dir=output_dir, system_dir=system_dir, limits=LIMITS,
                               runtime=sandbox.runtime, labels={"readerboard.test": f"page-cache-{name}"})
@@ -152,14 +153,15 @@ def test_a_team_images_hidden_copy_shares_no_layer_and_lives_for_its_run_only(
     team = engine.images.get("readerboard/baseline:latest")
     policy = dataclasses.replace(local_config().hidden, lock_path=tmp_path / "host.lock")
     sandbox = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=policy)
-    with runner.sandboxed(engine, team.id, sandbox, policy, keep_copy=False) as image:
+    instance = local_config().instance
+    with runner.sandboxed(engine, team.id, sandbox, policy, keep_copy=False, instance=instance) as image:
         copy = engine.api.inspect_image(image)
-        assert image == runner.hidden_copy_reference(team.id)
+        assert image == runner.hidden_copy_reference(team.id, instance=instance)
         assert not set(copy["RootFS"]["Layers"]) & set(team.attrs["RootFS"]["Layers"])
         assert copy["Config"]["Entrypoint"] == team.attrs["Config"]["Entrypoint"]
     assert not runner.image_exists(engine, image)
-    left = runner.hidden_copy(engine, team.id, per_run=True)  # as a worker killed in its run leaves it
-    with runner.sandboxed(engine, DEFAULT_BASE_IMAGE, sandbox, policy, keep_copy=True):
+    left = runner.hidden_copy(engine, team.id, instance=instance, per_run=True)  # as a worker killed in its run leaves it
+    with runner.sandboxed(engine, DEFAULT_BASE_IMAGE, sandbox, policy, keep_copy=True, instance=instance):
         assert not runner.image_exists(engine, left)
 
 
@@ -176,7 +178,7 @@ def test_a_hidden_copy_keeps_the_images_configuration_as_written(engine: docker.
                                    labels={"readerboard.test": "hidden-copy-config"})
     copy = None
     try:
-        copy = runner.hidden_copy(engine, image.id, per_run=True)
+        copy = runner.hidden_copy(engine, image.id, instance=local_config().instance, per_run=True)
         got, want = engine.api.inspect_image(copy)["Config"], image.attrs["Config"]
         assert dict(e.partition("=")[::2] for e in got["Env"])["ODD"] == 'a$HOME\\b "q"'
         assert sorted(got["Env"]) == sorted(want["Env"])
