@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import secrets
+import socket
+import subprocess
 import time
 import zipfile
 from collections.abc import Callable
@@ -13,9 +16,12 @@ from typing import Any
 import docker
 import docker.errors
 import pytest
+from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
+from docker.models.containers import Container
 
 from leaderboard.challenges.models import SubmissionKind
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE
 from leaderboard.submissions.models import Submission
 from tests.builders.cast import Cast
 from tests.builders.processes import (
@@ -24,6 +30,8 @@ from tests.builders.processes import (
     WebServer,
     Worker,
 )
+from workers import runner
+from workers.run_system import LABEL_WORKER
 
 HERE = Path(__file__).resolve().parents[1] / "sandbox"  # the systems the sandbox tests submit
 SYSTEMS = HERE / "systems"
@@ -135,3 +143,47 @@ def wait_for(predicate: object, timeout: float, what: str, platform: Platform) -
             return
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}\n{platform.logs()}")
+
+
+def instance() -> str:
+    """This test run's platform instance (``runner.LABEL_INSTANCE``): its run image repository, one
+    per test process (leaderboard/settings/test.py), which its workers label everything with."""
+    return str(settings.RUN_IMAGE_REPOSITORY)
+
+
+def our_containers(engine: docker.DockerClient, *labels: str, stopped: bool = True) -> list[Container]:
+    """The containers of this test run's platform that carry ``labels`` too (``name`` or
+    ``name=value``); ``stopped``: stopped ones as well.  Another platform's on the same engine (the
+    demo, a compute host, another test run) are never asserted about or removed."""
+    return list(engine.containers.list(all=stopped, filters=runner.instance_filter(instance(), *labels)))
+
+
+def dead_worker_name() -> str:
+    """A worker name (``host:pid``) of this host whose process is gone, as a killed worker leaves it."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return f"{socket.gethostname()}:{child.pid}"
+
+
+FOREIGN_LABEL = "readerboard.test-foreign"  # value: the test run's instance, so that it removes its own
+
+
+def foreign_run(engine: docker.DockerClient, submission_pk: int) -> Container:
+    """A running container labelled as another platform's run on the same engine: the same
+    submission id (test databases and the demo count from 1 alike), a dead worker of this host, a
+    different instance; ``sleep 300`` on the base image.  Removed by ``foreign_runs_remove``."""
+    other = f"readerboard-run-other{secrets.token_hex(4)}"
+    return engine.containers.run(
+        DEFAULT_BASE_IMAGE, ["sleep", "300"], detach=True, network_mode="none", user=runner.SANDBOX_USER,
+        labels={runner.LABEL_SUBMISSION: str(submission_pk), runner.LABEL_ATTEMPT: "1",
+                LABEL_WORKER: dead_worker_name(), runner.LABEL_INSTANCE: other, FOREIGN_LABEL: instance()})
+
+
+def foreign_runs_remove(engine: docker.DockerClient) -> None:
+    for container in engine.containers.list(all=True, filters={"label": f"{FOREIGN_LABEL}={instance()}"}):
+        container.remove(force=True)
+
+
+def still_running(container: Container) -> bool:
+    container.reload()
+    return bool(container.status == "running")

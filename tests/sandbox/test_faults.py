@@ -7,20 +7,22 @@ and none stays "running" or leaves a container behind.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import docker
 import pytest
+from docker.models.containers import Container
 
 from leaderboard.core.enqueue import EVALUATE_SUBMISSION
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from tests.builders.cast import gold_predictions, upload
-from tests.builders.systems import Platform, slow_bundle, wait_for
+from tests.builders.systems import Platform, our_containers, slow_bundle, still_running, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def containers_of(engine: docker.DockerClient, pk: int) -> list[object]:
-    return engine.containers.list(all=True, filters={"label": f"readerboard.submission={pk}"})
+    return list(our_containers(engine, f"readerboard.submission={pk}"))
 
 
 def assert_scored_once(submission: Submission, datasets: int) -> None:
@@ -30,9 +32,12 @@ def assert_scored_once(submission: Submission, datasets: int) -> None:
 
 
 def test_kill_9_of_a_compute_worker_during_a_run_the_other_finishes_it_once(
-    platform: Platform, engine: docker.DockerClient
+    foreign_runs: Callable[[int], Container], platform: Platform, engine: docker.DockerClient
 ) -> None:
     pk = platform.submit(slow_bundle())
+    # Beside it, another platform's run of the same submission id, left by a dead worker of this
+    # host: the survivor's clean-up of dead workers' leftovers must not take it for its own.
+    foreign = foreign_runs(pk)
     wait_for(lambda: Submission.objects.get(pk=pk).status == Status.RUNNING and containers_of(engine, pk),
              60, "the run to start", platform)
     owner = Submission.objects.get(pk=pk).worker  # "<token name>/<host:pid>"
@@ -52,6 +57,7 @@ def test_kill_9_of_a_compute_worker_during_a_run_the_other_finishes_it_once(
     assert submission.worker.endswith(f":{survivor.pid}"), (submission.worker, survivor.pid)
     assert not containers_of(engine, pk)
     assert "removed what a dead worker on this host left" in survivor.log.read_text()
+    assert still_running(foreign)
 
 
 def test_a_redis_restart_loses_messages_yet_every_submission_finishes_once(

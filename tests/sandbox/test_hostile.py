@@ -9,13 +9,23 @@ with runc and with gVisor (runsc), then an honest system runs to show the worker
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import pytest
+from docker.models.containers import Container
 
 from leaderboard.submissions.models import FailureCause, Status, Submission
-from tests.builders.systems import SYSTEMS, TEST_LIMITS, Platform, bundle, script_bundle
+from tests.builders.systems import (
+    SYSTEMS,
+    TEST_LIMITS,
+    Platform,
+    bundle,
+    our_containers,
+    script_bundle,
+    still_running,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,7 +98,8 @@ def check(submission: Submission, expected: str, limits: dict[str, float]) -> li
 
 @pytest.mark.parametrize("runtime", ["runc", "runsc"])
 def test_hostile_systems_are_contained_with_clear_reasons(
-    platform: Platform, engine: docker.DockerClient, tmp_path: Path, runtime: str
+    foreign_runs: Callable[[int], Container], platform: Platform, engine: docker.DockerClient, tmp_path: Path,
+    runtime: str
 ) -> None:
     limits = {**TEST_LIMITS, "time_limit_s": TIME_LIMITS[runtime]}
     challenge = platform.cast.challenge
@@ -99,6 +110,7 @@ def test_hostile_systems_are_contained_with_clear_reasons(
         pk = platform.submit(script_bundle(script))
         Submission.objects.filter(pk=pk).update(description=script.stem)
         submitted.append((pk, expectation(script, runtime)))
+    foreign = foreign_runs(submitted[0][0])
     pk = platform.submit(setuid_archive(engine, tmp_path), kind="docker_image", name="setuid.tar")
     Submission.objects.filter(pk=pk).update(description="setuid_escalation")
     submitted.append((pk, expectation(HOSTILE / "setuid_escalation.py", runtime)))
@@ -117,4 +129,8 @@ def test_hostile_systems_are_contained_with_clear_reasons(
     assert finished.status == Status.FINISHED, finished.failure_reason
     assert finished.runtime == runtime
     assert not problems, "\n".join(problems)
-    assert not engine.containers.list(all=True, filters={"label": "readerboard.submission"})
+    assert not our_containers(engine, "readerboard.submission")
+    # Another platform's run of the same submission id on the engine was left alone, though the
+    # test's old filter (every container labelled with a submission) would have counted it.
+    assert still_running(foreign)
+    assert foreign.id in [c.id for c in engine.containers.list(all=True, filters={"label": "readerboard.submission"})]

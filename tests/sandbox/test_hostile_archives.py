@@ -17,7 +17,7 @@ from leaderboard.sandbox.archives import BundleInfo
 from leaderboard.submissions import intake
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from tests.builders.image_archives import hard_link_out_of_layer, many_layers, no_command
-from tests.builders.systems import SYSTEMS, Platform, bundle
+from tests.builders.systems import SYSTEMS, Platform, bundle, our_containers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,4 +72,4 @@ def test_hostile_archives_fail_once_as_the_teams_fault_with_a_clear_reason(
     assert not problems, "\n".join(problems) + "\n" + platform.logs()
     finished = platform.wait_final(honest, timeout=120)
     assert finished.status == Status.FINISHED, finished.failure_reason
-    assert not engine.containers.list(all=True, filters={"label": "readerboard.submission"})
+    assert not our_containers(engine, "readerboard.submission")

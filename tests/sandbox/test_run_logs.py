@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from leaderboard.submissions.models import Status, Submission
-from tests.builders.systems import SYSTEMS, TEST_LIMITS, Platform, bundle
+from tests.builders.systems import SYSTEMS, TEST_LIMITS, Platform, bundle, our_containers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,7 +92,7 @@ def test_a_team_stops_its_running_system_within_a_heartbeat(platform: Platform, 
                                 ("trivial.py", (SYSTEMS / "trivial" / "run.py").read_text())))
     deadline = time.monotonic() + 60
     while not (Submission.objects.get(pk=pk).status == Status.RUNNING
-               and engine.containers.list(filters={"label": f"readerboard.submission={pk}"})):
+               and our_containers(engine, f"readerboard.submission={pk}", stopped=False)):
         assert time.monotonic() < deadline, platform.logs()
         time.sleep(0.2)
     response = platform.cast.client("bob").post(f"/c/demo/submissions/{pk}/", {"action": "cancel"})
@@ -100,11 +100,11 @@ def test_a_team_stops_its_running_system_within_a_heartbeat(platform: Platform, 
     cancelled = time.monotonic()
     # The worker's heartbeat (every second here) finds the run cancelled and kills the container
     # (a second or two, and the engine's own time to kill), then removes it.
-    label = {"label": f"readerboard.submission={pk}"}
-    while engine.containers.list(filters=label):
+    label = f"readerboard.submission={pk}"
+    while our_containers(engine, label, stopped=False):
         assert time.monotonic() - cancelled < 8, "the container kept running after the cancellation"
         time.sleep(0.2)
-    while engine.containers.list(all=True, filters=label):
+    while our_containers(engine, label):
         assert time.monotonic() - cancelled < 30, "the container was not removed after the cancellation"
         time.sleep(0.2)
     time.sleep(2)  # what the worker does next (it would finish the run here) must not change the row
