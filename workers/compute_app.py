@@ -6,7 +6,8 @@ It needs three settings from its environment and no others: ``READERBOARD_BROKER
 broker it takes runs from), ``READERBOARD_API_URL`` (the web app, whose ``/internal/v1/`` it
 talks to) and ``READERBOARD_WORKER_TOKEN`` (made with ``manage.py worker_token_create``).
 Optional: ``READERBOARD_WORK_DIR`` (its run folders), ``READERBOARD_CONTAINER_RUNTIME``
-(``runc`` or ``runsc``; empty: the hidden runtime for every run), ``READERBOARD_RUN_IMAGE_REPOSITORY``, and for runs on hidden data
+(``runc`` or ``runsc``; empty: the hidden runtime for every run), ``READERBOARD_RUN_IMAGE_REPOSITORY``
+(also its platform instance: ``workers.runner.LABEL_INSTANCE``), and for runs on hidden data
 ``READERBOARD_HIDDEN_RUNTIME`` (default ``runsc``), ``READERBOARD_HIDDEN_ISOLATION`` (default on)
 and ``READERBOARD_HOST_LOCK`` (default ``/run/readerboard-compute.lock``, one file for all the
 host's compute workers: see ``workers.runner.sandbox_choose``).  No Django, no database URL, no
