@@ -77,16 +77,6 @@ def _decoded(engine: docker.DockerClient, tmp_path: Path, policy: HiddenRuns,
     return sum(a == b for a, b in zip(secret, bits, strict=True)), calibration
 
 
-@pytest.fixture
-def copy_made_here(engine: docker.DockerClient):  # type: ignore[no-untyped-def]
-    """The base image's hidden copy is deploy/images/build.sh's; one the test run made is removed after."""
-    reference = runner.hidden_copy_reference(engine.images.get(DEFAULT_BASE_IMAGE).id)
-    existed = runner.image_exists(engine, reference)
-    yield
-    if not existed:
-        runner.image_remove(engine, reference)
-
-
 @pytest.mark.parametrize("worker_runtime", [None, "runc"], ids=["platform-settings", "dev-runs-under-runc"])
 def test_a_hidden_run_cannot_signal_its_teams_next_dev_run_through_the_page_cache(
     engine: docker.DockerClient, tmp_path: Path, copy_made_here: None, worker_runtime: str | None

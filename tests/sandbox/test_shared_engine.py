@@ -9,23 +9,12 @@ import dataclasses
 from pathlib import Path
 
 import docker
-import pytest
 
 from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE
 from tests.builders.systems import foreign_run, foreign_runs_remove, instance, still_running
 from workers import runner
 from workers.control_runs import local_config
 from workers.run_system import ComputeConfig, leftovers_remove
-
-
-@pytest.fixture
-def base_copy_made_here(engine: docker.DockerClient):  # type: ignore[no-untyped-def]
-    """The base image's hidden copy is deploy/images/build.sh's; one the test made is removed after."""
-    reference = runner.hidden_copy_reference(engine.images.get(DEFAULT_BASE_IMAGE).id)
-    existed = runner.image_exists(engine, reference)
-    yield
-    if not existed:
-        runner.image_remove(engine, reference)
 
 
 def test_a_dead_workers_run_of_another_instance_is_left_to_it(engine: docker.DockerClient, tmp_path: Path) -> None:
@@ -44,7 +33,7 @@ def test_a_dead_workers_run_of_another_instance_is_left_to_it(engine: docker.Doc
 
 
 def test_a_hidden_run_removes_only_its_own_instances_leftover_copies(
-    engine: docker.DockerClient, tmp_path: Path, base_copy_made_here: None
+    engine: docker.DockerClient, tmp_path: Path, copy_made_here: None
 ) -> None:
     """A per-run hidden copy is named and labelled by its instance; a hidden run removes the copies
     its own instance's dead workers left, never another platform's (which may be in use)."""
