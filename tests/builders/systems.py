@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import secrets
 import socket
 import subprocess
@@ -168,15 +169,18 @@ def dead_worker_name() -> str:
 FOREIGN_LABEL = "readerboard.test-foreign"  # value: the test run's instance, so that it removes its own
 
 
-def foreign_run(engine: docker.DockerClient, submission_pk: int) -> Container:
+def foreign_run(engine: docker.DockerClient, submission_pk: int, *, dead_worker: bool = False) -> Container:
     """A running container labelled as another platform's run on the same engine: the same
-    submission id (test databases and the demo count from 1 alike), a dead worker of this host, a
-    different instance; ``sleep 300`` on the base image.  Removed by ``foreign_runs_remove``."""
+    submission id (test databases and the demo count from 1 alike), a different instance, a worker
+    of this host that is alive (this process) or, ``dead_worker``, gone (its leftover, which the old
+    clean-up of any test run or compute worker on this engine removes); ``sleep 300`` on the base
+    image.  Removed by ``foreign_runs_remove``."""
     other = f"readerboard-run-other{secrets.token_hex(4)}"
+    worker = dead_worker_name() if dead_worker else f"{socket.gethostname()}:{os.getpid()}"
     return engine.containers.run(
         DEFAULT_BASE_IMAGE, ["sleep", "300"], detach=True, network_mode="none", user=runner.SANDBOX_USER,
         labels={runner.LABEL_SUBMISSION: str(submission_pk), runner.LABEL_ATTEMPT: "1",
-                LABEL_WORKER: dead_worker_name(), runner.LABEL_INSTANCE: other, FOREIGN_LABEL: instance()})
+                LABEL_WORKER: worker, runner.LABEL_INSTANCE: other, FOREIGN_LABEL: instance()})
 
 
 def foreign_runs_remove(engine: docker.DockerClient) -> None:
@@ -185,5 +189,8 @@ def foreign_runs_remove(engine: docker.DockerClient) -> None:
 
 
 def still_running(container: Container) -> bool:
-    container.reload()
+    try:
+        container.reload()
+    except docker.errors.NotFound:
+        return False
     return bool(container.status == "running")

@@ -32,12 +32,12 @@ def assert_scored_once(submission: Submission, datasets: int) -> None:
 
 
 def test_kill_9_of_a_compute_worker_during_a_run_the_other_finishes_it_once(
-    foreign_runs: Callable[[int], Container], platform: Platform, engine: docker.DockerClient
+    foreign_runs: Callable[..., Container], platform: Platform, engine: docker.DockerClient
 ) -> None:
     pk = platform.submit(slow_bundle())
     # Beside it, another platform's run of the same submission id, left by a dead worker of this
     # host: the survivor's clean-up of dead workers' leftovers must not take it for its own.
-    foreign = foreign_runs(pk)
+    foreign = foreign_runs(pk, dead_worker=True)
     wait_for(lambda: Submission.objects.get(pk=pk).status == Status.RUNNING and containers_of(engine, pk),
              60, "the run to start", platform)
     owner = Submission.objects.get(pk=pk).worker  # "<token name>/<host:pid>"

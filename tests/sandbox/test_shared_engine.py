@@ -20,7 +20,7 @@ from workers.run_system import ComputeConfig, leftovers_remove
 def test_a_dead_workers_run_of_another_instance_is_left_to_it(engine: docker.DockerClient, tmp_path: Path) -> None:
     """A container of a dead worker of this host is removed by a worker of its own instance only."""
     try:
-        foreign = foreign_run(engine, 1)
+        foreign = foreign_run(engine, 1, dead_worker=True)
         assert leftovers_remove(ComputeConfig(work_dir=tmp_path, run_image_repository=instance()),
                                 starting=True) == []
         assert still_running(foreign)
