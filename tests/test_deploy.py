@@ -21,8 +21,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
+from django.conf import settings
 
 from leaderboard.core.enqueue import TASK_QUEUES
+from leaderboard.submissions.management.commands.demo_setup import DEMO_USERS
 from workers.celery_app import REAP, app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -181,8 +183,6 @@ def test_the_image_starts_the_web_process_as_serve_sh_does() -> None:
 
 
 def test_gunicorn_is_threaded_and_waits_for_uploads_in_flight_as_long_as_the_deadline_grace() -> None:
-    from django.conf import settings
-
     conf = runpy.run_path(str(DEPLOY / "gunicorn.conf.py"))
     assert conf["wsgi_app"] == "leaderboard.wsgi:application"
     assert conf["worker_class"] == "gthread" and conf["threads"] >= 2
@@ -355,8 +355,6 @@ def test_k8s_compute_workers_hold_nothing_of_the_platforms_and_reach_the_web_app
 def test_the_demo_prints_its_site_administrator_and_the_account_exists_as_printed() -> None:
     """The reveal, the organizers and the Django admin start from the site administrator (issue 9):
     the demo's closing message names it, with the password demo_setup gives it."""
-    from leaderboard.submissions.management.commands.demo_setup import DEMO_USERS
-
     message = (REPO / "deploy" / "demo.sh").read_text()
     password, admin = DEMO_USERS["admin"]
     assert admin and f"admin     / {password}" in message and "site administrator" in message

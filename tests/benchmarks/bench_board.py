@@ -21,6 +21,7 @@ Python work from template work.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import math
 import os
@@ -35,6 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import django
 
 BASELINES = 20
 SLUG = "bench"
@@ -67,7 +70,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def django_setup(var_dir: Path) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.test")
     os.environ["READERBOARD_VAR_DIR"] = str(var_dir)
-    import django
 
     django.setup()
 
@@ -79,19 +81,17 @@ def p95(values: list[float]) -> float:
 
 def build(args: argparse.Namespace) -> dict[str, float]:
     """Fill the database; returns how long each step took (seconds)."""
-    import datetime as dt
+    from django.contrib.auth.models import User  # noqa: PLC0415 - after django.setup()
+    from django.core.management import call_command  # noqa: PLC0415 - after django.setup()
+    from django.db import connection, transaction  # noqa: PLC0415 - after django.setup()
+    from django.utils import timezone  # noqa: PLC0415 - after django.setup()
 
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.db import connection, transaction
-    from django.utils import timezone
-
-    from leaderboard.accounts.models import Membership, Role, Team, TeamKind
-    from leaderboard.challenges.models import Challenge, Dataset, Phase, Split, SubmissionKind
-    from leaderboard.challenges.suites import suite_for
-    from leaderboard.challenges.suites.base import SCORING_VERSION
-    from leaderboard.submissions.board import board_entry_refresh
-    from leaderboard.submissions.models import BoardEntry, Score, Status, Submission
+    from leaderboard.accounts.models import Membership, Role, Team, TeamKind  # noqa: PLC0415 - after django.setup()
+    from leaderboard.challenges.models import Challenge, Dataset, Phase, Split, SubmissionKind  # noqa: PLC0415 - after django.setup()
+    from leaderboard.challenges.suites import suite_for  # noqa: PLC0415 - after django.setup()
+    from leaderboard.challenges.suites.base import SCORING_VERSION  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.board import board_entry_refresh  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.models import BoardEntry, Score, Status, Submission  # noqa: PLC0415 - after django.setup()
 
     steps: dict[str, float] = {}
     rng = random.Random(args.seed)
@@ -199,14 +199,14 @@ def build(args: argparse.Namespace) -> dict[str, float]:
 
 
 def measure(args: argparse.Namespace) -> list[Timing]:
-    from django.contrib.auth.models import AnonymousUser, User
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
-    from django.urls import reverse
+    from django.contrib.auth.models import AnonymousUser, User  # noqa: PLC0415 - after django.setup()
+    from django.db import connection  # noqa: PLC0415 - after django.setup()
+    from django.test import Client  # noqa: PLC0415 - after django.setup()
+    from django.test.utils import CaptureQueriesContext  # noqa: PLC0415 - after django.setup()
+    from django.urls import reverse  # noqa: PLC0415 - after django.setup()
 
-    from leaderboard.challenges.models import Phase
-    from leaderboard.rankings.selectors import ORGANIZER, board_build
+    from leaderboard.challenges.models import Phase  # noqa: PLC0415 - after django.setup()
+    from leaderboard.rankings.selectors import ORGANIZER, board_build  # noqa: PLC0415 - after django.setup()
 
     def client(who: str | None) -> Client:
         c = Client()
@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     var_dir = Path(tempfile.mkdtemp(prefix="bench_board_"))
     django_setup(var_dir)
-    from django.conf import settings
+    from django.conf import settings  # noqa: PLC0415 - after django.setup()
 
     db_dir = Path(settings.DATABASES["default"]["NAME"]).parent
     try:
@@ -292,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.keep:
             print(f"database kept: {settings.DATABASES['default']['NAME']}")
         else:
-            from django.db import connections
+            from django.db import connections  # noqa: PLC0415 - after django.setup()
 
             connections.close_all()
             shutil.rmtree(db_dir, ignore_errors=True)

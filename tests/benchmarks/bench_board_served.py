@@ -111,9 +111,9 @@ def load(port: int, paths: Sequence[str], headers: dict[str, str], clients: int,
 
 def session_cookie(username: str) -> str:
     """A logged-in session for ``username``, made in the database the server reads."""
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.auth.models import User
-    from django.contrib.sessions.backends.db import SessionStore
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY  # noqa: PLC0415 - after django.setup()
+    from django.contrib.auth.models import User  # noqa: PLC0415 - after django.setup()
+    from django.contrib.sessions.backends.db import SessionStore  # noqa: PLC0415 - after django.setup()
 
     user = User.objects.get(username=username)
     store = SessionStore()
@@ -139,8 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     var_dir = Path(tempfile.mkdtemp(prefix="bench_served_"))
     bench_board.django_setup(var_dir)
-    from django.conf import settings
-    from django.db import connections
+    from django.conf import settings  # noqa: PLC0415 - after django.setup()
+    from django.db import connections  # noqa: PLC0415 - after django.setup()
 
     db_path = Path(settings.DATABASES["default"]["NAME"])
     t0 = time.perf_counter()
@@ -203,11 +203,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.close()
 
     # In-process: a change's rebuild, and a reader that meets a stale snapshot.
-    from django.test import Client
+    from django.test import Client  # noqa: PLC0415 - after django.setup()
 
-    from leaderboard.challenges.models import Phase
-    from leaderboard.challenges.versions import board_changed
-    from leaderboard.rankings.snapshots import board_snapshots_rebuild
+    from leaderboard.challenges.models import Phase  # noqa: PLC0415 - after django.setup()
+    from leaderboard.challenges.versions import board_changed  # noqa: PLC0415 - after django.setup()
+    from leaderboard.rankings.snapshots import board_snapshots_rebuild  # noqa: PLC0415 - after django.setup()
 
     phase = Phase.objects.get(challenge__slug=bench_board.SLUG, slug=bench_board.PHASE)
     rebuilds, stale_reads = [], []

@@ -20,6 +20,21 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
+from scoring.coqa import evaluate_coqa
+from scoring.dialogs import (
+    Mode,
+    Session,
+    best_reachable,
+    coqa_predictions_of,
+    coqa_protocol_dialogs,
+    quac_predictions_of,
+    quac_protocol_dialogs,
+)
+from scoring.quac import evaluate_quac
+from workers import runner
+from workers.converse import converse
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "data"
 BASELINE = REPO / "deploy" / "images" / "baseline" / "converse_baseline.py"
@@ -30,21 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runtime", default="runc")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-
-    from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
-    from scoring.coqa import evaluate_coqa
-    from scoring.dialogs import (
-        Mode,
-        Session,
-        best_reachable,
-        coqa_predictions_of,
-        coqa_protocol_dialogs,
-        quac_predictions_of,
-        quac_protocol_dialogs,
-    )
-    from scoring.quac import evaluate_quac
-    from workers import runner
-    from workers.converse import converse
 
     quac = json.loads((SHARED / "quac-excerpt" / "val_v0.2.json").read_text())
     coqa = json.loads((SHARED / "coqa-excerpt" / "coqa-dev-v1.0.json").read_text())

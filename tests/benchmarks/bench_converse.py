@@ -20,6 +20,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
+from scoring.dialogs import Dialog, Mode, Session, Turn
+from workers import runner
+from workers.converse import converse
+
 TRIVIAL = r"""
 import json, sys
 for line in sys.stdin:
@@ -34,11 +39,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runtimes", default="runc,runsc")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-
-    from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
-    from scoring.dialogs import Dialog, Mode, Session, Turn
-    from workers import runner
-    from workers.converse import converse
 
     client = runner.engine()
     passage = " ".join(f"word{i}" for i in range(150))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import gzip
 import io
 import json
 import os
@@ -42,6 +43,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import django
+import psycopg
 import requests
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,8 +81,6 @@ def spec(quota: int) -> str:
 
 
 def predictions(rng: random.Random) -> bytes:
-    import gzip
-
     out: dict[str, dict[str, str]] = {}
     for slug, name in DATASETS.items():
         answers = {}
@@ -102,7 +103,6 @@ def fresh_postgres() -> str:
                          text=True).stdout.strip()
     name = f"bench_rush_{os.getpid()}"
     base, _, _ = url.rpartition("/")
-    import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
@@ -123,17 +123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         os.environ.pop("READERBOARD_DATABASE_URL", None)
         os.environ["READERBOARD_DB_PATH"] = str(tmp / "db.sqlite3")
-    import django
 
     django.setup()
-    from django.conf import settings
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
+    from django.conf import settings  # noqa: PLC0415 - after django.setup()
+    from django.contrib.auth.models import User  # noqa: PLC0415 - after django.setup()
+    from django.core.management import call_command  # noqa: PLC0415 - after django.setup()
 
-    from leaderboard.accounts.services import api_token_create, team_create
-    from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
-    from leaderboard.submissions.reload import challenge_load
-    from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
+    from leaderboard.accounts.services import api_token_create, team_create  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.models import QuestionScores, Score, Status, Submission  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.reload import challenge_load  # noqa: PLC0415 - after django.setup()
+    from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release  # noqa: PLC0415 - after django.setup()
 
     call_command("migrate", verbosity=0)
     spec_path = tmp / "spec.yaml"

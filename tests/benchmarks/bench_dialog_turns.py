@@ -28,6 +28,11 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import django
+import yaml
+
+from scoring.dialogs import quac_protocol_dialogs
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -40,11 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = args.modes.split(",")
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.test")
-    import django
 
     django.setup()
-    from django.db import connection
-    from django.test.utils import setup_test_environment
+    from django.db import connection  # noqa: PLC0415 - after django.setup()
+    from django.test.utils import setup_test_environment  # noqa: PLC0415 - after django.setup()
 
     setup_test_environment()
     old_name = connection.creation.create_test_db(verbosity=0)
@@ -59,17 +63,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _measure(n_dialogs: int, modes: list[str]) -> dict[str, object]:
-    import yaml
-    from django.contrib.auth.models import User
-    from django.core.files.uploadedfile import SimpleUploadedFile
-    from django.db import connection
-    from django.test import Client
+    from django.contrib.auth.models import User  # noqa: PLC0415 - after django.setup()
+    from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: PLC0415 - after django.setup()
+    from django.db import connection  # noqa: PLC0415 - after django.setup()
+    from django.test import Client  # noqa: PLC0415 - after django.setup()
 
-    from leaderboard.accounts.services import team_create
-    from leaderboard.submissions.intake import submission_create_system
-    from leaderboard.submissions.reload import challenge_load
-    from leaderboard.submissions.worker_api import worker_token_create
-    from scoring.dialogs import quac_protocol_dialogs
+    from leaderboard.accounts.services import team_create  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.intake import submission_create_system  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.reload import challenge_load  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.worker_api import worker_token_create  # noqa: PLC0415 - after django.setup()
 
     excerpt = json.loads((REPO / "deploy/demo/data/quac/val_v0.2.json").read_text())
     articles = excerpt["data"]

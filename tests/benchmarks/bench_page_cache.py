@@ -34,6 +34,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import django
+import docker
+
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, HiddenRuns, Limits
+from workers import runner
+
 REPO = Path(__file__).resolve().parents[2]
 PROBE = REPO / "tests" / "workers" / "channels" / "page_cache_probe.py"
 BITS = 256
@@ -96,13 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
     sys.path.insert(0, str(REPO))
-    import django
 
     django.setup()  # workers.runner reads the platform's shared types (leaderboard.sandbox)
-    import docker
-
-    from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, HiddenRuns, Limits
-    from workers import runner
 
     client = docker.from_env(timeout=120)
     limits = Limits(cpus=1, memory_mb=256, pids=600, time_limit_s=120, log_bytes=64 * 1024)

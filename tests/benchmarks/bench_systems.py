@@ -21,6 +21,8 @@ root, the engine and the base image (deploy/setup.sh).
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import json
 import os
 import shutil
@@ -28,9 +30,12 @@ import statistics
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import django
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "deploy" / "demo" / "data" / "mrqa"
@@ -52,10 +57,9 @@ def setup_django(tmp: Path) -> None:
     os.environ["READERBOARD_DB_PATH"] = str(tmp / "db.sqlite3")
     os.environ["READERBOARD_PRIVATE_ROOT"] = str(tmp / "private")
     os.environ["READERBOARD_LOG_LEVEL"] = "WARNING"
-    import django
 
     django.setup()
-    from django.core.management import call_command
+    from django.core.management import call_command  # noqa: PLC0415 - after django.setup()
 
     call_command("migrate", verbosity=0)
 
@@ -63,8 +67,6 @@ def setup_django(tmp: Path) -> None:
 def _renamed(path: Path, name: str, folder: Path) -> Path:
     """A copy of an MRQA file whose header names ``name`` (a file is reused for several datasets,
     and challenge_load checks that the header names the dataset it is given to)."""
-    import gzip
-
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         header, *rest = fh.readlines()
     head = json.loads(header)
@@ -108,18 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="bench-systems-"))
     setup_django(tmp)
-    import io
-    import zipfile
 
-    from django.contrib.auth.models import User
-    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.contrib.auth.models import User  # noqa: PLC0415 - after django.setup()
+    from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: PLC0415 - after django.setup()
 
-    from leaderboard.accounts.services import team_create
-    from leaderboard.core import enqueue
-    from leaderboard.submissions.intake import submission_create_system
-    from leaderboard.submissions.models import Status, Submission
-    from leaderboard.submissions.reload import challenge_load
-    from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release
+    from leaderboard.accounts.services import team_create  # noqa: PLC0415 - after django.setup()
+    from leaderboard.core import enqueue  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.intake import submission_create_system  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.models import Status, Submission  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.reload import challenge_load  # noqa: PLC0415 - after django.setup()
+    from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release  # noqa: PLC0415 - after django.setup()
 
     spec_path = tmp / "spec.yaml"
     spec_path.write_text(spec(args.datasets, tmp))
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     redis = RedisServer(tmp)
     redis.start()
-    from django.conf import settings
+    from django.conf import settings  # noqa: PLC0415 - after django.setup()
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.CELERY_BROKER_URL = redis.url

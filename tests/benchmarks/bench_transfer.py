@@ -44,6 +44,8 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
+import django
+
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "deploy" / "demo" / "data" / "mrqa"
 SLUG = "bench-transfer"
@@ -96,14 +98,13 @@ def bench_challenge(tmp: Path, env: dict[str, str], *, slug: str, title: str, ph
     """Migrate, load a one-dataset challenge (the demo's SQuAD dev) whose dev phase has the
     ``phase`` settings, and add a user with a team and a token; returns the challenge and token."""
     os.environ.update(env)
-    import django
 
     django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
+    from django.contrib.auth.models import User  # noqa: PLC0415 - after django.setup()
+    from django.core.management import call_command  # noqa: PLC0415 - after django.setup()
 
-    from leaderboard.accounts.services import api_token_create, team_create
-    from leaderboard.submissions.reload import challenge_load
+    from leaderboard.accounts.services import api_token_create, team_create  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.reload import challenge_load  # noqa: PLC0415 - after django.setup()
 
     call_command("migrate", verbosity=0)
     spec = tmp / "spec.yaml"
@@ -128,7 +129,7 @@ def setup(tmp: Path, env: dict[str, str], size: int) -> dict[str, Any]:
     """Load a small challenge with a user, and add a ``size``-byte training file."""
     challenge, token = bench_challenge(tmp, env, slug=SLUG, title="Transfer benchmark",
                                        phase="allowed_kinds: [predictions, code_bundle]", password=PASSWORD)
-    from leaderboard.challenges.models import Dataset, DatasetFile
+    from leaderboard.challenges.models import Dataset, DatasetFile  # noqa: PLC0415 - after django.setup()
 
     # The training file: written straight into private storage, streamed and hashed.
     stored = Path(env["READERBOARD_PRIVATE_ROOT"]) / "gold" / "bench" / f"{SLUG}-squad-train.jsonl.gz"
@@ -153,7 +154,7 @@ def setup(tmp: Path, env: dict[str, str], size: int) -> dict[str, Any]:
     small = tmp / "small.zip"  # for the warm-up upload: the code path loaded before measuring
     with zipfile.ZipFile(small, "w") as z:
         z.writestr("run.py", "print('hello')\n")
-    from django.db import connections
+    from django.db import connections  # noqa: PLC0415 - after django.setup()
 
     connections.close_all()  # the web process is the one to measure; this one only prepared the data
     return {"token": token, "train_sha256": digest.hexdigest(), "bundle": bundle, "small": small}

@@ -60,6 +60,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from leaderboard.sandbox.contract import Limits
+from tests.benchmarks.bench_system_inspect_memory import cases
 from tests.benchmarks.bench_transfer import (
     REPO,
     Sampler,
@@ -139,10 +141,10 @@ def setup(tmp: Path, env: dict[str, str]) -> dict[str, Any]:
         phase="allowed_kinds: [predictions, docker_image, code_bundle],\n"
               "     quota: {per_day: 1000, total: 1000, concurrent: 1000}",
     )
-    from django.conf import settings
-    from django.db import connections
+    from django.conf import settings  # noqa: PLC0415 - after django.setup()
+    from django.db import connections  # noqa: PLC0415 - after django.setup()
 
-    from leaderboard.challenges.models import DatasetFile
+    from leaderboard.challenges.models import DatasetFile  # noqa: PLC0415 - after django.setup()
 
     qid = DatasetFile.objects.get(dataset__challenge=challenge, portion="dev").qids[0]
     limit = int(settings.MAX_PREDICTION_UPLOAD_BYTES)
@@ -204,8 +206,6 @@ def upload_files(tmp: Path, limit: int, cap: int, qid: str) -> list[tuple[str, P
 
 def system_files(tmp: Path, numbers: set[int]) -> list[tuple[str, Path]]:
     """The crafted archives of ``bench_system_inspect_memory`` (all, or the numbered ones)."""
-    from tests.benchmarks.bench_system_inspect_memory import cases
-
     files = tmp / "systems"
     files.mkdir()
     return [(f"{n}. {what}", make()) for n, (what, make) in enumerate(cases(files), start=1)
@@ -334,7 +334,6 @@ print(json.dumps({"before_kb": before, "hwm_kb": kb("VmHWM"), "seconds": seconds
 
 def run_outputs(tmp: Path) -> list[Figure]:
     sys.path.insert(0, str(REPO))
-    from leaderboard.sandbox.contract import Limits
 
     cap = Limits().output_mb * MIB
     files = tmp / "outputs"

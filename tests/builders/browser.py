@@ -6,13 +6,12 @@ import tempfile
 from pathlib import Path
 
 from django.test import Client
+from selenium.webdriver.common.by import By
 
 from tests.builders.cast import Cast
 
 
 def board_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
-    from selenium.webdriver.common.by import By
-
     return [
         [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
         for row in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -29,8 +33,6 @@ def chromium_driver(*, width: int = 1400, height: int = 1000, downloads: Path | 
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
 
     profile = tempfile.mkdtemp(prefix="readerboard-chromium-")
     options = webdriver.ChromeOptions()
@@ -77,7 +79,4 @@ def page_wait(driver: Any, seconds: float = WAIT_SECONDS) -> Any:
     "Node with given id does not belong to the document", a plain WebDriverException and not the
     stale-element error WebDriverWait ignores, which means "not yet": the wait tries again (CI under
     load failed two sign-up and log-in tests on it)."""
-    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
-    from selenium.webdriver.support.ui import WebDriverWait
-
     return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException, WebDriverException))

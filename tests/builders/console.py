@@ -10,6 +10,7 @@ worker calls, so no engine is needed.
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from dataclasses import dataclass
 
@@ -53,8 +54,6 @@ def outcome(**changes: object) -> RunOutcome:
 
 def gold_outputs(plan: RunPlan) -> dict[str, bytes]:
     """Gold answers as a system writes them: under the ids it reads (a sealed dataset's are re-keyed)."""
-    import json
-
     out = {}
     for ds in plan.datasets:
         gold = mrqa_gold(DEMO_DATA / "mrqa" / GOLD_FILES[ds.slug])

@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
+from leaderboard.submissions.worker_api import worker_token_create
 from tests.builders.databases import database_url
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,8 +124,6 @@ class Worker(Process):
 
 def test_process_env(broker_url: str, log: Path, extra_env: dict[str, str] | None = None) -> dict[str, str]:
     """The trusted side's environment: the test database, private storage and broker."""
-    from django.conf import settings
-
     return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "leaderboard.settings.dev",
@@ -174,8 +174,6 @@ class WebServer(Process):
 
 def hidden_paths() -> list[Path]:
     """What a compute worker must not see: the private storage (gold, uploads) and the databases."""
-    from django.conf import settings
-
     private = Path(settings.PRIVATE_STORAGE_ROOT)
     candidates = [private.parent if private.parent.name.startswith("readerboard-test-") else private,
                   REPO / "var", Path("/var/lib/postgresql")]
@@ -210,8 +208,6 @@ class ComputeWorker(Process):
     def __init__(self, broker_url: str, api_url: str, token: str, work_dir: Path, log: Path, *,
                  queues: str = "cpu", name: str = "compute", hide: list[Path] | None = None,
                  extra_env: dict[str, str] | None = None) -> None:
-        from django.conf import settings
-
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
             "HOME": str(work_dir),
@@ -254,8 +250,6 @@ def compute_workers(broker_url: str, api_url: str, root: Path, logs: Path, *, co
                     prefix: str = "compute") -> list[ComputeWorker]:
     """``count`` compute workers (not started), each with a token of its own (made in the test's
     database), a work folder under ``root`` (made a shared mount: see ``shared_mount``) and a log."""
-    from leaderboard.submissions.worker_api import worker_token_create
-
     shared_mount(root)
     return [ComputeWorker(broker_url, api_url, worker_token_create(name=f"{prefix}-{n}"), root / f"w{n}",
                           logs / f"{prefix}-{n}.log", name=f"{prefix}{n}") for n in range(1, count + 1)]

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core import mail
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
 
 from leaderboard.accounts.models import Membership, Role
 from leaderboard.accounts.services import team_create, team_invite_create
@@ -41,8 +43,6 @@ def screenshot(driver: Any, name: str) -> None:
 
 
 def log_in(driver: Any, base: str, username: str, password: str) -> None:
-    from selenium.webdriver.common.by import By
-
     driver.get(f"{base}/accounts/login/")
     driver.find_element(By.ID, "id_username").send_keys(username)
     driver.find_element(By.ID, "id_password").send_keys(password)
@@ -50,15 +50,10 @@ def log_in(driver: Any, base: str, username: str, password: str) -> None:
 
 
 def main_text(driver: Any) -> str:
-    from selenium.webdriver.common.by import By
-
     return str(driver.find_element(By.TAG_NAME, "main").text)
 
 
 def test_alice_resets_her_forgotten_password_by_e_mail(cast: Cast, live_server: Any, chromium: Any) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
     cast.alice.email = "alice@example.org"
     cast.alice.save()
     driver, wait, base = chromium, page_wait(chromium), live_server.url
@@ -92,8 +87,6 @@ def test_alice_resets_her_forgotten_password_by_e_mail(cast: Cast, live_server: 
 
 
 def test_a_guesser_is_told_when_to_come_back(cast: Cast, live_server: Any, chromium: Any) -> None:
-    from selenium.webdriver.support import expected_conditions as ec
-
     driver = chromium
     for _ in range(settings.LOGIN_FAILURE_LIMIT):
         log_in(driver, live_server.url, "alice", "not-her-password")
@@ -106,9 +99,6 @@ def test_a_guesser_is_told_when_to_come_back(cast: Cast, live_server: Any, chrom
 
 
 def test_a_team_is_run_from_its_page_and_the_profile(cast: Cast, live_server: Any, chromium: Any) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
     cast.challenge.max_team_size = 4
     cast.challenge.save()
     cast.alice.email = "alice@example.org"
@@ -154,9 +144,6 @@ def test_a_team_is_run_from_its_page_and_the_profile(cast: Cast, live_server: An
 def test_organizers_see_who_was_on_the_team_and_teams_see_which_rule_counts(
     cast: Cast, live_server: Any, chromium: Any
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
     submission = submission_create_predictions(
         team=cast.alpha, phase=cast.dev, user=cast.alice, upload=upload(gold_predictions(wrong_every=3)),
         limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
@@ -186,9 +173,6 @@ def test_organizers_see_who_was_on_the_team_and_teams_see_which_rule_counts(
 def test_under_the_selected_rule_the_team_picks_its_board_submission(
     cast: Cast, live_server: Any, chromium: Any
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
     cast.challenge.ranking_rule = "selected"
     cast.challenge.save()
     first, second = (submission_create_predictions(
@@ -213,9 +197,6 @@ def test_a_new_account_confirms_its_address_from_the_notice_and_the_mail(
 ) -> None:
     """Issue 22: a new account is told to confirm its address on every page, may ask for the link
     again, is refused a team until then, and takes part once the link is opened."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
     driver, base = chromium, live_server.url
     wait = page_wait(driver)
     driver.get(f"{base}/accounts/signup/")
@@ -263,9 +244,6 @@ def test_a_team_waits_for_approval_and_an_organizer_approves_it(
     cast: Cast, live_server: Any, chromium: Any, tmp_path: Path
 ) -> None:
     """Issue 22: ``teams: {approval: required}`` holds a new team until an organizer approves it."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
     spec = tmp_path / "demo-teams.yaml"
     spec.write_text(SPEC + "teams: {approval: required}\n")
     challenge_load(spec_path=spec)

@@ -9,6 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
 
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.services import api_token_digest
@@ -34,10 +37,6 @@ def screenshot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
 def test_a_new_user_signing_up_from_a_crafted_link_lands_on_this_site(
     cast: Cast, live_server, chromium  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
     driver = chromium
     driver.get(f"{live_server.url}/accounts/signup/?next=https://evil.example/")
     screenshot(driver, "signup")
@@ -56,10 +55,6 @@ def test_a_new_user_signing_up_from_a_crafted_link_lands_on_this_site(
 def test_alice_creates_rotates_and_revokes_her_tokens_in_a_browser(
     cast: Cast, live_server, chromium  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
     driver = chromium
     wait = WebDriverWait(driver, WAIT_SECONDS)
     driver.get(f"{live_server.url}/accounts/login/")

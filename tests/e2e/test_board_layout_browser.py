@@ -26,6 +26,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.challenges.models import Phase
 from leaderboard.submissions.imports import load_results_file, results_import
@@ -184,8 +187,6 @@ def test_the_mrqa_2019_board_of_twelve_datasets_keeps_its_columns_and_chart_in_v
 def test_a_thousand_row_board_is_paged_and_stays_usable_at_both_widths(
     cast: Cast, live_server, driver  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.webdriver.common.by import By
-
     thousand_row_phase(cast.dev)
     url = f"{live_server.url}/c/{cast.challenge.slug}/board/{cast.dev.slug}/"
     for width in WIDTHS:
@@ -212,8 +213,6 @@ def test_a_thousand_row_board_is_paged_and_stays_usable_at_both_widths(
 def test_the_challenge_page_shows_each_phases_status_in_utc(
     cast: Cast, live_server, driver  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.webdriver.common.by import By
-
     now = timezone.now()
     Phase.objects.filter(pk=cast.dev.pk).update(opens_at=now - dt.timedelta(days=3),
                                                 closes_at=now + dt.timedelta(days=2, hours=5, minutes=30))
@@ -239,10 +238,6 @@ def test_the_challenge_page_shows_each_phases_status_in_utc(
 def test_404_403_and_413_are_pages_in_the_sites_style(
     cast: Cast, live_server, driver, settings, tmp_path: Path  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-
     settings.ROOT_URLCONF = "tests.leaderboard.test_board_layout"  # the site, plus a page that refuses all
     settings.MAX_PREDICTION_UPLOAD_BYTES = 1_000
     base = live_server.url

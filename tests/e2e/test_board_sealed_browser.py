@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.by import By
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import SubmissionKind
@@ -52,8 +53,6 @@ def shoot(driver, name: str) -> list[Path]:  # type: ignore[no-untyped-def]
 def test_withheld_aggregates_read_sealed_with_a_note_and_the_organizer_view_shows_them(
     cast: Cast, live_server, browser  # type: ignore[no-untyped-def]  # noqa: F811
 ) -> None:
-    from selenium.webdriver.common.by import By
-
     # The layout of "isolating" (the default before issue 22): the full average ranks, withheld where sealed.
     type(cast.challenge).objects.filter(pk=cast.challenge.pk).update(sealed_aggregates="isolating")
     scored(cast, cast.alpha, {"xquad-en": {"f1": 81.25, "em": 70.5}, "coqa": {"f1": 67.8912, "em": 61.2345}})

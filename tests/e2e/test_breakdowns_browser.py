@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from selenium.webdriver.common.by import By
 
 from tests.builders.breakdowns import FOR_ORGANIZERS, HIDDEN, submit
 from tests.builders.cast import Cast
@@ -21,8 +22,6 @@ SHOTS = Path(tempfile.gettempdir()) / "readerboard-breakdowns"
 def test_the_breakdown_reads_at_1366_and_400_px_without_sideways_overflow(
     cast: Cast, live_server, browser  # type: ignore[no-untyped-def]  # noqa: F811
 ) -> None:
-    from selenium.webdriver.common.by import By
-
     dev = submit(cast, "dev")
     test = submit(cast, "test")
     client = Client()

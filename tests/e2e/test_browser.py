@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core import mail
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select
 
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
@@ -31,10 +34,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_new_participant_signs_up_submits_and_tops_the_board(
     cast: Cast, live_server, browser, tmp_path: Path  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select
-
     driver = browser
     wait = page_wait(driver)
     base = live_server.url

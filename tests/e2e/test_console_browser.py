@@ -18,6 +18,9 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.utils import timezone
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.challenges.models import AuditEntry
 from leaderboard.submissions.intake import submission_create_system
@@ -68,8 +71,6 @@ def shoot(driver: Any, name: str) -> list[Path]:
 
 def public_board(driver: Any, base: str) -> dict[str, list[str]]:
     """The public test board's rows by team, and its header cells (group, metric)."""
-    from selenium.webdriver.common.by import By
-
     driver.get(f"{base}/c/demo/board/test/")
     rows = {row[1].split(" (")[0].split("\n")[0]: row for row in board_rows(driver)}
     rows["__groups__"] = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#board thead th.group")]
@@ -77,9 +78,6 @@ def public_board(driver: Any, base: str) -> dict[str, list[str]]:
 
 
 def confirm(driver: Any, wait: Any, reason: str) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
     driver.find_element(By.ID, "id_reason").send_keys(reason)
     driver.find_element(By.ID, "confirm").click()
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".messages li.success")))
@@ -88,10 +86,6 @@ def confirm(driver: Any, wait: Any, reason: str) -> None:
 def test_an_organizer_reruns_reveals_seals_and_disqualifies_and_the_public_board_follows(
     cast: Cast, live_server, browsers  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-
     world = console_world_build(cast)
     organizer, public = browsers
     wait = WebDriverWait(organizer, WAIT_SECONDS)

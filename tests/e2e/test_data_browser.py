@@ -17,6 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.test import Client
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.challenges.models import Dataset
 from leaderboard.challenges.services import dataset_file_put
@@ -56,10 +60,6 @@ def wait_for_download(folder: Path, name: str) -> bytes:
 def test_a_participant_reproduces_the_dev_scores_from_the_data_page_downloads(
     cast: Cast, live_server, chromium, downloads_dir: Path, tmp_path: Path  # type: ignore[no-untyped-def]
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-
     driver = chromium
     wait = WebDriverWait(driver, WAIT_SECONDS)
     base = live_server.url
@@ -144,11 +144,6 @@ def test_a_participant_reproduces_the_dev_scores_from_the_data_page_downloads(
 def test_an_organizer_sees_every_file_with_its_download_count(
     cast: Cast, live_server, chromium, downloads_dir: Path  # type: ignore[no-untyped-def]
 ) -> None:
-    from django.test import Client
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
     driver = chromium
     squad = Dataset.objects.get(challenge=cast.challenge, slug="squad")
     dataset_file_put(dataset=squad, portion="train", content=TRAIN_FILE.read_bytes(), filename=TRAIN_FILE.name)

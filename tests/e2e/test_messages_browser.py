@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.challenges.models import Challenge, SubmissionKind
 from leaderboard.challenges.suites.base import DatasetResult
@@ -41,10 +44,6 @@ def shoot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_issue16_pages_in_a_browser(cast: Cast, live_server, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-
     driver, base = browser, live_server.url
     # Ranked on the full average, CoQA's 0 included ("isolating", the default before issue 22).
     Challenge.objects.filter(pk=cast.challenge.pk).update(sealed_aggregates="isolating")

@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.submissions.models import Submission
 from tests.builders.browser import login, screenshot
@@ -28,10 +31,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_the_budget_is_stated_used_refused_and_a_freed_file_is_explained(
     cast: Cast, live_server, browser, tmp_path: Path  # type: ignore[no-untyped-def]  # noqa: F811
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-
     system_phases(cast)
     cast.challenge.system_settings = {"limits": TEST_LIMITS, "storage_mb_per_team": 1}
     cast.challenge.save()

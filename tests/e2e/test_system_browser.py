@@ -10,6 +10,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.submissions.models import Status, Submission
 from tests.builders.canary import CANARY, LEAK, plant_canaries
@@ -23,10 +26,6 @@ SCREENSHOT_ORGANIZER = Path(tempfile.gettempdir()) / "readerboard-system-organiz
 def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     platform: Platform, live_server, browser, tmp_path: Path  # type: ignore[no-untyped-def]  # noqa: F811
 ) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-
     driver = browser
     wait = WebDriverWait(driver, 120)
     base = live_server.url
@@ -91,9 +90,6 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
 
 
 def log_in(driver, wait, base: str, who: str) -> None:  # type: ignore[no-untyped-def]
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
     driver.delete_all_cookies()
     driver.get(f"{base}/accounts/login/")
     driver.find_element(By.ID, "id_username").send_keys(who)

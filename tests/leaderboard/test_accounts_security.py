@@ -7,6 +7,7 @@ The cast is conftest's: alice (team Alpha) and the others, on the small demo cha
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import io
 import json
 import os
@@ -22,6 +23,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 import pytest
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
@@ -37,7 +39,12 @@ from django.views.debug import ExceptionReporter
 from rest_framework.test import APIRequestFactory
 
 from leaderboard.accounts.models import ApiToken
-from leaderboard.accounts.services import api_token_create, api_token_digest, api_token_obtain
+from leaderboard.accounts.services import (
+    API_TOKEN_LIMIT,
+    api_token_create,
+    api_token_digest,
+    api_token_obtain,
+)
 from leaderboard.core.errors import ServiceError
 from leaderboard.settings.base import private_dir, sqlite_database
 from leaderboard.submissions.intake import submission_create_predictions
@@ -408,8 +415,6 @@ def test_a_token_shows_when_it_was_last_used(cast: Cast) -> None:
 
 
 def test_an_account_has_at_most_its_limit_of_tokens(cast: Cast) -> None:
-    from leaderboard.accounts.services import API_TOKEN_LIMIT
-
     for n in range(API_TOKEN_LIMIT):
         api_token_create(user=cast.alice, name=f"t{n}")
     refused = cast.client("alice").post("/accounts/tokens/", {"action": "create", "name": "one more"})
@@ -460,8 +465,6 @@ def test_the_token_page_needs_the_csrf_token(cast: Cast) -> None:
 
 def test_keys_made_by_drfs_authtoken_keep_working_and_are_no_longer_kept_in_clear(db: None) -> None:
     """The migration that brought named tokens moves the old ones (one per user, stored in clear)."""
-    import importlib
-
     user = User.objects.create_user("old", password="old-pw")
     old_key = "a" * 40
     with connection.cursor() as cursor:
@@ -469,7 +472,6 @@ def test_keys_made_by_drfs_authtoken_keep_working_and_are_no_longer_kept_in_clea
         try:
             cursor.execute("INSERT INTO authtoken_token VALUES (%s, %s, %s)", [old_key, timezone.now(), user.pk])
             migration = importlib.import_module("leaderboard.accounts.migrations.0003_api_tokens")
-            from django.apps import apps
 
             migration.tokens_from_drf(apps, SimpleNamespace(connection=connection))
             cursor.execute("SELECT count(*) FROM authtoken_token")

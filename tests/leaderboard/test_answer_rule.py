@@ -26,15 +26,16 @@ from django.utils import timezone
 from leaderboard.challenges.models import AuditEntry, DatasetFile, Phase
 from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.sandbox.answers_json import ANSWER_MAX_CHARS, answer_refusal
-from leaderboard.sandbox.contract import RunPlan
+from leaderboard.sandbox.contract import RunPlan, SystemSettings
 from leaderboard.submissions import evaluation
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim
-from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
+from leaderboard.submissions.models import DialogAnswers, FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage, run_queue_order
 from leaderboard.submissions.uploads import UploadError
 from leaderboard.submissions.worker_api import submission_run_claim_next
+from tests.builders import dialogs
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle, outcome
 from tests.builders.systems import system_phases
@@ -280,8 +281,6 @@ def test_more_platform_failures_in_a_day_than_allowed_hold_the_next_hidden_run_u
 
 
 def test_the_days_allowance_is_a_spec_setting(cast: Cast) -> None:
-    from leaderboard.sandbox.contract import SystemSettings
-
     assert SystemSettings().platform_failures_per_day == 3
     assert SystemSettings.from_json({"platform_failures_per_day": 0}).platform_failures_per_day == 0
     with pytest.raises(ValueError, match="platform_failures_per_day must be a whole number"):
@@ -301,11 +300,8 @@ def test_the_trusted_side_of_the_interactive_protocol_refuses_an_answer_by_the_s
 ) -> None:
     """Stored in a JSON column, a NUL or a lone surrogate is refused by Postgres (a 500, were it let
     through): refused here first, 409 with the rule's words, nothing recorded."""
-    from leaderboard.submissions.models import DialogAnswers
-    from tests.builders.dialogs import answer, post
-
     client, url, _ = dialog_run
     text, _, words = ODDITIES[oddity]
-    response = post(client, url, mode="gold", dataset=0, dialog=0, turn=0, answer=answer(text))
+    response = dialogs.post(client, url, mode="gold", dataset=0, dialog=0, turn=0, answer=dialogs.answer(text))
     assert response.status_code == 409 and words in response.json()["detail"], response.content[:300]
     assert not DialogAnswers.objects.exists()

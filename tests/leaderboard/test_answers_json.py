@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from leaderboard.challenges.suites import SUITES
 from leaderboard.core.errors import PayloadTooLarge
 from leaderboard.sandbox import answers_json
 from leaderboard.sandbox.answers_json import NotJson, answers_decode
@@ -251,7 +252,6 @@ def output_verdict(raw: bytes) -> tuple[str, str]:
                     output_name="squad.json")
     outcome = RunOutcome(exit_code=0, timed_out=False, oom_killed=False, output_too_large=False, duration_s=1.0,
                          logs="", runtime="runc", outputs={"squad": raw})
-    from leaderboard.challenges.suites import SUITES
 
     with pytest.raises(_OutputRejected) as caught:
         _output_predictions(SUITES["mrqa"], ds, outcome, QIDS)
@@ -280,7 +280,6 @@ def test_a_good_output_is_read() -> None:
     ds = RunDataset(slug="squad", label="SQuAD", format="mrqa", source="", input_name="i", output_name="squad.json")
     outcome = RunOutcome(exit_code=0, timed_out=False, oom_killed=False, output_too_large=False, duration_s=1.0,
                          logs="", runtime="runc", outputs={"squad": b'{"q3": "c", "q1": "a", "q2": "b"}'})
-    from leaderboard.challenges.suites import SUITES
 
     assert _output_predictions(SUITES["mrqa"], ds, outcome, QIDS) == {"q3": "c", "q1": "a", "q2": "b"}
 

@@ -22,6 +22,7 @@ from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.rankings.board_significance import NO_QUESTION_SCORES, question_vector
 from leaderboard.rankings.models import BoardSignificance
 from leaderboard.rankings.selectors import ORGANIZER, Board, board_build
+from leaderboard.rankings.services import board_significance_refresh
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.intake import submission_create_predictions
@@ -132,7 +133,6 @@ def test_a_new_score_gives_a_new_result_never_the_stale_one(phase: Phase) -> Non
     assert after.significance_inputs.key != before.significance_inputs.key
     assert after.significance.ready and len(after.significance.rows) == 3
     # The background refresh keeps only what the phase's boards show now.
-    from leaderboard.rankings.services import board_significance_refresh
 
     board_significance_refresh(phase.pk)
     assert list(BoardSignificance.objects.filter(phase=phase).values_list("key", flat=True)) == [
@@ -185,8 +185,6 @@ def test_a_vector_made_for_other_questions_is_made_again(phase: Phase) -> None:
 
 
 def test_a_board_that_is_not_public_gets_its_organizer_bootstrap(phase: Phase) -> None:
-    from leaderboard.rankings.services import board_significance_refresh
-
     submit(phase, "alpha", 1.0)
     submit(phase, "gamma", 0.5)
     Phase.objects.filter(pk=phase.pk).update(board_public=False)

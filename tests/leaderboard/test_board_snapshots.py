@@ -3,6 +3,7 @@ answered 304 when the client holds the current version, and each viewer's own ro
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
@@ -10,12 +11,14 @@ from unittest import mock
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from leaderboard.accounts.services import team_rename, team_update
-from leaderboard.challenges.models import Dataset
-from leaderboard.challenges.versions import board_version_get
+from leaderboard.challenges.models import BoardChange, BoardVersion, Dataset
+from leaderboard.challenges.versions import board_changed, board_changes_fold, board_version_get
 from leaderboard.console.services import dataset_reveal_audited, team_disqualify
-from leaderboard.rankings.models import BoardSnapshot
+from leaderboard.rankings.models import BoardSignificance, BoardSnapshot
+from leaderboard.rankings.services import board_significance_refresh
 from leaderboard.rankings.snapshots import (
     board_access_get,
     board_snapshot_build,
@@ -23,6 +26,8 @@ from leaderboard.rankings.snapshots import (
 )
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
+from leaderboard.submissions.lifecycle import submission_fail
+from leaderboard.submissions.models import BoardEntry, FailureCause, Status
 from leaderboard.submissions.reload import challenge_load
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 
@@ -105,8 +110,6 @@ def test_the_board_is_built_again_after_each_kind_of_change_and_never_served_sta
         challenge_load(spec_path=spec)
         expect = ("Demo MRQA renamed",)
     else:
-        from leaderboard.rankings.services import board_significance_refresh
-
         board_significance_refresh(scored.dev.pk)
         expect = ("tied #", "95% CI") if "tied #" in page(Client()) else ("95% CI",)
     assert board_version_get(challenge_id=scored.challenge.pk) > version
@@ -203,9 +206,6 @@ def test_an_older_build_never_replaces_a_newer_snapshot(scored: Cast) -> None:
 
 
 def test_each_committed_change_counts_once_and_folding_keeps_the_version(scored: Cast) -> None:
-    from leaderboard.challenges.models import BoardChange, BoardVersion
-    from leaderboard.challenges.versions import board_changed, board_changes_fold
-
     start = board_version_get(challenge_id=scored.challenge.pk)
     for _ in range(3):
         board_changed(challenge_id=scored.challenge.pk)
@@ -245,12 +245,6 @@ def test_a_snapshot_of_another_format_or_that_no_longer_loads_is_built_again(sco
 
 
 def test_a_bootstrap_request_old_enough_to_be_lost_is_asked_again_by_the_next_reader(scored: Cast) -> None:
-    import datetime as dt
-
-    from django.utils import timezone
-
-    from leaderboard.rankings.models import BoardSignificance
-
     assert "being computed" in page(Client())
     snapshot = BoardSnapshot.objects.get(phase=scored.dev, view="public")
     assert snapshot.significance_pending
@@ -264,9 +258,6 @@ def test_a_bootstrap_request_old_enough_to_be_lost_is_asked_again_by_the_next_re
 
 
 def test_a_failed_run_that_a_board_row_points_at_is_on_the_board(scored: Cast) -> None:
-    from leaderboard.submissions.lifecycle import submission_fail
-    from leaderboard.submissions.models import BoardEntry, FailureCause, Status
-
     entry = BoardEntry.objects.get(phase=scored.dev, team=scored.charlies)
     version = board_version_get(challenge_id=scored.challenge.pk)
     submission_fail(entry.submission_id, reason="x", cause=FailureCause.PLATFORM, from_statuses=[Status.FINISHED])

@@ -22,8 +22,14 @@ from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.score_slices import NOT_REPRODUCED, SEALED_NOTE, submission_breakdowns
+from leaderboard.submissions.score_slices import (
+    NOT_REPRODUCED,
+    SEALED_NOTE,
+    families_visible,
+    submission_breakdowns,
+)
 from leaderboard.submissions.scores import scores_write
+from scoring.breakdowns import Family, Slice
 from tests.builders.breakdowns import FOR_ORGANIZERS, HIDDEN, submit
 from tests.builders.cast import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
 
@@ -210,9 +216,6 @@ def test_the_submission_list_api_does_not_compute_breakdowns(cast: Cast) -> None
 
 
 def test_a_family_that_with_one_shown_would_single_out_a_few_hidden_questions_is_hidden() -> None:
-    from leaderboard.submissions.score_slices import families_visible
-    from scoring.breakdowns import Family, Slice
-
     def family(name: str, labels: list[str]) -> Family:
         sizes = {label: labels.count(label) for label in dict.fromkeys(labels)}
         return Family(name, tuple(Slice(label, n, 50.0, 40.0, 60.0) for label, n in sizes.items()), tuple(labels))

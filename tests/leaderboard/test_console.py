@@ -12,13 +12,20 @@ import html
 
 import pytest
 from django.conf import settings
+from django.test import Client
 from django.utils import timezone
 
+from leaderboard.accounts.services import api_token_create
 from leaderboard.challenges.models import AuditEntry, TeamPhaseOverride
 from leaderboard.console import services
 from leaderboard.console.selectors import dataset_reveal_preview, queue_report, team_notices
 from leaderboard.core.errors import Conflict, NotFound, QuotaExceeded, ServiceError
-from leaderboard.submissions.intake import submission_check_can_submit, submission_create_predictions
+from leaderboard.submissions.evaluation import submission_evaluate
+from leaderboard.submissions.intake import (
+    submission_check_can_submit,
+    submission_create_predictions,
+    submission_create_system,
+)
 from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.rerun import submission_rerun
@@ -138,7 +145,6 @@ def test_a_disqualified_submission_gives_way_to_the_teams_other_ones(console_wor
     other = submission_create_predictions(team=w.cast.alpha, phase=w.cast.test, user=w.cast.alice,
                                           upload=upload(gold_predictions("test", wrong_every=2)),
                                           limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
-    from leaderboard.submissions.evaluation import submission_evaluate
 
     submission_evaluate(other.pk)
     row = rows_by_team(w)["Alpha"]
@@ -235,7 +241,6 @@ def test_reveal_then_seal_again_and_the_board_follows(console_world: ConsoleWorl
 
 def test_the_seal_does_not_change_under_a_running_system(console_world: ConsoleWorld) -> None:  # noqa: F811
     w = console_world
-    from leaderboard.submissions.intake import submission_create_system
 
     running = submission_create_system(team=w.cast.charlies, phase=w.cast.test, user=w.cast.charlie,
                                        upload=bundle(), kind="code_bundle")
@@ -259,7 +264,6 @@ def test_an_announcement_is_on_the_challenge_page_until_withdrawn(console_world:
 
 def test_the_queue_report_orders_each_queue_and_derives_heartbeats(console_world: ConsoleWorld) -> None:  # noqa: F811
     w = console_world
-    from leaderboard.submissions.intake import submission_create_system
 
     first = submission_create_system(team=w.cast.charlies, phase=w.cast.test, user=w.cast.charlie, upload=bundle(),
                                      kind="code_bundle")
@@ -306,8 +310,6 @@ def test_the_console_pages_show_every_teams_submissions_filtered_and_paged(conso
 
 
 def test_the_api_schema_documents_the_console() -> None:
-    from django.test import Client
-
     schema = Client().get("/api/schema/").content.decode()
     for path in ("/console/submissions/", "/console/queue/", "/console/audit/", "/console/teams/",
                  "/console/announcements/", "/console/{target}/{key}/{action}/"):
@@ -315,10 +317,6 @@ def test_the_api_schema_documents_the_console() -> None:
 
 
 def test_a_script_extends_a_deadline_and_reads_the_reveal_preview(console_world: ConsoleWorld) -> None:  # noqa: F811
-    from django.test import Client
-
-    from leaderboard.accounts.services import api_token_create
-
     w = console_world
     api = Client(HTTP_AUTHORIZATION=f"Token {api_token_create(user=w.cast.oscar, name='script')[1]}")
     base = "/api/v1/challenges/demo/console"

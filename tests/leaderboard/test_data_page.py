@@ -44,6 +44,7 @@ from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
 from tests.builders.cast import DEMO_DATA, REPO, Cast, upload
 from tests.builders.data_page import TRAIN_FILE, body, run_kit_locally
+from tests.builders.suites import squad2_gold
 
 ROLES = ("anonymous", "dave", "erin", "bob", "charlie", "oscar", "root")
 ORGANIZERS = {"oscar", "root"}
@@ -517,8 +518,6 @@ def test_the_kits_of_the_one_document_suites_reproduce_the_platforms_dev_scores(
     """SQuAD 2.0, QuAC and CoQA challenges get a kit too: the baseline reads their inputs, and the
     README's commands (a conversion to the official format, then `python -m scoring`) give the
     F1 the platform gives the same predictions."""
-    from tests.builders.suites import squad2_gold
-
     gold, path = ONE_DOCUMENT_KITS[suite]
     if gold is None:
         gold = tmp_path / "squad2-dev.json"

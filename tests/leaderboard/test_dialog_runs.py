@@ -15,10 +15,13 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from leaderboard.accounts.services import team_create
+from leaderboard.sandbox.archives import ArchiveError, ImageArchive, image_protocol
 from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import DialogAnswers, Submission
+from leaderboard.submissions.rescore import rescore_problem
+from leaderboard.submissions.uploads import UploadError
 from leaderboard.submissions.worker_api import worker_token_create
-from scoring.dialogs import quac_protocol_dialogs
+from scoring.dialogs import best_reachable, quac_protocol_dialogs
 from tests.builders.dialogs import (
     answer,
     conversational_challenge,
@@ -95,8 +98,6 @@ def test_only_the_runs_worker_may_play_its_dialogs(dialog_run: tuple[Client, str
 
 
 def test_an_interactive_run_is_not_rescored_from_its_answers(dialog_run: tuple[Client, str, Submission]) -> None:
-    from leaderboard.submissions.rescore import rescore_problem
-
     _, _, submission = dialog_run
     assert "with the old gold as its history; run the system again" in rescore_problem(submission)
 
@@ -110,8 +111,6 @@ def test_an_interactive_run_is_not_rescored_from_its_answers(dialog_run: tuple[C
 def test_a_phase_in_the_protocol_refuses_a_system_that_does_not_declare_it(
     tmp_path: Path, declaration: str | None, message: str
 ) -> None:
-    from leaderboard.submissions.uploads import UploadError
-
     phase = conversational_phase(tmp_path, ["own"])
     user = User.objects.create_user("alice")
     team = team_create(challenge=phase.challenge, owner=user, name="Alpha")
@@ -123,8 +122,6 @@ def test_a_phase_in_the_protocol_refuses_a_system_that_does_not_declare_it(
 
 
 def test_an_image_declares_the_protocol_with_its_label() -> None:
-    from leaderboard.sandbox.archives import ArchiveError, ImageArchive, image_protocol
-
     def image(labels: object) -> ImageArchive:
         return ImageArchive(image_id="sha256:x", config={"config": {"Labels": labels}}, uncompressed_bytes=0)
 
@@ -135,8 +132,6 @@ def test_an_image_declares_the_protocol_with_its_label() -> None:
 
 
 def test_organizers_see_the_best_reachable_f1_of_a_quac_phase_and_the_public_does_not(tmp_path: Path) -> None:
-    from scoring.dialogs import best_reachable
-
     demo = json.loads((Path(__file__).resolve().parents[2] / "deploy/demo/data/quac/val_v0.2.json").read_text())
     challenge = conversational_challenge(tmp_path, {"gold": ["gold", "own"]}, gold=demo)
     figures = best_reachable(demo)

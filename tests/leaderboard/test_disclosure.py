@@ -9,7 +9,13 @@ import itertools
 import random
 from fractions import Fraction
 
-from leaderboard.challenges.disclosure import Average, averages_to_publish, isolates_a_coordinate, rank
+from leaderboard.challenges.disclosure import (
+    Average,
+    averages_to_publish,
+    exposed_by_reveal,
+    isolates_a_coordinate,
+    rank,
+)
 
 
 def avg(name: str, *over: str, family: str = "f1") -> Average:
@@ -134,8 +140,6 @@ def test_averages_of_related_families_over_different_datasets_give_nothing_away(
 
 
 def test_a_reveal_exposes_what_earlier_averages_and_the_revealed_values_pin() -> None:
-    from leaderboard.challenges.disclosure import exposed_by_reveal
-
     split_iii = [avg("split_III_f1", "coqa", "drop")]
     assert exposed_by_reveal(split_iii, sealed_after={"drop"}) == {"drop"}  # 2 x mean - CoQA
     assert exposed_by_reveal(split_iii, sealed_after={"drop", "quoref"}) == {"drop"}  # quoref is not in it

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
+from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
@@ -48,7 +49,6 @@ def test_an_answer_that_is_not_text_is_rejected_naming_the_question() -> None:
     alice = User.objects.create_user("alice")
     challenge = challenge_load(spec_path=REPO / "deploy" / "demo" / "mrc2018-demo.yaml")
     team = team_create(challenge=challenge, owner=alice, name="Alpha")
-    from leaderboard.core.errors import ServiceError
 
     with pytest.raises(ServiceError, match="186572"):
         submission_create_predictions(

@@ -12,6 +12,7 @@ marks the organizers' two BERT rows as the only baselines and groups rows of one
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -20,15 +21,19 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import Client, TestCase
 
 from leaderboard.accounts.models import Team, TeamKind
+from leaderboard.accounts.services import team_create, team_join
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.core.errors import ServiceError
+from leaderboard.core.errors import NotFound, ServiceError
+from leaderboard.rankings.board_significance import NO_QUESTION_SCORES
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.imports import load_results_file, results_import
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from tests.builders.cast import REPO
+from tests.builders.cast import REPO, upload
 
 SPEC = REPO / "deploy" / "demo" / "mrqa2019-archive.yaml"
 RESULTS = REPO / "deploy" / "demo" / "data" / "mrqa2019" / "ood-test-results.json"
@@ -281,14 +286,10 @@ def test_replace_removes_rows_an_earlier_import_named_otherwise(phase: Phase) ->
 
 
 def test_an_imported_team_cannot_be_joined(phase: Phase) -> None:
-    from leaderboard.accounts.services import team_join
-    from leaderboard.core.errors import NotFound
-
     dnet = Team.objects.get(challenge=phase.challenge, name="D-NET")
     assert dnet.kind == TeamKind.PARTICIPANT and not dnet.memberships.exists()
     # Earlier imports gave baseline teams a code derived from the name; a participant-kind
     # imported team must not have a guessable one.
-    import hashlib
 
     guessable = hashlib.sha256(b"mrqa2019:D-NET").hexdigest()[:32]
     assert dnet.join_code != guessable
@@ -297,10 +298,6 @@ def test_an_imported_team_cannot_be_joined(phase: Phase) -> None:
 
 
 def test_the_archive_takes_no_submissions(phase: Phase) -> None:
-    from leaderboard.accounts.services import team_create
-    from leaderboard.submissions.intake import submission_create_predictions
-    from tests.builders.cast import upload
-
     assert Challenge.objects.get(slug="mrqa2019").staff.filter(username="organizer").exists()
     alice = User.objects.create_user("alice", password="alice-pw")
     team = team_create(challenge=phase.challenge, owner=alice, name="Late")
@@ -380,8 +377,6 @@ def test_the_command_takes_the_mapping_and_reports_its_errors(db: None, tmp_path
 
 
 def test_a_participant_team_is_never_taken_over_by_an_import(phase: Phase) -> None:
-    from leaderboard.accounts.services import team_create
-
     Submission.objects.filter(phase=phase).delete()
     Team.objects.filter(challenge=phase.challenge).delete()
     team_create(challenge=phase.challenge, owner=User.objects.create_user("erin"), name="Delphi")
@@ -393,9 +388,6 @@ def test_a_participant_team_is_never_taken_over_by_an_import(phase: Phase) -> No
 def test_the_board_says_published_results_cannot_be_tested_instead_of_showing_intervals(phase: Phase) -> None:
     """MRQA 2019's results came without per-question scores: 72.548 above D-NET's 72.500 cannot be
     tested, and the board says so rather than drawing an interval."""
-    from django.test import Client, TestCase
-
-    from leaderboard.rankings.board_significance import NO_QUESTION_SCORES
 
     with TestCase.captureOnCommitCallbacks(execute=True):
         board_build(phase=phase, viewer=organizer())

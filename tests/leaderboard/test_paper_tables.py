@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from django.contrib.auth.models import AnonymousUser, User
 from django.test import Client
 
@@ -207,8 +208,6 @@ def test_tags_are_stored_kept_through_a_reload_and_follow_the_spec(challenge: Ch
 
 
 def test_the_demo_challenges_carry_the_overview_papers_tags() -> None:
-    import yaml
-
     archive = yaml.safe_load((REPO / "deploy" / "demo" / "mrqa2019-archive.yaml").read_text(encoding="utf-8"))
     spec_check(archive)
     tags = {ds["name"]: dataset_tags_parse(ds.get("tags"), where=ds["slug"]) for ds in archive["datasets"]}

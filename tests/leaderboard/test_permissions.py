@@ -22,7 +22,7 @@ from django.http import HttpResponse
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from leaderboard.challenges.models import Dataset, DatasetFile
+from leaderboard.challenges.models import Challenge, Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
@@ -202,8 +202,6 @@ def test_bob_cannot_see_charlies_submissions_either(world: World) -> None:
 
 
 def test_a_submission_is_not_reachable_under_another_challenges_slug(world: World) -> None:
-    from leaderboard.challenges.models import Challenge
-
     Challenge.objects.create(slug="other", title="Other", metric_suite="mrqa")
     assert world.client("bob").get(f"/c/other/submissions/{world.alpha_test.pk}/").status_code == 404
     assert world.client("oscar").get(f"/c/other/submissions/{world.alpha_test.pk}/file/").status_code == 404

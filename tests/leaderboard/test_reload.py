@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -37,7 +38,7 @@ from leaderboard.submissions import rescore
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim
-from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
+from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission, Verdict
 from leaderboard.submissions.reload import challenge_load, dataset_gold_replace
 from leaderboard.submissions.rescore import Rescored, submission_rescore
 from leaderboard.submissions.storage import run_answers_name, storage_report
@@ -410,9 +411,6 @@ def test_the_plan_says_what_cannot_be_rescored_and_what_is_evaluated_again(
 ) -> None:
     """Issue 16: "N will be rescored" counted runs whose answers were not kept; the plan now says
     which cannot be and why, and how many that failed on the organizers' gold go again."""
-    from django.core.files.storage import default_storage
-
-    from leaderboard.submissions.models import Verdict
 
     test_run = system_run(loaded)
     default_storage.delete(run_answers_name(test_run.pk))  # as a run scored before answers were kept

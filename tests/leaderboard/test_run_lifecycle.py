@@ -7,11 +7,13 @@ so every transition and refusal is checked quickly.  The real runs are in tests/
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import hashlib
 import json
 import re
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
@@ -19,8 +21,8 @@ from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
 from leaderboard.sandbox.contract import RunPlan, outcome_as_json
 from leaderboard.submissions import worker_api
-from leaderboard.submissions.evaluation import submission_run_finish
-from leaderboard.submissions.intake import submission_create_system
+from leaderboard.submissions.evaluation import submission_evaluate, submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import (
     submission_run_claim,
     submission_run_heartbeat,
@@ -29,9 +31,10 @@ from leaderboard.submissions.lifecycle import (
     submissions_reap,
 )
 from leaderboard.submissions.models import FailureCause, Score, Status, Submission
+from leaderboard.submissions.reload import dataset_gold_replace
 from leaderboard.submissions.selectors import quota_usage, submission_run_plan, system_run_plan
 from leaderboard.submissions.worker_api import run_ticket_build
-from tests.builders.cast import DEMO_DATA, Cast, mrqa_gold
+from tests.builders.cast import DEMO_DATA, Cast, gold_predictions, mrqa_gold, upload
 from tests.builders.runs import GOLD_FILES, bundle, gold_outputs, outcome
 from tests.builders.systems import system_phases
 
@@ -236,8 +239,6 @@ def test_one_not_found_answer_for_missing_foreign_and_other_challenge_submission
 def test_organizers_open_submissions_of_a_challenge_not_public_yet_and_teams_do_not(cast: Cast) -> None:
     """The console lists a private challenge's submissions and links their pages: they must open for
     its organizers (they were 404 to everyone), and stay one 404 to everyone else."""
-    from leaderboard.submissions.models import Submission
-
     submission = Submission.objects.create(team=cast.alpha, phase=cast.dev, kind="predictions", status="failed")
     cast.challenge.is_public = False
     cast.challenge.save()
@@ -249,11 +250,6 @@ def test_organizers_open_submissions_of_a_challenge_not_public_yet_and_teams_do_
 
 def test_a_prediction_file_is_scored_by_a_named_worker(cast: Cast) -> None:
     """The console's queue page names what scores a prediction file, as it names compute workers."""
-    from django.conf import settings as django_settings
-
-    from leaderboard.submissions.evaluation import submission_evaluate
-    from leaderboard.submissions.intake import submission_create_predictions
-    from tests.builders.cast import gold_predictions, upload
 
     submission = submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
                                                upload=upload(gold_predictions()),
@@ -268,10 +264,6 @@ def test_a_run_whose_data_an_organizer_replaced_meanwhile_runs_again_as_the_plat
 ) -> None:
     """Issue 16: its answers are to the old questions; checked against the new ones they read as
     the team's unknown ids or missing answers, counted.  Now it runs again, not counted."""
-    import gzip as gz
-
-    from leaderboard.challenges.models import DatasetFile
-    from leaderboard.submissions.reload import dataset_gold_replace
 
     plan = submission_run_claim(queued.pk, worker="host:1")
     assert plan is not None
@@ -279,9 +271,9 @@ def test_a_run_whose_data_an_organizer_replaced_meanwhile_runs_again_as_the_plat
     assert set(queued.run_gold) == {str(f.dataset_id) for f in DatasetFile.objects.filter(portion="test")}
     outputs = gold_outputs(plan)
     xquad = DatasetFile.objects.get(dataset__slug="xquad-en", portion="test")
-    lines = gz.decompress(open(xquad.gold.path, "rb").read()).decode().splitlines()
+    lines = gzip.decompress(open(xquad.gold.path, "rb").read()).decode().splitlines()
     dataset_gold_replace(dataset=xquad.dataset, portion="test", filename="XQuAD-en.test.jsonl.gz",
-                         content=gz.compress(("\n".join(lines[:-1]) + "\n").encode(), mtime=0))  # a question fewer
+                         content=gzip.compress(("\n".join(lines[:-1]) + "\n").encode(), mtime=0))  # a question fewer
     submission_run_finish(queued.pk, attempt=1, outcome=outcome(outputs=outputs))
     queued.refresh_from_db()
     assert queued.status == Status.QUEUED and queued.verdict == "", queued.failure_reason

@@ -36,7 +36,7 @@ from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionK
 from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.base import DatasetResult
-from leaderboard.rankings.selectors import ORGANIZER, board_build
+from leaderboard.rankings.selectors import ORGANIZER, BoardNotVisible, board_build
 from leaderboard.rankings.table import fixed
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
@@ -346,8 +346,6 @@ def test_two_sealed_datasets_keep_their_aggregates_public(tmp_path: Path) -> Non
 
 @pytest.mark.django_db
 def test_board_build_organizer_view_is_for_organizers_only(tmp_path: Path) -> None:
-    from leaderboard.rankings.selectors import BoardNotVisible
-
     board = build("coqa", "one sealed", tmp_path)
     with pytest.raises(BoardNotVisible):
         board_build(phase=board.phase, viewer=User.objects.get(username="alice"), view=ORGANIZER)

@@ -34,8 +34,8 @@ from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.evaluation import submission_evaluate, submission_run_finish
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim
-from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
-from leaderboard.submissions.reload import challenge_load
+from leaderboard.submissions.models import FailureCause, ScoreHistory, Status, Submission, Verdict
+from leaderboard.submissions.reload import challenge_load, dataset_gold_replace
 from leaderboard.submissions.selectors import quota_usage, submission_run_report
 from scoring.errors import ScoringError
 from tests.builders.cast import DEMO_DATA, REPO, Cast, gold_predictions, upload
@@ -579,9 +579,6 @@ def test_a_submission_that_failed_on_bad_gold_is_evaluated_again_once_the_gold_i
 ) -> None:
     """Issue 16: the failure was the organizers'; fixing the gold (a reload) evaluates it again, and
     its history keeps the failure."""
-    from leaderboard.submissions.models import ScoreHistory
-    from leaderboard.submissions.reload import dataset_gold_replace
-
     xquad = DatasetFile.objects.get(dataset__slug="xquad-en", portion="dev")
     # The fixed file, as an organizer would upload it (new bytes; break_gold below edits the stored one).
     good = gzip.compress(gzip.decompress(Path(xquad.gold.path).read_bytes()), mtime=1)

@@ -22,7 +22,12 @@ from leaderboard.challenges.spec import SpecError
 from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import BoardEntry, Status, Submission
 from leaderboard.submissions.reload import challenge_load
-from leaderboard.submissions.storage import storage_report, team_storage_usage
+from leaderboard.submissions.storage import (
+    storage_report,
+    storage_retain,
+    storage_retention_plan,
+    team_storage_usage,
+)
 from tests.builders.cast import SPEC, Cast, gold_predictions, upload
 from tests.builders.storage import finish, post_id, weights
 from tests.builders.system_uploads import CHANNELS, post, stored_files
@@ -197,8 +202,6 @@ def test_retention_frees_exactly_what_its_dry_run_said_and_keeps_what_is_needed(
 def test_retention_skips_a_submission_that_became_the_board_row_after_the_plan(
     systems: Cast, django_capture_on_commit_callbacks
 ) -> None:
-    from leaderboard.submissions.storage import storage_retain, storage_retention_plan
-
     systems.challenge.system_settings["storage_mb_per_team"] = 50
     systems.challenge.save()
     first, second = (post_id(systems, weights(2 * KIB), "alice") for _ in range(2))

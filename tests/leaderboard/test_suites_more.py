@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from leaderboard.accounts.services import team_create
-from leaderboard.challenges.models import Dataset, DatasetFile, Phase
+from leaderboard.challenges.models import Dataset, DatasetFile, MetricSuite, Phase
 from leaderboard.challenges.services import dataset_file_put
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.coqa import CoqaSuite
@@ -157,8 +157,6 @@ def keys_of(document: Any) -> set[str]:
 
 
 def test_every_suite_the_challenge_model_offers_is_available() -> None:
-    from leaderboard.challenges.models import MetricSuite
-
     assert set(SUITES) == {c.value for c in MetricSuite}
     for key, suite in SUITES.items():
         assert suite.key == key

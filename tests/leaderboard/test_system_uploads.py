@@ -7,11 +7,15 @@ No engine is needed here: archives are built by hand, byte for byte what ``docke
 from __future__ import annotations
 
 import hashlib
+import struct
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.management import CommandError, call_command
 
+from leaderboard.accounts.models import Team
+from leaderboard.sandbox.archives import ArchiveError, bundle_inspect
 from leaderboard.submissions.models import Status, Submission
 from tests.builders.cast import Cast
 from tests.builders.system_uploads import CHANNELS, bundle_of, image_archive, post, tar_of
@@ -160,10 +164,6 @@ def test_the_log_of_a_run_on_hidden_data_is_shown_to_organizers_until_one_releas
 
 
 def test_an_organizers_bad_baseline_archive_creates_neither_team_nor_submission(systems: Cast, tmp_path: Path) -> None:
-    from django.core.management import CommandError, call_command
-
-    from leaderboard.accounts.models import Team
-
     bad = tmp_path / "baseline.tar"
     bad.write_bytes(b"not an image")
     with pytest.raises(CommandError, match="baseline.tar: not a tar archive"):
@@ -193,9 +193,6 @@ def test_a_bundle_whose_entry_point_is_a_folder_is_refused(
 def test_a_zip_directory_too_big_is_refused_from_its_end_record_before_it_is_read(tmp_path: Path) -> None:
     """The end record says how many files and how long the list is: a zip claiming 300,000 files
     (here only the record: nothing else needs to exist) is refused without building one entry."""
-    import struct
-
-    from leaderboard.sandbox.archives import ArchiveError, bundle_inspect
 
     fake = tmp_path / "b.zip"
     fake.write_bytes(b"x" * 100 + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 20_000_000, 100, 0))

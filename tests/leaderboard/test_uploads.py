@@ -20,8 +20,11 @@ from django.test import Client
 from django.utils import timezone
 
 from leaderboard.accounts.services import api_token_obtain
+from leaderboard.challenges.models import Challenge
+from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Submission
-from tests.builders.cast import Cast, gold_predictions
+from leaderboard.submissions.uploads import UploadError
+from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.uploads import CHANNELS, first_qids, post, zip_of
 
 
@@ -180,10 +183,6 @@ def test_an_empty_file_is_refused(cast: Cast, nothing_stored: None, channel: str
 
 
 def test_the_service_refuses_an_empty_upload_too(cast: Cast, nothing_stored: None) -> None:
-    from leaderboard.submissions.intake import submission_create_predictions
-    from leaderboard.submissions.uploads import UploadError
-    from tests.builders.cast import upload
-
     with pytest.raises(UploadError, match="preds.json: the file is empty"):
         submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice, upload=upload(b""),
                                       limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
@@ -294,8 +293,6 @@ def test_an_unknown_phase_is_404_in_the_api(cast: Cast, nothing_stored: None) ->
 
 
 def test_a_phase_of_another_challenge_is_refused_by_the_web_form(cast: Cast, nothing_stored: None) -> None:
-    from leaderboard.challenges.models import Challenge
-
     other = Challenge.objects.create(slug="other", title="Other", metric_suite="mrqa")
     phase = other.phases.create(slug="dev", name="Dev", kind="dev", portion="dev", opens_at=cast.dev.opens_at,
                                 closes_at=cast.dev.closes_at, allowed_kinds=["predictions"])

@@ -22,6 +22,7 @@ from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage
 from scoring.dialogs import Mode
+from tests.builders import converse
 from tests.builders.systems import Platform, bundle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -93,9 +94,7 @@ for n, line in enumerate(sys.stdin):
 def test_an_interactive_answer_the_rule_refuses_ends_the_mode_as_the_systems_doing(
     engine: docker.DockerClient, tmp_path: Path, oddity: str, literal: str,
 ) -> None:
-    from tests.builders.converse import run
-
-    [session], result = run(engine, tmp_path, INTERACTIVE.replace("ODDITY", literal), Mode.OWN, turn_limit_s=5)
+    [session], result = converse.run(engine, tmp_path, INTERACTIVE.replace("ODDITY", literal), Mode.OWN, turn_limit_s=5)
     assert result.verdict == "answer_refused", (result.reason, result.log)  # type: ignore[attr-defined]
     assert result.turns_answered == len(session.answers) == 1  # type: ignore[attr-defined]
     assert result.reason.startswith("turn 2: the answer ")  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ from pathlib import Path
 import docker
 import pytest
 import redis
+from django.conf import settings
 
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.console.selectors import queue_report
@@ -34,7 +35,6 @@ def wait_ready(platform: Platform) -> None:
 def test_compute_workers_hold_no_database_url_and_cannot_read_the_private_storage(platform: Platform) -> None:
     wait_ready(platform)
     gold = [Path(f.gold.path) for f in DatasetFile.objects.filter(dataset__challenge=platform.cast.challenge)]
-    from django.conf import settings
 
     database = Path(settings.DATABASES["default"]["NAME"])
     assert gold and all(p.exists() for p in gold)

@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 
 from leaderboard.accounts.services import team_create
+from leaderboard.challenges.models import Phase
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.quac import QuacOptions
 from leaderboard.submissions.models import DialogAnswers, Score, Status
@@ -126,7 +128,6 @@ def test_a_system_answers_each_mode_turn_by_turn_and_is_scored_per_mode_from_the
     assert submission.peak_memory_mb is not None and submission.peak_memory_mb > 0
 
     # The public board: every mode's F1, the drop, the speed, and F1 by turn position, as stored.
-    from django.test import Client
 
     board = Client().get(f"/c/{phase.challenge.slug}/board/{phase.slug}/export.json").json()
     assert board["ranked_by"] == "f1" and board["ranking"].startswith("F1 (gold history)")
@@ -261,8 +262,6 @@ def test_mrqa_questions_one_per_request_score_as_the_same_system_in_batch_sealed
     phase over the same portion takes the same system's files.  The portion has a sealed Split III
     dataset, whose ids the system reads re-keyed: the trusted side finds each answer's question by
     its position, and the scores agree with the batch run's (mapped back from the re-keyed ids)."""
-    from leaderboard.challenges.models import Phase
-
     cast = platform.cast
     Phase.objects.filter(pk=cast.test.pk).update(protocol_modes=["single"])
     Phase.objects.create(challenge=cast.challenge, slug="batch", name="Batch", kind="test", portion="test",

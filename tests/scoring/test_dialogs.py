@@ -11,16 +11,22 @@ import pytest
 from scoring.coqa import evaluate_coqa
 from scoring.dialogs import (
     CANNOT_ANSWER,
+    DialogGold,
     Mode,
     ProtocolError,
     Session,
     _filtered,
     best_reachable,
+    best_reachable_of,
     coqa_predictions_of,
     coqa_protocol_dialogs,
+    dialogs_of_file,
+    input_dialogs,
+    protocol_dialogs,
     quac_predictions_of,
     quac_protocol_dialogs,
 )
+from scoring.inputs import build_inputs, document_inputs, rekey
 from scoring.quac import QuacPrediction, evaluate_quac
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -171,9 +177,6 @@ def with_canary(document: dict, fmt: str) -> dict:
 
 @pytest.mark.parametrize("fmt, path", [("quac", QUAC), ("coqa", COQA)])
 def test_input_dialogs_are_the_gold_dialogs_without_an_answer(fmt: str, path: Path) -> None:
-    from scoring.dialogs import input_dialogs, protocol_dialogs
-    from scoring.inputs import document_inputs
-
     gold = with_canary(json.loads(path.read_text()), fmt)
     inputs = json.loads(document_inputs(fmt, gold))
     assert CANARY not in json.dumps(inputs)
@@ -187,9 +190,6 @@ def test_input_dialogs_are_the_gold_dialogs_without_an_answer(fmt: str, path: Pa
 def test_a_session_on_answer_free_dialogs_gets_each_gold_answer_only_after_answering_its_turn(mode: Mode) -> None:
     """The worker's shape: dialogs without answers, gold from a source; the canary of turn k is in
     no request before turn k was answered (but, in the adversarial mode, as the current turn's)."""
-    from scoring.dialogs import DialogGold, input_dialogs, protocol_dialogs
-    from scoring.inputs import document_inputs
-
     gold = with_canary(json.loads(QUAC.read_text()), "quac")
     held = input_dialogs("quac", json.loads(document_inputs("quac", gold)))
     golden = protocol_dialogs("quac", gold)
@@ -204,8 +204,6 @@ def test_a_session_on_answer_free_dialogs_gets_each_gold_answer_only_after_answe
 
 
 def test_a_gold_source_refuses_a_turn_answered_out_of_order(quac: dict) -> None:
-    from scoring.dialogs import DialogGold
-
     source = DialogGold(quac_protocol_dialogs(quac), Mode.GOLD)
     assert source.opening(0).answered is None
     with pytest.raises(ValueError, match="out of order"):
@@ -214,8 +212,6 @@ def test_a_gold_source_refuses_a_turn_answered_out_of_order(quac: dict) -> None:
 
 
 def test_coqa_best_is_a_gold_answer_and_its_filter_drops_what_earlier_turns_said() -> None:
-    from scoring.dialogs import best_reachable_of
-
     story = {"id": "s1", "source": "mctest", "story": "The red ball rolled. It was a red ball.",
              "questions": [{"turn_id": 1, "input_text": "What rolled?"}, {"turn_id": 2, "input_text": "What was it?"}],
              "answers": [{"turn_id": 1, "input_text": "red ball"}, {"turn_id": 2, "input_text": "red ball"}]}
@@ -230,9 +226,6 @@ def test_mrqa_questions_are_one_turn_dialogs_in_the_same_order_in_the_gold_and_t
 ) -> None:
     """A worker addresses a question by its position: the sealed copy a system reads (ids re-keyed)
     must list the questions in the gold's order."""
-    from scoring.dialogs import dialogs_of_file
-    from scoring.inputs import build_inputs, rekey
-
     gold_path = Path(__file__).resolve().parents[2] / "deploy/demo/data/mrqa/XQuAD-en.test.jsonl.gz"
     sealed, mapping = rekey("mrqa", build_inputs("mrqa", gold_path), key=b"k" * 32, label="Hidden-07")
     (tmp_path / "in.jsonl.gz").write_bytes(sealed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import random
@@ -210,8 +211,6 @@ def test_batch_falls_back_when_the_alphabet_is_too_large_for_64_bit_keys(numpy_e
 
 
 def test_gc_is_paused_only_inside_the_block() -> None:
-    import gc
-
     assert gc.isenabled()
     with dureader.gc_paused():
         assert not gc.isenabled()

@@ -29,6 +29,7 @@ from scoring.metaeval import (
     word_tokens,
 )
 from scoring.mrc2018 import bleu_stats_with_bonus, rouge_l_with_bonus
+from tests.builders.shared import shared_path
 from tests.scoring.helpers import assert_one_line_error, run_cli
 
 DATA = Path(__file__).parent / "data"
@@ -280,8 +281,6 @@ def test_the_command_runs_on_the_judgment_file(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_the_command_reads_a_released_dureader_file(capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.builders.shared import shared_path
-
     demo = shared_path("data", "dureader-demo", "search.dev.json")
     code, out, err = run_cli(capsys, "metaeval", JUDGMENTS, demo, "--samples", "10")
     assert code == 0, err

@@ -11,19 +11,32 @@ import hashlib
 import io
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.test import Client
 
 from leaderboard.challenges.models import DatasetFile
+from leaderboard.console.selectors import queue_report
 from leaderboard.core.enqueue import RUN_SYSTEM
-from leaderboard.sandbox.contract import Limits
+from leaderboard.sandbox.contract import Limits, RunTicket
 from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import Status, Submission, Verdict
-from leaderboard.submissions.worker_api import submission_run_claim_next, worker_token_create
+from leaderboard.submissions.selectors import run_queue_order, submission_queue_position
+from leaderboard.submissions.worker_api import (
+    _results_dir,
+    run_results_waiting,
+    run_ticket_build,
+    submission_run_claim_next,
+    worker_token_create,
+)
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle
 from tests.builders.systems import system_phases
@@ -67,8 +80,6 @@ def test_the_internal_api_wants_a_worker_token(cast: Cast) -> None:
 def test_a_token_scoped_to_an_organizers_queue_cannot_claim_anothers_runs(cast: Cast) -> None:
     """A host an organizer attaches for its own queue holds a token for that queue only: a claim on
     the platform's cpu queue (another challenge's systems and hidden inputs) is refused."""
-    from django.core.management import call_command
-
     system_phases(cast)
     queued_system(cast)  # on the cpu queue
     out = io.StringIO()
@@ -87,8 +98,6 @@ def test_a_token_scoped_to_an_organizers_queue_cannot_claim_anothers_runs(cast: 
 
 @pytest.mark.django_db
 def test_a_ticket_carries_what_the_run_needs_and_nothing_of_the_sealed_dataset(cast: Cast) -> None:
-    from django.conf import settings
-
     system_phases(cast)
     submission = queued_system(cast)
     token = worker_token_create(name="host-a")
@@ -175,8 +184,6 @@ def test_an_outcome_handed_back_is_checked_kept_and_scored_on_the_trusted_side(
 
 
 def _file(name: str, data: bytes) -> Any:
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
     return SimpleUploadedFile(name, data)
 
 
@@ -203,9 +210,6 @@ def test_the_queue_shown_is_the_order_the_claims_take(cast: Cast) -> None:
     """The console's queue and a team's position come from the claims' own order (issue 9): a
     burst of one team interleaves with the others, and runs past the team's limit say they are
     held back; claiming one after another then takes exactly that order."""
-    from leaderboard.console.selectors import queue_report
-    from leaderboard.submissions.selectors import run_queue_order, submission_queue_position
-
     system_phases(cast)
     cast.challenge.system_settings = {**cast.challenge.system_settings, "max_running_per_team": 2}
     cast.challenge.save()
@@ -231,9 +235,6 @@ def test_the_compute_worker_sends_and_takes_the_task_the_platform_names() -> Non
 @pytest.mark.django_db
 def test_the_challenges_gpus_reach_the_ticket_a_gpu_worker_claims(cast: Cast) -> None:
     """From the spec to the ticket: what the compute worker passes to the engine (next test)."""
-    from leaderboard.sandbox.contract import RunTicket
-    from leaderboard.submissions.worker_api import run_ticket_build
-
     system_phases(cast)
     cast.challenge.system_settings = {**cast.challenge.system_settings, "queue": "gpu", "gpus": 2}
     cast.challenge.save()
@@ -254,9 +255,6 @@ def test_a_gpu_request_is_built_as_dockers_gpus_flag_builds_it(tmp_path: Path) -
 
 
 def test_the_compute_worker_imports_no_django_settings() -> None:
-    import subprocess
-    import sys
-
     env = {"PATH": os.environ["PATH"], "READERBOARD_BROKER_URL": "redis://127.0.0.1:1/0"}
     probe = ("import sys, workers.compute_app; "
              "print(sorted(m for m in sys.modules if m.startswith(('leaderboard.', 'django.conf', 'django.db'))))")
@@ -270,8 +268,6 @@ def test_the_compute_worker_imports_no_django_settings() -> None:
 
 @pytest.mark.django_db
 def test_a_result_whose_scoring_message_was_lost_is_sent_again_and_leftovers_go(cast: Cast, settings: Any) -> None:
-    from leaderboard.submissions.worker_api import _results_dir, run_results_waiting
-
     settings.REDISPATCH_AFTER_S = 60
     system_phases(cast)
     submission = queued_system(cast)

@@ -25,8 +25,14 @@ from django.utils import timezone
 
 from leaderboard.sandbox import archives
 from leaderboard.sandbox.archives import ArchiveError, bundle_extract
+from leaderboard.sandbox.contract import Limits, RunTicket, TicketFile
 from leaderboard.submissions.intake import submission_create_system
-from leaderboard.submissions.lifecycle import run_retry_delay_s, submission_run_claim, submissions_reap
+from leaderboard.submissions.lifecycle import (
+    run_retry_delay_s,
+    submission_run_claim,
+    submissions_lost_in_queue,
+    submissions_reap,
+)
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage
 from tests.builders.cast import Cast
@@ -164,8 +170,6 @@ def test_a_lost_worker_is_retried_with_back_off_then_alerts_the_organizers(
 
 
 def test_a_retry_is_not_sent_again_as_lost_before_it_is_due(queued: Submission, settings: Any) -> None:
-    from leaderboard.submissions.lifecycle import submissions_lost_in_queue
-
     settings.REDISPATCH_AFTER_S = 4
     settings.RUN_RETRY_BACKOFF_S = 10
     submission_run_claim(queued.pk, worker="host:1")
@@ -299,8 +303,6 @@ def test_a_worker_that_cannot_mount_the_run_area_refuses_the_run_rather_than_sho
 ) -> None:
     """Without its own tmpfs, the system's mountinfo would show this host's run folder with the
     run's id in it (issue 15): the platform's fault, retried on another worker, never run."""
-    from workers import runner
-
     monkeypatch.setattr(runner.os, "geteuid", lambda: 1000)  # a worker not running as root
     with pytest.raises(runner.PlatformError, match="could not be made a tmpfs"), \
             runner.run_area(tmp_path / "run", 64):
@@ -311,8 +313,6 @@ def test_the_engines_refusal_to_create_a_container_is_not_quoted_to_the_team(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The engine's explanation can hold host paths; a team reads a dev run's reason."""
-    from workers import runner
-
     class Containers:
         def create(self, **_: Any) -> None:
             raise docker.errors.APIError("500", explanation="invalid mount /var/lib/readerboard-compute/runs/77-1")
@@ -363,9 +363,6 @@ def test_a_retry_on_the_same_host_runs_the_kept_image_without_copying_or_loading
 ) -> None:
     """Issue 17: a platform fault after an image of up to 2 GB was fetched and loaded must not make
     its retry copy and load it again; a team's fault keeps nothing; the run's end drops what was kept."""
-    from leaderboard.sandbox.contract import Limits, RunTicket, TicketFile
-    from workers import run_system, runner
-
     engine, counts = _Engine(), {"fetch": 0, "load": 0}
 
     class Transport:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
+import resource
 import stat
 import sys
 import time
@@ -150,8 +151,6 @@ def try_device_node(node: str) -> None:
 
 
 def raise_nofile() -> None:
-    import resource
-
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     note(f"RLIMIT_NOFILE soft={soft} hard={hard}")
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard + 1024, hard + 1024))

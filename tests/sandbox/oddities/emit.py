@@ -6,6 +6,7 @@ deep in an answer's field.  Every other question is answered "x"; the first ques
 dataset gets the oddity.  The run must fail as the team's fault (counted), never the platform's.
 """
 
+import gzip
 import json
 import os
 
@@ -20,8 +21,6 @@ ANSWERS = {
 
 
 def qids(path):
-    import gzip
-
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
         for line in fh:
