@@ -129,9 +129,10 @@ def system_evaluate(submission_id: int) -> None:
 
 def runs_reap() -> Reaped:
     """Re-queue (or fail) runs and scorings whose lease expired: their worker is gone.  Results a
-    compute worker handed back whose scoring message was lost are sent again; leftovers go."""
-    reaped = submissions_reap()
+    compute worker handed back whose scoring message or scoring was lost are sent again (their runs
+    are not re-queued: the system ran to its end); leftovers go."""
     resend, _ = worker_api.run_results_waiting()
+    reaped = submissions_reap(keep=worker_api.run_results_kept())
     for pk in resend:
         logger.warning("submission %s: its handed-back result waits unscored; sent again", pk)
         send_task(FINISH_RUN, pk, queue=TASK_QUEUES[FINISH_RUN])

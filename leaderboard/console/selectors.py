@@ -219,12 +219,14 @@ class QueueReport:
     now: dt.datetime
 
 
-def _last_heartbeat(status: str, lease_expires_at: dt.datetime | None) -> dt.datetime | None:
+def _last_heartbeat(status: str, kind: str, lease_expires_at: dt.datetime | None) -> dt.datetime | None:
     """When the worker last renewed its lease: a lease is set to last RUN_LEASE_S from each heartbeat
-    (SCORING_LEASE_S while scoring), so the renewal was that long before it expires."""
+    (while scoring, SCORING_LEASE_S for a prediction file and RESULT_SCORING_LEASE_S for the result a
+    compute worker handed back), so the renewal was that long before it expires."""
     if lease_expires_at is None:
         return None
-    lease_s = settings.RUN_LEASE_S if status == Status.RUNNING else settings.SCORING_LEASE_S
+    lease_s = (settings.RUN_LEASE_S if status == Status.RUNNING else
+               settings.RESULT_SCORING_LEASE_S if kind in SYSTEM_KINDS else settings.SCORING_LEASE_S)
     return lease_expires_at - dt.timedelta(seconds=lease_s)
 
 
@@ -270,7 +272,7 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
         name = submission.worker or "a scoring worker (not named)"
         workers.setdefault(name, WorkerView(name)).running.append(Running(
             submission if mine else None, submission.status, submission.started_at, submission.attempts,
-            _last_heartbeat(submission.status, submission.lease_expires_at), submission.lease_expires_at,
+            _last_heartbeat(submission.status, submission.kind, submission.lease_expires_at), submission.lease_expires_at,
         ))
     # Compute workers by their tokens: an idle one shows too, with when it last called the platform.
     for token in WorkerToken.objects.filter(revoked_at__isnull=True, last_seen_at__isnull=False):

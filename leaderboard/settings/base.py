@@ -241,6 +241,11 @@ RUNS_DIR = private_dir(Path(env("RUNS_DIR", str(VAR_DIR / "runs"))))
 RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))
 RUN_LEASE_S = float(env("RUN_LEASE_S", "60"))
 SCORING_LEASE_S = float(env("SCORING_LEASE_S", "1800"))
+# The scoring of a result a compute worker handed back (kept in private storage until it is scored) has
+# a lease of its own: once it passed, the reaper sends the finish again (from the kept result, never a
+# second run), so a control worker lost while scoring costs at most this plus REAP_EVERY_S.  A scoring
+# that takes longer is scored a second time beside the first: safe, the first to write its scores wins.
+RESULT_SCORING_LEASE_S = float(env("RESULT_SCORING_LEASE_S", "45"))
 REAP_EVERY_S = float(env("REAP_EVERY_S", "15"))
 # 2: a platform fault is retried once (a second fault on a fresh attempt is rarely transient,
 # and each attempt holds a runner), then the organizers are told.

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile, SubmissionKind
@@ -244,14 +244,23 @@ def submission_evaluate(submission_id: int) -> None:
     submission_score(submission, scored=PREDICTION_FILE, answers=answers)
 
 
-def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutcome) -> None:
+def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutcome, kept: bool = False) -> None:
     """Record the run (log always), then fail it with a verdict or score its outputs.
 
     The gold and the plan are the attempt's: what its claim stamped and kept (``submission_run_gold``,
     ``submission_run_plan``), not derived again from the challenge now (a dataset revealed meanwhile
     keeps the alias and id key the system read); a gold replaced meanwhile sends the run round again.
+
+    ``kept``: the outcome is a result kept in private storage until it is scored
+    (``worker_api.submission_run_result_score``).  Its scoring has the short ``RESULT_SCORING_LEASE_S``,
+    and a run whose scoring was lost (``scoring`` with that lease passed) is taken and scored again
+    from it; a scoring still within its lease is left alone, so a second delivery does nothing.
     """
-    base = Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt)
+    now = timezone.now()
+    current = Q(status=Status.RUNNING)
+    if kept:
+        current |= Q(status=Status.SCORING, lease_expires_at__lt=now)
+    base = Submission.objects.filter(current, pk=submission_id, attempts=attempt)
     submission = base.select_related("phase__challenge", "team").first()
     if submission is None:
         logger.info("submission %s: attempt %s is no longer the running one; result dropped", submission_id, attempt)
@@ -283,9 +292,12 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
                        verdict=verdict, finished_at=timezone.now(), **record):
             board_changed_if_shown(submission_id)
         return
-    # Scoring has its own lease: a worker that dies while scoring is noticed too.
-    moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(
-        seconds=settings.SCORING_LEASE_S), **{k: v for k, v in record.items() if k != "lease_expires_at"})
+    # Scoring has its own lease: a worker that dies while scoring is noticed too (a kept result's
+    # short one: its scoring is resumed from it; else the run is reaped as any other).  Taking it is
+    # the claim of this scoring: of two finishes of one result, one moves on.
+    lease_s = settings.RESULT_SCORING_LEASE_S if kept else settings.SCORING_LEASE_S
+    moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(seconds=lease_s),
+                        **{k: v for k, v in record.items() if k != "lease_expires_at"})
     if moved != 1:
         return
     by_slug = {f.dataset.slug: f for f in gold.files}

@@ -3,9 +3,12 @@
     submitted --> queued --claim (submission_run_take; by id or worker_api's fair pick)--> running
     queued --evaluation.submission_evaluate--> scoring                       (prediction files)
     running --heartbeat--> running            (submission_run_heartbeat renews the lease; False: stop)
+    running --worker_api.submission_run_result_store--> running, its result kept until it is final
     running --evaluation.submission_run_finish--> scoring | failed (a verdict: the team's fault)
+    scoring (a kept result's, its short lease passed: the scoring was lost) --the reaper sends the
+        finish again (worker_api.run_results_waiting)--> scoring, scored from the kept result
     running --submission_run_fail--> failed   (the system cannot run: the team's, counted, never retried)
-    running | scoring --submission_run_platform_failure / submissions_reap--> _requeue_or_fail:
+    running | scoring --submission_run_platform_failure / submissions_reap (no result kept)--> _requeue_or_fail:
         queued again after a back-off (run_dispatch_again), or failed for good (the platform's,
         not counted, the organizers alerted)
     scoring --scores.scores_write--> finished;  scoring --submission_fail--> failed
@@ -258,11 +261,15 @@ class Reaped:
         return self.requeued + self.failed
 
 
-def submissions_reap(*, dead_workers: Iterable[str] = (), now: dt.datetime | None = None) -> Reaped:
+def submissions_reap(*, dead_workers: Iterable[str] = (), keep: Collection[int] = (),
+                     now: dt.datetime | None = None) -> Reaped:
     """Runs (and scorings) whose worker is gone: queue them again, or fail them after too many tries.
 
     A worker is gone when its lease expired, or when it is named in ``dead_workers``
     (a worker that restarted on the same host knows its predecessor's process is dead).
+    ``keep``: runs whose handed-back result is kept (``worker_api.run_results_kept``): their system
+    ran to its end, so only their scoring is sent again (``worker_api.run_results_waiting``), never
+    the system.
     """
     now = now or timezone.now()
     stale = Q(lease_expires_at__lt=now)
@@ -270,9 +277,8 @@ def submissions_reap(*, dead_workers: Iterable[str] = (), now: dt.datetime | Non
     if dead:
         stale |= Q(worker__in=dead)
     reaped = Reaped()
-    candidates = Submission.objects.filter(stale, status__in=(Status.RUNNING, Status.SCORING)).values_list(
-        "pk", "attempts", "status"
-    )
+    candidates = (Submission.objects.filter(stale, status__in=(Status.RUNNING, Status.SCORING))
+                  .exclude(pk__in=list(keep)).values_list("pk", "attempts", "status"))
     for pk, attempts, status in candidates:
         outcome = _requeue_or_fail(
             Submission.objects.filter(pk=pk, status=status, attempts=attempts), submission_id=pk, attempts=attempts,

@@ -10,6 +10,13 @@ platform through the internal API (``internal_views``), which calls the services
     run_input_path              the file behind a ticket's input entry: answer-free (or re-keyed) inputs
     submission_run_result_store the outcome and outputs handed back, kept for the control worker
     submission_run_result_score scores them there (task FINISH_RUN, ``evaluation``), next to the gold
+    run_results_waiting / run_results_kept   what the reaper sends again, removes, and leaves running
+
+A result handed back is kept until the run it belongs to is final (scored, failed, cancelled) or is no
+longer at that attempt: a control worker lost while scoring it (killed, its host gone) leaves it, and the
+reaper sends its finish again once the scoring's short lease (``RESULT_SCORING_LEASE_S``) passed.  The
+system is not run again for a lost scoring; only a result that cannot be read (or waits longer than
+``SCORING_LEASE_S``) is dropped, and its run is then reaped as one whose worker is gone.
 
 A run claimed with a token belongs to that token (``Submission.worker`` is ``<token>/<host:pid>``):
 any other token asking about it gets 404, as does a call about an attempt that is not current.
@@ -232,7 +239,8 @@ class ResultRefused(ServiceError):
 def submission_run_result_store(*, submission: Submission, outcome: dict[str, Any],
                                  outputs: dict[str, UploadedFile]) -> None:
     """Keep what a compute worker handed back for the control worker to score, and extend the
-    run's lease to the scoring lease meanwhile (the worker's heartbeats have stopped).
+    run's lease to the result's scoring lease meanwhile (the worker's heartbeats have stopped; while
+    the result is kept the reaper sends it again rather than re-queue the run: ``run_results_kept``).
 
     Checked here, before anything is kept: the outcome's shape, and that every output is one the
     run has, no larger than the output limit (a worker sends what its system wrote, no more).
@@ -260,7 +268,7 @@ def submission_run_result_store(*, submission: Submission, outcome: dict[str, An
     (partial / "outcome.json").write_text(json.dumps({"attempt": submission.attempts, "outcome": outcome}),
                                           encoding="utf-8")
     extended = Submission.objects.filter(pk=submission.pk, status=Status.RUNNING, attempts=submission.attempts).update(
-        lease_expires_at=timezone.now() + dt.timedelta(seconds=settings.SCORING_LEASE_S)
+        lease_expires_at=timezone.now() + dt.timedelta(seconds=settings.RESULT_SCORING_LEASE_S)
     )
     if extended != 1:
         shutil.rmtree(partial, ignore_errors=True)
@@ -271,14 +279,19 @@ def submission_run_result_store(*, submission: Submission, outcome: dict[str, An
 
 
 def run_results_waiting(*, now: dt.datetime | None = None) -> tuple[list[int], list[int]]:
-    """Results handed back and not scored after ``REDISPATCH_AFTER_S`` (their FINISH_RUN message was
-    lost: a broker restarted empty), to be sent again; and results of runs that are no longer
-    running (scored, cancelled, reaped), to be removed.  The reaper asks, each round."""
+    """Results to send again and results removed, the reaper's question each round.
+
+    Sent again: a result handed back and not scored after ``REDISPATCH_AFTER_S`` (its FINISH_RUN
+    message was lost: a broker restarted empty), and a result whose scoring was lost (the run is
+    ``scoring`` with its lease passed: the control worker died while scoring it).  Removed: results of
+    runs that are no longer at that attempt or running or scoring (scored, cancelled, reaped), results
+    that cannot be read, and results kept longer than ``SCORING_LEASE_S`` (scored again and again
+    without an end): their runs are then reaped as any run whose worker is gone."""
     now = now or timezone.now()
-    root = Path(settings.PRIVATE_STORAGE_ROOT) / "run-results"
-    folders = {int(p.name): p for p in root.iterdir() if p.name.isdigit()} if root.exists() else {}
-    running = dict(Submission.objects.filter(pk__in=list(folders), status=Status.RUNNING)
-                   .values_list("pk", "attempts"))
+    folders = _result_folders()
+    current = {pk: (status, attempts, lease) for pk, status, attempts, lease in Submission.objects.filter(
+        pk__in=list(folders), status__in=(Status.RUNNING, Status.SCORING)).values_list(
+        "pk", "status", "attempts", "lease_expires_at")}
     resend, stale = [], []
     for pk, folder in folders.items():
         try:
@@ -287,29 +300,57 @@ def run_results_waiting(*, now: dt.datetime | None = None) -> tuple[list[int], l
         except (OSError, ValueError):
             stale.append(pk)
             continue
-        if running.get(pk) != stored.get("attempt"):
+        status, attempts, lease = current.get(pk, (None, None, None))
+        if attempts is None or attempts != stored.get("attempt") or age > settings.SCORING_LEASE_S:
             stale.append(pk)
-        elif age > settings.REDISPATCH_AFTER_S:
+        elif status == Status.RUNNING and age > settings.REDISPATCH_AFTER_S:
+            resend.append(pk)
+        elif status == Status.SCORING and (lease is None or lease < now):
             resend.append(pk)
     for pk in stale:
+        if pk in current:
+            logger.warning("submission %s: its handed-back result is dropped (unreadable or too old)", pk)
         shutil.rmtree(folders[pk], ignore_errors=True)
     return resend, stale
 
 
+def run_results_kept() -> list[int]:
+    """Runs whose handed-back result is kept: the reaper sends their finish again, it does not
+    re-queue them (``lifecycle.submissions_reap``'s ``keep``).  Asked after ``run_results_waiting``,
+    which removed the results of other attempts and those that cannot be read."""
+    return sorted(pk for pk, folder in _result_folders().items() if (folder / "outcome.json").is_file())
+
+
+def _result_folders() -> dict[int, Path]:
+    root = Path(settings.PRIVATE_STORAGE_ROOT) / "run-results"
+    return {int(p.name): p for p in root.iterdir() if p.name.isdigit()} if root.exists() else {}
+
+
 def submission_run_result_score(submission_id: int) -> None:
-    """Score a run's handed-back result (the control worker's task); safe twice: the first call
-    moves the run on and removes the result, a second finds nothing to do."""
+    """Score a run's handed-back result (the control worker's task); safe twice and beside itself.
+
+    The result is removed once the run moved on from it (scored, failed, re-queued, cancelled), not
+    before: a scoring lost half-way is resumed from it (``run_results_waiting``).  A finish that finds
+    the run scored by another within its lease does nothing and leaves the result to that one; a
+    result that cannot be read is dropped, and its run reaped as one whose worker is gone."""
     folder = _results_dir(submission_id)
     try:
         stored = json.loads((folder / "outcome.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         logger.info("submission %s: no result waiting (scored already)", submission_id)
         return
-    plan_slugs = {p.name: p.name for p in (folder / "outputs").iterdir()}
-    outputs = {slug: (folder / "outputs" / slug).read_bytes() for slug in plan_slugs}
     submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
-    slugs = submission_run_plan(submission=submission).slugs_by_output()
-    outcome: RunOutcome = outcome_from_json(stored["outcome"], outputs={}, slugs=slugs)
+    try:
+        attempt = int(stored["attempt"])
+        outputs = {p.name: p.read_bytes() for p in (folder / "outputs").iterdir()}
+        slugs = submission_run_plan(submission=submission).slugs_by_output()
+        outcome: RunOutcome = outcome_from_json(stored["outcome"], outputs={}, slugs=slugs)
+    except (OSError, KeyError, TypeError, ValueError):
+        logger.exception("submission %s: its handed-back result cannot be read; dropped", submission_id)
+        shutil.rmtree(folder, ignore_errors=True)
+        return
     outcome.outputs = outputs
-    submission_run_finish(submission_id, attempt=int(stored["attempt"]), outcome=outcome)
-    shutil.rmtree(folder, ignore_errors=True)
+    submission_run_finish(submission_id, attempt=attempt, outcome=outcome, kept=True)
+    if not Submission.objects.filter(pk=submission_id, attempts=attempt,
+                                     status__in=(Status.RUNNING, Status.SCORING)).exists():
+        shutil.rmtree(folder, ignore_errors=True)
