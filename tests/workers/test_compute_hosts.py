@@ -6,6 +6,7 @@ HTTP.  The workers themselves, on the ``platform`` fixture, are in tests/sandbox
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import hashlib
 import io
@@ -22,14 +23,16 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.console.selectors import queue_report
-from leaderboard.core.enqueue import RUN_SYSTEM
-from leaderboard.sandbox.contract import Limits, RunTicket
+from leaderboard.core.enqueue import FINISH_RUN, RUN_SYSTEM
+from leaderboard.sandbox.contract import Limits, RunTicket, outcome_as_json
+from leaderboard.submissions import evaluation
 from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import Status, Submission, Verdict
-from leaderboard.submissions.selectors import run_queue_order, submission_queue_position
+from leaderboard.submissions.selectors import run_queue_order, submission_queue_position, submission_run_plan
 from leaderboard.submissions.worker_api import (
     _results_dir,
     run_results_waiting,
@@ -38,9 +41,9 @@ from leaderboard.submissions.worker_api import (
     worker_token_create,
 )
 from tests.builders.cast import Cast
-from tests.builders.runs import bundle
+from tests.builders.runs import bundle, gold_outputs, outcome
 from tests.builders.systems import system_phases
-from workers import compute_app, runner
+from workers import compute_app, control_runs, runner, tasks
 
 # --------------------------------------------------------------------------- real processes
 
@@ -289,3 +292,44 @@ def test_a_result_whose_scoring_message_was_lost_is_sent_again_and_leftovers_go(
     Submission.objects.filter(pk=submission.pk).update(status=Status.CANCELLED)
     assert run_results_waiting() == ([], [submission.pk])
     assert not folder.exists()
+
+
+class _ControlWorkerKilled(BaseException):
+    """Not an ``Exception``: nothing of the platform catches it, as nothing runs after a SIGKILL."""
+
+
+@pytest.mark.django_db
+def test_a_control_worker_killed_while_scoring_is_resumed_by_the_reaper_from_the_kept_result(
+    cast: Cast, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system_phases(cast)
+    submission = queued_system(cast)
+    token = worker_token_create(name="host-a")
+    ticket = claim(api(token))
+    by_slug = gold_outputs(submission_run_plan(submission=submission))
+    outputs = {ds.output_name: _file(ds.output_name, by_slug[ds.slug])
+               for ds in submission_run_plan(submission=submission).datasets}
+    handed = api(token).post(f"/internal/v1/runs/{submission.pk}/{ticket['attempt']}/outcome/",
+                             {"outcome": json.dumps(outcome_as_json(outcome())), **outputs})
+    assert handed.status_code == 202, handed.content
+
+    def killed(**_: Any) -> None:
+        raise _ControlWorkerKilled
+
+    with monkeypatch.context() as patched:  # the finish task dies half-way through the scoring
+        patched.setattr(evaluation, "scores_write", killed)
+        with pytest.raises(_ControlWorkerKilled):
+            tasks.finish_run(submission.pk)
+    sent: list[tuple[str, int]] = []
+    monkeypatch.setattr(control_runs, "send_task", lambda name, pk, **_: sent.append((name, pk)))
+    # The restarted control worker's reap at start-up: within the scoring's lease, it leaves the result.
+    assert control_runs.runs_reap().stopped == [] and sent == []
+    assert (_results_dir(submission.pk) / "outcome.json").is_file()
+    # Once the lease passed (simulated): the finish is sent again, the run is not re-queued.
+    Submission.objects.filter(pk=submission.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    assert control_runs.runs_reap().stopped == [] and sent == [(FINISH_RUN, submission.pk)]
+    tasks.finish_run(submission.pk)
+    tasks.finish_run(submission.pk)  # the first message, redelivered at last: nothing to do
+    submission.refresh_from_db()
+    assert submission.status == Status.FINISHED and submission.attempts == 1, submission.failure_reason
+    assert not _results_dir(submission.pk).exists()
