@@ -16,7 +16,9 @@ SHARED: dict[str, Any] = {
     "task_reject_on_worker_lost": True,
     "worker_prefetch_multiplier": 1,
     "task_ignore_result": True,
-    # Redis redelivers an unacknowledged message after this long; longer than any run.
+    # Redis redelivers an unacknowledged message after this long; longer than any run.  A finish
+    # whose control worker died waits here unread: the reaper resumes its scoring from the kept
+    # result within a minute, and the late delivery then finds nothing to do.
     "broker_transport_options": {"visibility_timeout": 6 * 3600},
     "worker_hijack_root_logger": False,
 }

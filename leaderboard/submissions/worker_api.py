@@ -298,18 +298,21 @@ def run_results_waiting(*, now: dt.datetime | None = None) -> tuple[list[int], l
             stored = json.loads((folder / "outcome.json").read_text(encoding="utf-8"))
             age = now.timestamp() - (folder / "outcome.json").stat().st_mtime
         except (OSError, ValueError):
+            if pk in current:
+                logger.warning("submission %s: its handed-back result cannot be read; dropped", pk)
             stale.append(pk)
             continue
         status, attempts, lease = current.get(pk, (None, None, None))
-        if attempts is None or attempts != stored.get("attempt") or age > settings.SCORING_LEASE_S:
+        if attempts is None or attempts != stored.get("attempt"):
+            stale.append(pk)
+        elif age > settings.SCORING_LEASE_S:
+            logger.warning("submission %s: its handed-back result waited %.0f s unscored; dropped", pk, age)
             stale.append(pk)
         elif status == Status.RUNNING and age > settings.REDISPATCH_AFTER_S:
             resend.append(pk)
         elif status == Status.SCORING and (lease is None or lease < now):
             resend.append(pk)
     for pk in stale:
-        if pk in current:
-            logger.warning("submission %s: its handed-back result is dropped (unreadable or too old)", pk)
         shutil.rmtree(folders[pk], ignore_errors=True)
     return resend, stale
 
