@@ -12,7 +12,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from leaderboard.accounts.models import ChallengeTeamRules, Membership, MembershipEvent, PendingConfirmation, Role, Team
+from leaderboard.accounts.models import (
+    ChallengeTeamRules,
+    Membership,
+    MembershipEvent,
+    PendingConfirmation,
+    Role,
+    Team,
+)
 from tests.builders.cast import Cast
 
 
