@@ -1,15 +1,16 @@
 #!/usr/bin/env python
 """Django's command-line utility for administrative tasks."""
 
-import os
 import sys
 
 from django.core.management import execute_from_command_line
 
+from leaderboard.settings.choice import settings_module_set
+
 
 def main() -> None:
     # Settings are read lazily, on first use: choosing them here is early enough.
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
+    settings_module_set()
     execute_from_command_line(sys.argv)
 
 

@@ -23,8 +23,18 @@ def _env_int(name: str, default: int) -> int:
     return int(os.environ.get(f"READERBOARD_WEB_{name}", default))
 
 
+def binds_parse(text: str) -> list[str]:
+    """READERBOARD_WEB_BIND as gunicorn's ``bind`` list: addresses separated by spaces or commas, each
+    ``HOST:PORT``, ``[IPv6]:PORT`` or ``unix:PATH`` (e.g. ``"0.0.0.0:8000 [::]:8000"``: IPv4 and IPv6)."""
+    binds = [part for part in text.replace(",", " ").split() if part]
+    if not binds:
+        raise SystemExit("readerboard: READERBOARD_WEB_BIND names no address: e.g. 0.0.0.0:8000 or "
+                         "\"127.0.0.1:8000 [::1]:8000\"")
+    return binds
+
+
 wsgi_app = "leaderboard.wsgi:application"
-bind = os.environ.get("READERBOARD_WEB_BIND", "0.0.0.0:8000")
+bind = binds_parse(os.environ.get("READERBOARD_WEB_BIND", "0.0.0.0:8000"))
 worker_class = "gthread"
 # Processes for CPU work (a page, the check of a 50 MiB prediction file holds the GIL for about a
 # second); threads for waiting on clients.

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The production web process: migrate the database, collect the static files, then gunicorn
 # (deploy/gunicorn.conf.py: threaded workers, timeouts for 2 GiB uploads) with WhiteNoise serving
-# /static/.  Settings: leaderboard.settings.prod, so READERBOARD_SECRET_KEY and READERBOARD_DATABASE_URL
-# must be set (README, "Production").  Runs in the foreground; SIGTERM stops it gracefully.
+# /static/.  Settings: leaderboard.settings.prod, so READERBOARD_SECRET_KEY, READERBOARD_DATABASE_URL
+# and the mail server must be set (README, "Production").  Runs in the foreground; SIGTERM stops it gracefully.
 #
-#   READERBOARD_WEB_BIND=0.0.0.0:8000   where gunicorn listens
+#   READERBOARD_WEB_BIND=0.0.0.0:8000   where gunicorn listens: one address or several, separated by spaces
+#                                       or commas ("0.0.0.0:8000 [::]:8000" for IPv4 and IPv6; unix:PATH)
 #   READERBOARD_MIGRATE=0               skip migrate (several web replicas: migrate once, before them)
 #   PYTHON=...                          the interpreter with the requirements (default: .venv/bin/python)
 set -euo pipefail

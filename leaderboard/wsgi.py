@@ -1,6 +1,6 @@
-import os
-
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
+from leaderboard.settings.choice import settings_module_set
+
+settings_module_set()
 application = get_wsgi_application()

@@ -5,12 +5,12 @@ Its broker settings are the compute workers' too (``workers.celery_settings``).
 
 from __future__ import annotations
 
-import os
-
 import django
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings.dev")
+from leaderboard.settings.choice import settings_module_set
+
+settings_module_set()
 django.setup()
 
 from django.conf import settings  # noqa: E402  (after django.setup())

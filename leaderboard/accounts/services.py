@@ -151,6 +151,14 @@ def _member_add(*, team: Team, user: User, by: User | None) -> Membership:
     return membership
 
 
+def team_member_add(*, team: Team, user: User) -> Membership:
+    """Add ``user`` to ``team`` on an operator's word (``manage.py team_create --member``): the same
+    checks as a join (a confirmed account, not in another team of the challenge, the size limit), with
+    no join code; the membership event has no ``by`` (nobody on the site did it)."""
+    with transaction.atomic():
+        return _member_add(team=team, user=user, by=None)
+
+
 def _require_owner(team: Team, user: User) -> None:
     if not Membership.objects.filter(team=team, user=user, role=Role.OWNER).exists():
         raise PermissionDenied("only the team's owner can do this")

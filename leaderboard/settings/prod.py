@@ -1,7 +1,8 @@
 """Production: gunicorn (deploy/serve.sh) with WhiteNoise for static files, Postgres, Redis, SMTP.
 
 Every value comes from the environment (README, "Production"); what production must not guess
-(the secret key, the database) stops the import with the variable to set.
+(the secret key, the database, where mail goes) stops the process with the variable to set, on one
+line (``choice.refuse``), before anything runs.
 """
 
 from pathlib import Path
@@ -18,12 +19,14 @@ from leaderboard.settings.base import (
     env_bool,
     env_int,
 )
+from leaderboard.settings.choice import refuse
 
 if env("SECRET_KEY", "") in {"", "dev-only-not-secret"}:
-    raise RuntimeError("READERBOARD_SECRET_KEY must be set in production")
+    refuse("READERBOARD_SECRET_KEY must be set in production: a long random string, e.g. "
+           "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'")
 if not DATABASE_URL:
     # Not the SQLite file under VAR_DIR by default: workers on other hosts would each get one of their own.
-    raise RuntimeError("READERBOARD_DATABASE_URL must be set in production: postgres://USER:PASSWORD@HOST:PORT/NAME")
+    refuse("READERBOARD_DATABASE_URL must be set in production: postgres://USER:PASSWORD@HOST:PORT/NAME")
 DEBUG = False
 # Each gunicorn thread keeps its connection this long between requests (0: a new one per request).
 DATABASES = {"default": {**DATABASES["default"], "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60)}}
@@ -35,9 +38,18 @@ _security = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware")
 MIDDLEWARE = [*MIDDLEWARE[: _security + 1], "whitenoise.middleware.WhiteNoiseMiddleware", *MIDDLEWARE[_security + 1 :]]
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}}
 if Path(PRIVATE_STORAGE_ROOT).resolve().is_relative_to(Path(STATIC_ROOT).resolve()):
-    raise RuntimeError("READERBOARD_PRIVATE_ROOT must not be inside READERBOARD_STATIC_ROOT: it would be served")
+    refuse("READERBOARD_PRIVATE_ROOT must not be inside READERBOARD_STATIC_ROOT: it would be served")
 
 # E-mail goes out by SMTP: READERBOARD_EMAIL_HOST, _PORT, _HOST_USER, _HOST_PASSWORD, _USE_TLS (base.py).
+# Where it goes must be said: sign-up confirmation links, password resets and the organizers' alerts
+# all travel by mail, and a new account cannot join a team until it opened its link, so a guessed
+# server (localhost:25, where most hosts run none) would leave the site unusable for new teams with
+# nothing but a log line to show.  An explicit READERBOARD_EMAIL_BACKEND (the console one, for a first
+# trial) is a choice too.
+if not (env("EMAIL_HOST", "") or env("EMAIL_BACKEND", "")):
+    refuse("READERBOARD_EMAIL_HOST must be set in production (the SMTP server; with _PORT, _HOST_USER, "
+           "_HOST_PASSWORD, _USE_TLS), or READERBOARD_EMAIL_BACKEND=django.core.mail.backends.console.EmailBackend "
+           "to print mails in the log instead")
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
 
 # Behind a proxy that terminates TLS and sets X-Forwarded-Proto (and strips it from clients' requests).

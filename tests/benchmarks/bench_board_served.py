@@ -158,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "DJANGO_SETTINGS_MODULE": "leaderboard.settings.prod",
         "READERBOARD_SECRET_KEY": "bench-only",
         "READERBOARD_DATABASE_URL": f"sqlite:///{db_path}",
+        "READERBOARD_EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
         "READERBOARD_VAR_DIR": str(var_dir / "var"),
         "READERBOARD_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
         "READERBOARD_WEB_BIND": f"127.0.0.1:{web_port}",

@@ -1,5 +1,6 @@
 """deploy/serve.sh for real: migrate, collectstatic and gunicorn serve the style sheet through
-WhiteNoise and a page read from this test's database, on a free loopback port, and stop on SIGTERM.
+WhiteNoise and a page read from this test's database, on two free loopback ports at once
+(READERBOARD_WEB_BIND takes several addresses), and stop on SIGTERM.
 The production settings themselves are in tests/leaderboard/test_production.py."""
 
 from __future__ import annotations
@@ -38,14 +39,15 @@ def _get(url: str) -> tuple[int, dict[str, str], bytes]:
 
 @pytest.mark.django_db(transaction=True)  # gunicorn's processes read what this test committed
 def test_serve_sh_runs_gunicorn_with_whitenoise_on_this_database(cast: Cast, tmp_path: Path) -> None:
-    port = _free_port()
+    port, second_port = _free_port(), _free_port()
     env = clean_env(
         tmp_path,
         READERBOARD_SECRET_KEY=SECRET,
         READERBOARD_DATABASE_URL=database_url(settings.DATABASES["default"]),
         READERBOARD_PRIVATE_ROOT=str(settings.PRIVATE_STORAGE_ROOT),
         READERBOARD_STATIC_ROOT=str(tmp_path / "static"),
-        READERBOARD_WEB_BIND=f"127.0.0.1:{port}",
+        READERBOARD_WEB_BIND=f"127.0.0.1:{port} 127.0.0.1:{second_port}",
+        READERBOARD_EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend",
         READERBOARD_WEB_WORKERS="2",
         READERBOARD_WEB_THREADS="2",
         PYTHON=sys.executable,
@@ -82,6 +84,10 @@ def test_serve_sh_runs_gunicorn_with_whitenoise_on_this_database(cast: Cast, tmp
         status, headers, hashed_css = _get(f"{base}/static/readerboard/site.{hashed}")
         assert status == 200 and hashed_css == css
         assert "max-age=315360000" in headers["Cache-Control"] and "immutable" in headers["Cache-Control"]
+
+        # The second address serves the same site.
+        status, _, second = _get(f"http://127.0.0.1:{second_port}/c/demo/")
+        assert status == 200 and "Demo MRQA" in second.decode()
 
         # A missing static file is a 404, and private storage is out of reach from /static/.
         assert _get(f"{base}/static/readerboard/no-such.css")[0] == 404
