@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from django.conf import settings
 
 from leaderboard.submissions.worker_api import worker_token_create
 from tests.builders.databases import database_url
+from tests.builders.netns import NetHost
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,17 +147,25 @@ class WebServer(Process):
     what compute workers reach through the internal API."""
 
     def __init__(self, broker_url: str, log: Path, *, extra_env: dict[str, str] | None = None,
-                 workers: int = 2, threads: int = 4) -> None:
+                 workers: int = 2, threads: int = 4, also_on: Sequence[str] = ()) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = test_process_env(broker_url, log, extra_env)
+        # ``also_on``: more addresses it listens on (the near end of each test host's link), each
+        # an allowed host name too, as an operator names the address compute hosts reach.
+        self.also_on = list(also_on)
+        allowed = {"READERBOARD_ALLOWED_HOSTS": ",".join(["localhost", "127.0.0.1", *self.also_on])} if also_on else {}
+        self.env = test_process_env(broker_url, log, {**allowed, **(extra_env or {})})
         self.log = log
         self.workers, self.threads = workers, threads
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def url_on(self, address: str) -> str:
+        return f"http://{address}:{self.port}"
+
     def start(self) -> None:
-        command = [sys.executable, "-m", "gunicorn", "leaderboard.wsgi:application", "--bind",
-                   f"127.0.0.1:{self.port}", "--workers", str(self.workers), "--threads", str(self.threads),
+        binds = [arg for address in ["127.0.0.1", *self.also_on] for arg in ("--bind", f"{address}:{self.port}")]
+        command = [sys.executable, "-m", "gunicorn", "leaderboard.wsgi:application", *binds,
+                   "--workers", str(self.workers), "--threads", str(self.threads),
                    "--timeout", "300", "--graceful-timeout", "5"]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT)
@@ -207,7 +217,7 @@ class ComputeWorker(Process):
 
     def __init__(self, api_url: str, token: str, work_dir: Path, log: Path, *,
                  queues: str = "cpu", name: str = "compute", hide: list[Path] | None = None,
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None, net_host: NetHost | None = None) -> None:
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
             "HOME": str(work_dir),
@@ -225,6 +235,9 @@ class ComputeWorker(Process):
         self.queues = queues
         self.name = name
         self.hide = hide if hide is not None else hidden_paths()
+        # A host of its own on the network (tests.builders.netns): the API at its link's near end is
+        # all it reaches.  None: this machine's network, loopback included.
+        self.net_host = net_host
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -240,6 +253,8 @@ class ComputeWorker(Process):
         ) + 'exec "$@"\n'
         command = ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c", script, "sh",
                    sys.executable, "-m", "workers.compute"]
+        if self.net_host is not None:
+            command = self.net_host.command(command)
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT)
 
