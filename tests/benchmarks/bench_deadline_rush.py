@@ -1,7 +1,7 @@
 """The last hours before a deadline: many teams upload at once, against the production server.
 
 ``python -m tests.benchmarks.bench_deadline_rush [--teams 100] [--uploads 500] [--systems 50]
-[--window 600] [--burst 20] [--postgres] [--json OUT]``
+[--window 600] [--burst 20] [--postgres] [--netns] [--json OUT]``
 
 Everything is real and runs as it would across hosts: gunicorn (2 processes x 4 threads) on the
 database (SQLite, or with ``--postgres`` a fresh database on the local cluster of deploy/postgres.sh),
@@ -61,6 +61,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--window", type=float, default=600.0, help="seconds over which the load arrives")
     parser.add_argument("--quota-per-day", type=int, default=25, help="room for the burst team's 20 systems")
     parser.add_argument("--postgres", action="store_true", help="a fresh database on deploy/postgres.sh's cluster")
+    parser.add_argument("--netns", action="store_true",
+                        help="each compute worker on a host of its own (a network namespace; needs root)")
     parser.add_argument("--seed", type=int, default=2019)
     parser.add_argument("--json", type=Path)
     return parser.parse_args(argv)
@@ -132,7 +134,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from leaderboard.accounts.services import api_token_create, team_create  # noqa: PLC0415 - after django.setup()
     from leaderboard.submissions.models import QuestionScores, Score, Status, Submission  # noqa: PLC0415 - after django.setup()
     from leaderboard.submissions.reload import challenge_load  # noqa: PLC0415 - after django.setup()
-    from tests.builders.processes import RedisServer, WebServer, Worker, compute_workers, shared_mount_release  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.worker_api import worker_token_create  # noqa: PLC0415 - after django.setup()
+    from tests.builders.netns import net_host_make, net_host_remove  # noqa: PLC0415 - beside the processes
+    from tests.builders.processes import (  # noqa: PLC0415 - after django.setup()
+        ComputeWorker,
+        RedisServer,
+        WebServer,
+        Worker,
+        compute_workers,
+        shared_mount,
+        shared_mount_release,
+    )
 
     call_command("migrate", verbosity=0)
     spec_path = tmp / "spec.yaml"
@@ -145,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tokens.append(api_token_create(user=user, name="rush")[1])
     bundle = io.BytesIO()
     with zipfile.ZipFile(bundle, "w") as archive:
-        archive.write(REPO / "tests" / "workers" / "systems" / "trivial" / "run.py", "run.py")
+        archive.write(REPO / "tests" / "sandbox" / "systems" / "trivial" / "run.py", "run.py")
     system_zip = bundle.getvalue()
     files = [predictions(rng) for _ in range(8)]  # varied scores; uploads pick one each
 
@@ -166,12 +178,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     redis = RedisServer(tmp)
     redis.start()
     compute_root = Path(tempfile.mkdtemp(prefix="bench-rush-compute-"))
-    web = WebServer(redis.url, tmp / "web.log", extra_env={"READERBOARD_LOG_LEVEL": "WARNING"})
+    hosts = [net_host_make(n) for n in (1, 2)] if args.netns else []
+    web = WebServer(redis.url, tmp / "web.log", extra_env={"READERBOARD_LOG_LEVEL": "WARNING"},
+                    also_on=[h.host_ip for h in hosts])
+    if hosts:
+        # Each compute worker reaches the internal API at its own link's near end, and nothing else.
+        shared_mount(compute_root)
+        computes = [ComputeWorker(web.url_on(h.host_ip), worker_token_create(name=f"rush-netns-{n}", queues=["cpu"]),
+                                  compute_root / f"w{n}", tmp / f"rush-netns-{n}.log", name=f"rush-netns-{n}",
+                                  net_host=h) for n, h in enumerate(hosts, start=1)]
+    else:
+        computes = compute_workers(web.url, compute_root, tmp, prefix="rush-compute")
     processes: list[Any] = [
         web,
         Worker(redis.url, tmp / "files.log", queues="celery"),
         Worker(redis.url, tmp / "control.log", queues="control", beat=True),
-        *compute_workers(web.url, compute_root, tmp, prefix="rush-compute"),
+        *computes,
     ]
     for process in processes:
         process.start()
@@ -246,6 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        if kind == "system" and team != 0 and rows[pk].started_at and began < burst_last_start]
         report = {
             "teams": args.teams, "window_s": args.window, "database": settings.DATABASES["default"]["ENGINE"],
+            "compute_hosts": "network namespaces" if hosts else "this machine's network",
             "sent": {k: sum(1 for v in sent.values() if v[2] == k) for k in ("predictions", "system")},
             "refused": dict(refused), "submitted_in_s": round(submitted_in, 1), "all_final_after_s": round(drained_in, 1),
             "not_final": not_final, "failed": failed, "exactly_once": exactly_once,
@@ -265,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for process in reversed(processes):
             process.stop()
         shared_mount_release(compute_root)
+        for host in hosts:
+            net_host_remove(host)
         shutil.rmtree(compute_root, ignore_errors=True)
         redis.stop()
         shutil.rmtree(tmp, ignore_errors=True)

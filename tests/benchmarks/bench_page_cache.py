@@ -41,7 +41,7 @@ from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, HiddenRuns, Limits
 from workers import runner
 
 REPO = Path(__file__).resolve().parents[2]
-PROBE = REPO / "tests" / "workers" / "channels" / "page_cache_probe.py"
+PROBE = REPO / "tests" / "sandbox" / "channels" / "page_cache_probe.py"
 BITS = 256
 # The platform instance the benchmark's runs belong to (workers.runner.LABEL_INSTANCE): its own.
 BENCH_INSTANCE = f"readerboard-bench{os.getpid()}"

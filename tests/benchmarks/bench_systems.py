@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     team = team_create(challenge=challenge, owner=user, name="Bench")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.write(REPO / "tests" / "workers" / "systems" / "trivial" / "run.py", "run.py")
+        archive.write(REPO / "tests" / "sandbox" / "systems" / "trivial" / "run.py", "run.py")
     bundle = buffer.getvalue()
 
     redis = RedisServer(tmp)
