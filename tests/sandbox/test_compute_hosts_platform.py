@@ -19,7 +19,7 @@ from django.conf import settings
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.console.selectors import queue_report
 from leaderboard.submissions.models import Status, Submission
-from tests.builders.systems import SYSTEMS, Platform, script_bundle
+from tests.builders.systems import SYSTEMS, Platform, our_containers, script_bundle, slow_bundle, wait_for
 
 
 def tcp_peers(pid: int) -> set[int]:
@@ -147,3 +147,37 @@ def test_the_compute_loop_survives_the_platform_down_and_claims_once_it_is_back(
     submission = platform.wait_final(pk, timeout=120)
     assert submission.status == Status.FINISHED, f"{submission.failure_reason}\n{platform.logs()}"
     assert submission.attempts == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sigterm_during_a_run_finishes_it_then_exits_and_a_second_signal_exits_at_once(
+    platform: Platform, engine: docker.DockerClient
+) -> None:
+    wait_ready(platform)
+    platform.compute[1].stop()  # one worker, so that it is the one running
+    worker = platform.compute[0]
+    first = platform.submit(slow_bundle(sleep_s=6))
+    wait_for(lambda: Submission.objects.get(pk=first).status == Status.RUNNING, 60, "the first run", platform)
+    second = platform.submit(run_bundle())
+    assert worker.proc is not None
+    worker.proc.send_signal(signal.SIGTERM)
+    assert worker.proc.wait(timeout=60) == 0, worker.log.read_text(errors="replace")[-3000:]
+    worker.proc = None
+    done = platform.wait_final(first, timeout=30)
+    assert (done.status, done.attempts) == (Status.FINISHED, 1), f"{done.failure_reason}\n{platform.logs()}"
+    assert Submission.objects.get(pk=second).status == Status.QUEUED  # not claimed once told to stop
+    # Started again, it takes the next run, and two signals in a row stop it mid-run at once, its
+    # container removed on the way out (the run is queued again when its lease lapses).
+    third = platform.submit(slow_bundle(sleep_s=30))
+    worker.start()
+    platform.wait_final(second, timeout=60)
+    wait_for(lambda: Submission.objects.get(pk=third).status == Status.RUNNING
+             and our_containers(engine, f"readerboard.submission={third}"), 60, "the third run", platform)
+    worker.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    stopping = time.monotonic()
+    worker.proc.send_signal(signal.SIGTERM)
+    assert worker.proc.wait(timeout=20) == 128 + signal.SIGTERM
+    assert time.monotonic() - stopping < 20
+    worker.proc = None
+    assert not list(our_containers(engine, f"readerboard.submission={third}"))
