@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import statistics
@@ -140,7 +141,8 @@ def claim_latency(runs: int, tmp: Path) -> dict[str, Any]:
                 latencies.append(started.started_at.timestamp() - committed)
             while Submission.objects.get(pk=submission.pk).status not in (Status.FINISHED, Status.FAILED):
                 time.sleep(0.05)
-            time.sleep(0.3)  # the worker is polling again
+            # At a random point of the worker's poll interval, as a team's upload would arrive.
+            time.sleep(random.uniform(0.3, 2.8))
     finally:
         for worker in reversed(workers):
             worker.stop()
