@@ -130,12 +130,14 @@ def test_a_queued_run_is_claimed_over_the_internal_api_with_no_message_in_redis(
     submission = platform.wait_final(pk, timeout=5)
     assert submission.status == Status.FINISHED, f"{submission.failure_reason}\n{platform.logs()}"
     assert submission.worker.startswith("test-compute-1/")
+    assert platform.web is not None
     assert peers == {platform.web.port}, peers  # never the broker (nor anything else)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_compute_loop_survives_the_platform_down_and_claims_once_it_is_back(platform: Platform) -> None:
     wait_ready(platform)
+    assert platform.web is not None
     platform.web.stop()
     pk = platform.submit(run_bundle())  # the test's own client: the web process is not needed for this
     time.sleep(6)
@@ -173,11 +175,13 @@ def test_sigterm_during_a_run_finishes_it_then_exits_and_a_second_signal_exits_a
     platform.wait_final(second, timeout=60)
     wait_for(lambda: Submission.objects.get(pk=third).status == Status.RUNNING
              and our_containers(engine, f"readerboard.submission={third}"), 60, "the third run", platform)
-    worker.proc.send_signal(signal.SIGTERM)
+    proc = worker.proc
+    assert proc is not None
+    proc.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     stopping = time.monotonic()
-    worker.proc.send_signal(signal.SIGTERM)
-    assert worker.proc.wait(timeout=20) == 128 + signal.SIGTERM
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 128 + signal.SIGTERM
     assert time.monotonic() - stopping < 20
     worker.proc = None
     assert not list(our_containers(engine, f"readerboard.submission={third}"))
