@@ -9,11 +9,11 @@
         finish again (worker_api.run_results_waiting)--> scoring, scored from the kept result
     running --submission_run_fail--> failed   (the system cannot run: the team's, counted, never retried)
     running | scoring --submission_run_platform_failure / submissions_reap (no result kept)--> _requeue_or_fail:
-        queued again, due after a back-off (its ``dispatched_at``, which the claim honours), or failed for good (the platform's,
-        not counted, the organizers alerted)
+        queued again, due after a back-off (its ``dispatched_at``, which the claim honours), or failed
+        for good (the platform's, not counted, the organizers alerted)
     scoring --scores.scores_write--> finished;  scoring --submission_fail--> failed
-    queued (lost message) --submissions_lost_in_queue--> sent again
-    queued (held for review) --submission_hold_release--> sent again
+    queued (a prediction file's lost message) --submissions_lost_in_queue--> sent again
+    queued (held for review) --submission_hold_release--> claimable again (a run has no message)
     submitted | queued | running (a system) --submission_cancel--> cancelled
     finished --submission_select--> finished, the team's selected row
     (a log on hidden data is released by the console's audited action: no status changes)
@@ -202,7 +202,7 @@ def _requeue_or_fail(
 ) -> Status | None:
     """Queue the run again while attempts remain, else fail it as the platform's fault and alert
     the organizers.  A re-queued run is due after ``run_retry_delay_s``: its ``dispatched_at`` is
-    then, so the lost-message check counts from when its (delayed) message is due.
+    then, and no claim takes it before (``selectors.run_queue_order``).
 
     The new status, or None when ``base`` (a conditional filter on the run's current
     state) no longer matches: someone else moved the run first.
