@@ -53,6 +53,10 @@ SERVE = env("SERVE", "all")
 if SERVE not in SERVE_CHOICES:
     raise ImproperlyConfigured(f"READERBOARD_SERVE must be one of {', '.join(SERVE_CHOICES)}, not {SERVE!r}")
 
+# A file the control worker and beat touch while their loops turn (workers/celery_app.py), for a
+# liveness probe that costs a stat, not a broker round trip (deploy/k8s/workers.yaml).  Empty: none.
+HEARTBEAT_FILE = env("HEARTBEAT_FILE", "")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
