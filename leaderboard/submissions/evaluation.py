@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -32,7 +31,6 @@ from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.board import board_changed_if_shown
 from leaderboard.submissions.lifecycle import (
     failure_traceback,
-    run_dispatch_again,
     submission_fail,
     submission_run_platform_failure,
 )
@@ -270,8 +268,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         # Its answers are to data the platform no longer scores: neither the team's fault nor a
         # result; it runs again on the new data (an attempt of the platform's, not counted).
         reason = f"the organizers replaced the data of {', '.join(gold.replaced)} while it ran"
-        if submission_run_platform_failure(submission_id, attempt=attempt, reason=reason):
-            transaction.on_commit(lambda: run_dispatch_again(submission_id))
+        submission_run_platform_failure(submission_id, attempt=attempt, reason=reason)  # queued again, due later
         return
     plan = submission_run_plan(submission=submission)
     peak_mib = None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20)

@@ -9,7 +9,7 @@
         finish again (worker_api.run_results_waiting)--> scoring, scored from the kept result
     running --submission_run_fail--> failed   (the system cannot run: the team's, counted, never retried)
     running | scoring --submission_run_platform_failure / submissions_reap (no result kept)--> _requeue_or_fail:
-        queued again after a back-off (run_dispatch_again), or failed for good (the platform's,
+        queued again, due after a back-off (its ``dispatched_at``, which the claim honours), or failed for good (the platform's,
         not counted, the organizers alerted)
     scoring --scores.scores_write--> finished;  scoring --submission_fail--> failed
     queued (lost message) --submissions_lost_in_queue--> sent again
@@ -43,13 +43,13 @@ from django.utils import timezone
 from leaderboard.accounts.models import Membership
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, RankingRule
-from leaderboard.challenges.selectors import challenge_run_queue, user_is_organizer
-from leaderboard.core.enqueue import RUN_SYSTEM, send_task
+from leaderboard.challenges.selectors import user_is_organizer
+from leaderboard.core.enqueue import TASK_QUEUES
 from leaderboard.core.errors import PermissionDenied, ServiceError
 from leaderboard.sandbox.contract import RunPlan
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.board import board_changed_if_shown, board_entry_refresh
-from leaderboard.submissions.intake import queue_for, task_for
+from leaderboard.submissions.intake import task_for
 from leaderboard.submissions.models import FAILURE_DETAIL_CHARS, FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import phase_gold_files, submissions_held_for_review, system_run_plan
 
@@ -222,14 +222,6 @@ def _requeue_or_fail(
     return None
 
 
-def run_dispatch_again(submission_id: int) -> None:
-    """Send a run the platform queued again (after its fault) to its queue, due after its back-off."""
-    submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
-    due = submission.dispatched_at
-    countdown = max(0.0, (due - timezone.now()).total_seconds()) if due is not None else 0.0
-    send_task(RUN_SYSTEM, submission_id, countdown=countdown, queue=challenge_run_queue(submission.phase.challenge))
-
-
 def submission_hold_release(*, submission: Submission, actor: User, reason: str) -> Submission:
     """An organizer lets a run held for review go (``selectors.submissions_held_for_review``): it
     takes its place in the queue again and is sent to the workers; recorded in the audit log."""
@@ -245,8 +237,7 @@ def submission_hold_release(*, submission: Submission, actor: User, reason: str)
         audit_record(challenge=challenge, actor=actor, action="submission.hold_release",
                      target=f"submission {submission.pk} ({submission.team.name}, {submission.phase.name})",
                      reason=reason, details={"submission_id": submission.pk, "team_id": submission.team_id})
-        # Its message was taken and dropped while it was held: a new one, once this commits.
-        transaction.on_commit(lambda: run_dispatch_again(submission.pk))
+        # Released, it is claimable at once: the next worker to ask takes it in its turn.
     submission.refresh_from_db()
     return submission
 
@@ -309,6 +300,8 @@ def submissions_lost_in_queue(*, queues: Collection[str], now: dt.datetime | Non
         .select_related("phase__challenge")
         .order_by("queued_at", "created_at", "pk")
     )
-    lost = [(s.pk, task_for(s), queue) for s in waiting if (queue := queue_for(s)) in queues]
+    # System runs have no message (their row is the queue): only other submissions' tasks are lost.
+    lost = [(s.pk, task, TASK_QUEUES[task]) for s in waiting
+            if (task := task_for(s)) is not None and TASK_QUEUES[task] in queues]
     Submission.objects.filter(pk__in=[pk for pk, _, _ in lost]).update(dispatched_at=now)
     return lost
