@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import URLPattern, URLResolver, path
 from drf_spectacular.views import SpectacularAPIView
 
 from leaderboard.accounts import apis as accounts_api
@@ -21,7 +21,7 @@ from leaderboard.submissions import views as submissions
 # The admin's login goes through the same failure throttle as the site's.
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
-site_urlpatterns = [
+site_urlpatterns: list[URLPattern | URLResolver] = [
     path("", challenges.home, name="home"),
     path("admin/", admin.site.urls),
     path("accounts/signup/", accounts.signup, name="signup"),
@@ -132,7 +132,7 @@ site_urlpatterns = [
 # Compute workers only (a worker token; see leaderboard/submissions/internal_views.py).  Which of the two
 # sets a process mounts is settings.SERVE: a deployment's public process mounts no /internal/ and its
 # internal process, on an address only compute hosts reach, nothing of the site (no login, no admin).
-internal_urlpatterns = [
+internal_urlpatterns: list[URLPattern | URLResolver] = [
     path("internal/v1/runs/claim/", internal.run_claim, name="internal-run-claim"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/inputs/<int:index>/", internal.run_input,
          name="internal-run-input"),
@@ -147,7 +147,7 @@ internal_urlpatterns = [
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/failure/", internal.run_failure,
          name="internal-run-failure"),
 ]
-health_urlpatterns = [path("healthz", core.health, name="health")]
+health_urlpatterns: list[URLPattern | URLResolver] = [path("healthz", core.health, name="health")]
 
 urlpatterns = health_urlpatterns
 if settings.SERVE in {"public", "all"}:

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from leaderboard.sandbox.contract import Limits
+
 REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy"
 K8S = sorted((DEPLOY / "k8s").glob("*.yaml"))
@@ -110,8 +112,6 @@ def test_every_container_requests_and_limits_cpu_and_memory() -> None:
 
 def test_compute_pods_request_what_a_run_may_use_beside_them() -> None:
     # A run's container is the node engine's, outside the pod's cgroup: the pod reserves its capacity.
-    from leaderboard.sandbox.contract import Limits
-
     run_limits = Limits()
     for _, pod in pods():
         if component(pod) in COMPUTE:
