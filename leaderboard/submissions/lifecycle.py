@@ -308,13 +308,15 @@ def submissions_reap(*, dead_workers: Iterable[str] = (), keep: Collection[int] 
         stale |= Q(worker__in=dead)
     reaped = Reaped()
     candidates = (Submission.objects.filter(stale, status__in=(Status.RUNNING, Status.SCORING))
-                  .exclude(pk__in=list(keep)).values_list("pk", "attempts", "status"))
-    for pk, attempts, status in candidates:
+                  .exclude(pk__in=list(keep)).values_list("pk", "attempts", "status", "worker"))
+    for pk, attempts, status, worker in candidates:
+        how = ("its worker was found dead (a worker restarted on its host)" if worker in dead
+               else "its lease expired: no heartbeat from its worker")
         outcome = _requeue_or_fail(
             Submission.objects.filter(pk=pk, status=status, attempts=attempts), submission_id=pk, attempts=attempts,
             now=now, failure_reason=(f"the worker running this submission stopped {attempts} times; "
                             "it does not count against your quota"),
-            end=AttemptEnd.LOST, end_reason=f"{status}: lease expired or its worker was found dead",
+            end=AttemptEnd.LOST, end_reason=f"lost while {status}: {how}",
         )
         if outcome == Status.QUEUED:
             reaped.requeued.append(pk)

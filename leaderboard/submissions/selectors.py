@@ -619,7 +619,7 @@ class AttemptRow:
 
     number: int
     end: str  # AttemptEnd's label ("running" while it is open)
-    verdict: str
+    verdict: str  # the Verdict code ("" while it runs)
     claimed_at: dt.datetime | None
     ended_at: dt.datetime | None
     exit: str
@@ -631,6 +631,10 @@ class AttemptRow:
     host: str = ""
     detail: str = ""
     log_recorded: bool = False
+
+    @property
+    def verdict_label(self) -> str:
+        return Verdict(self.verdict).label if self.verdict else ""
 
 
 def run_attempts_of(*, submission: Submission, is_organizer: bool) -> tuple[AttemptRow, ...]:

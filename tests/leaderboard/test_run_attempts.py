@@ -103,7 +103,7 @@ def test_a_late_finish_of_a_reaped_attempt_changes_neither_record(queued: Submis
     submission_run_claim(queued.pk, worker="tok/h2:2")
     submission_run_finish(queued.pk, attempt=1, outcome=outcome(exit_code=9))  # the old worker, late
     first, second = attempts(queued)
-    assert first.end == AttemptEnd.LOST and first.exit_code is None
+    assert first.end == AttemptEnd.LOST and first.exit_code is None and "found dead" in first.reason
     assert second.end == AttemptEnd.RUNNING and second.ended_at is None
 
 
