@@ -12,6 +12,7 @@ import re
 
 import pytest
 from django.apps import apps
+from django.core import mail
 from django.utils import timezone
 
 from leaderboard.submissions.attempts import run_attempt_record
@@ -70,7 +71,8 @@ def test_a_lost_lease_and_a_second_claim_that_is_scored_give_two_records(queued:
     assert (second.exit_code, second.run_seconds, second.log_recorded) == (0, 1.5, True)
 
 
-def test_a_platform_failure_ends_its_attempt_with_its_reason_and_traceback(queued: Submission) -> None:
+def test_a_platform_failure_ends_its_attempt_with_its_reason_and_traceback(queued: Submission, settings) -> None:
+    settings.ADMINS = [("ops", "ops@example.org")]
     submission_run_claim(queued.pk, worker="tok/h1:1")
     assert submission_run_platform_failure(queued.pk, attempt=1, reason="engine unreachable",
                                            detail="Traceback: ConnectionRefusedError")
@@ -80,6 +82,10 @@ def test_a_platform_failure_ends_its_attempt_with_its_reason_and_traceback(queue
     assert (first.end, first.verdict, first.reason) == (AttemptEnd.PLATFORM, Verdict.PLATFORM, "engine unreachable")
     assert "ConnectionRefusedError" in first.detail
     assert (second.end, second.reason, second.host) == (AttemptEnd.PLATFORM, "disk full", "h2")
+    # The organizers' alert lists each attempt from its record.
+    (alert,) = mail.outbox
+    assert "1. stopped by the platform on tok/h1:1" in alert.body and ": engine unreachable" in alert.body
+    assert "2. stopped by the platform on tok/h2:2" in alert.body
 
 
 def test_the_teams_own_failure_and_a_cancel_end_their_attempts(cast: Cast, queued: Submission) -> None:
