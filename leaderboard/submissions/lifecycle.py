@@ -105,7 +105,9 @@ def submission_cancel(*, submission: Submission, user: User) -> Submission:
             pk=submission.pk,
         ).update(status=Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None)
         if changed:  # a running attempt ends here (a queued one has no open record: no-op)
-            run_attempt_end(submission_id=submission.pk, number=submission.attempts, end=AttemptEnd.CANCELLED,
+            # The attempt as it is now, not as the caller read it: a re-claim may have moved it on.
+            attempt = Submission.objects.filter(pk=submission.pk).values_list("attempts", flat=True).get()
+            run_attempt_end(submission_id=submission.pk, number=attempt, end=AttemptEnd.CANCELLED,
                             reason=f"cancelled by {user.username}")
     if not changed:
         raise ServiceError("only a submission that is waiting, or a system that is running, can be cancelled")
