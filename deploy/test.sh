@@ -5,6 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
+# The test-only requirements (the manifest validators), on top of setup.sh's, once per change of the file.
+stamp=.venv/.requirements-dev.sha256
+want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  .venv/bin/pip install -q -r requirements-dev.txt
+  echo "$want" > "$stamp"
+fi
 
 echo "== mypy --strict scoring, the run contract (leaderboard/sandbox) and the compute worker"
 .venv/bin/mypy --strict scoring

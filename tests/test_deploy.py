@@ -197,7 +197,7 @@ def test_gunicorn_is_threaded_and_waits_for_uploads_in_flight_as_long_as_the_dea
     assert conf["control_socket_disable"] is True
     # Who stops the server waits as long as gunicorn does.
     assert compose()["services"]["web"]["stop_grace_period"] == f"{conf['graceful_timeout'] // 60}m"
-    web = next(pod for doc, pod in k8s_pods() if doc["metadata"]["name"] == "web")
+    web = next(pod for doc, pod in k8s_pods() if doc["metadata"].get("name") == "web")
     assert web["spec"]["terminationGracePeriodSeconds"] > conf["graceful_timeout"]
 
 
@@ -211,8 +211,8 @@ def test_compose_has_the_seven_services_and_runs_the_platform_image_as_the_scrip
         assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "images" / "platform" / "Dockerfile"
     assert services["web"]["command"] == SERVE and services["web-internal"]["command"] == SERVE
     # The public port serves no /internal/; the internal API's process publishes no port (issue 22).
-    assert services["web"]["environment"]["READERBOARD_INTERNAL_API"] == "0"
-    assert services["web-internal"]["environment"]["READERBOARD_INTERNAL_API"] == "1"
+    assert services["web"]["environment"]["READERBOARD_SERVE"] == "public"
+    assert services["web-internal"]["environment"]["READERBOARD_SERVE"] == "internal"
     assert "ports" not in services["web-internal"]
     assert services["web-internal"]["environment"]["READERBOARD_MIGRATE"] == "0"
     assert worker_queues(services["control-worker"]["command"]) == (CONTROL_APP, CONTROL_QUEUES, False)
@@ -266,9 +266,10 @@ def test_compose_volumes_are_declared() -> None:
 def test_k8s_manifests_are_well_formed_and_their_references_resolve() -> None:
     docs = k8s_documents()
     assert {doc["kind"] for doc in docs} == {"ConfigMap", "PersistentVolumeClaim", "Service", "StatefulSet",
-                                             "Deployment", "Job"}
+                                             "Deployment", "Job", "NetworkPolicy"}
     for doc in docs:
-        assert doc["apiVersion"] and doc["metadata"]["name"], doc["_file"]
+        # The migrate Job has a generated name (a new one per release: tests/test_manifests.py).
+        assert doc["apiVersion"] and (doc["metadata"].get("name") or doc["metadata"]["generateName"]), doc["_file"]
     config_maps = {doc["metadata"]["name"]: doc["data"] for doc in docs if doc["kind"] == "ConfigMap"}
     claims = {doc["metadata"]["name"] for doc in docs if doc["kind"] == "PersistentVolumeClaim"}
     secrets = k8s_secrets()
@@ -312,9 +313,9 @@ def test_k8s_runs_the_platform_image_with_the_commands_of_compose() -> None:
     assert containers["migrate"]["command"][1:4] == ["manage.py", "migrate", "--noinput"]
     # Web replicas do not migrate at once: the Job does it, serve.sh is told not to.
     web_env = {var["name"]: var.get("value") for var in containers["web"]["env"]}
-    assert web_env["READERBOARD_MIGRATE"] == "0" and web_env["READERBOARD_INTERNAL_API"] == "0"
+    assert web_env["READERBOARD_MIGRATE"] == "0" and web_env["READERBOARD_SERVE"] == "public"
     internal_env = {var["name"]: var.get("value") for var in containers["web-internal"]["env"]}
-    assert internal_env["READERBOARD_MIGRATE"] == "0" and internal_env["READERBOARD_INTERNAL_API"] == "1"
+    assert internal_env["READERBOARD_MIGRATE"] == "0" and internal_env["READERBOARD_SERVE"] == "internal"
     assert 'if [ "${READERBOARD_MIGRATE:-1}" = "1" ]' in (DEPLOY / "serve.sh").read_text()
     assert containers["redis"]["image"] == services["redis"]["image"]
     assert containers["postgres"]["image"] == services["postgres"]["image"]

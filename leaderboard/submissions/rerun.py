@@ -25,6 +25,7 @@ from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, SubmissionKind
 from leaderboard.challenges.selectors import user_is_organizer
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
+from leaderboard.submissions.attempts import run_attempts_archive
 from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.intake import submission_task_enqueue
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission, Verdict
@@ -125,6 +126,7 @@ def _requeued(current: Submission, *, reason: str) -> ScoreHistory | None:
     if moved != 1:
         transaction.set_rollback(True)
         return None
+    run_attempts_archive(submission_id=current.pk, history=history)
     Score.objects.filter(submission=current).delete()
     QuestionScores.objects.filter(submission=current).delete()
     board_entry_refresh(team=current.team, phase=current.phase)
