@@ -223,9 +223,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             pk = int(response.json()["id"])
             time.sleep(5)
             redis.start()
-            back = wait(lambda: row(pk).is_final, 600, "the prediction file's score")
+            restarted = []
+
+            def supervised() -> bool:
+                # As systemd (Restart=always), compose (restart: unless-stopped) or Kubernetes would: a
+                # Celery worker that held a message when the broker vanished may exit (kombu's
+                # "Unrecoverable error"), and is started again.
+                for worker in (files, control):
+                    if worker.proc is not None and worker.proc.poll() is not None:
+                        restarted.append(worker.log.stem)
+                        worker.proc = None
+                        worker.start()
+                return row(pk).is_final
+
+            back = wait(supervised, 600, "the prediction file's score")
             report["broker-restart"] = {"restart_to_score_s": round(back, 1), "status": row(pk).status,
-                                        "scored_once": scored_once(pk)}
+                                        "scored_once": scored_once(pk), "workers_restarted": restarted}
             print(json.dumps({"broker-restart": report["broker-restart"]}), flush=True)
         if "control-down" in wanted:
             pk = submit_system(5)
