@@ -219,13 +219,15 @@ def _local_refusal() -> Callable[[str], str | None] | None:
     return rule
 
 
-def converse_local(command: Sequence[str], sessions: Sequence[Session], *, turn_limit_s: float,
+def converse_local(command: Sequence[str], sessions: Sequence[Session], *, mode: Mode, turn_limit_s: float,
                    time_limit_s: float) -> Played:
     """One mode's run of a local process, as the platform runs a container: a fresh process per mode,
     its stdin closed after the last answer (its cue to exit), anything more on stdout a verdict."""
     started = time.monotonic()
     try:
-        process = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # The environment the platform gives each mode's container.
+        env = {**os.environ, "READERBOARD_PROTOCOL": "interactive", "READERBOARD_MODE": mode.value}
+        process = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     except OSError as exc:
         return Played(verdict="not_started", reason=f"the system could not be started: {exc.strerror or exc}")
     channel = ProcessChannel(process)
@@ -258,7 +260,8 @@ def _score(fmt: str, gold_path: str, sessions: Sequence[Session], min_f1: float)
 
 
 def run(args: argparse.Namespace) -> EvalResult:
-    command = shlex.split(args.system)
+    # Variables expanded as a shell would ($PWD in a docker run line), then no shell: the command as given.
+    command = [os.path.expandvars(part) for part in shlex.split(args.system)]
     if not command:
         raise InputFormatError("--system needs a command, e.g. --system \"python run.py\"")
     dialogs = dialogs_of_file(args.format, args.dialogs, gold=True)
@@ -270,7 +273,7 @@ def run(args: argparse.Namespace) -> EvalResult:
     for n, mode in enumerate(Mode(m) for m in args.mode):
         source = DialogGold(dialogs, mode)
         sessions = [Session(d, mode, source, i) for i, d in enumerate(dialogs)]
-        played = converse_local(command, sessions, turn_limit_s=args.turn_limit, time_limit_s=args.time_limit)
+        played = converse_local(command, sessions, mode=mode, turn_limit_s=args.turn_limit, time_limit_s=args.time_limit)
         scored = _score(args.format, args.dialogs, sessions, args.min_f1)
         # CoQA's scorer reports by bucket; the board's F1 is its "overall" one.
         f1[mode.value] = float((scored.metrics["overall"] if args.format == "coqa" else scored.metrics)["f1"])
@@ -304,7 +307,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--system", required=True, metavar="COMMAND", help='how to start the system: "python run.py"')
     parser.add_argument("--dialogs", required=True, metavar="GOLD.json", help="a dev gold file (QuAC or CoQA JSON)")
     parser.add_argument("--format", choices=("quac", "coqa"), required=True)
-    parser.add_argument("--mode", action="append", choices=[m.value for m in Mode if m != Mode.SINGLE],
+    parser.add_argument("--mode", action="append", choices=[m.value for m in Mode],
                         help="a mode to play (repeatable, in the phase's order; default: gold then own)")
     parser.add_argument("--turn-limit", type=float, default=TURN_LIMIT_S, metavar="S",
                         help=f"seconds per answer (the platform's default: {TURN_LIMIT_S:g})")

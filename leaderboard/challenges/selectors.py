@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
+from django.utils.text import slugify
 
 from leaderboard.challenges.disclosure import Average, averages_to_publish
 from leaderboard.challenges.models import (
@@ -31,6 +32,7 @@ from leaderboard.challenges.models import (
     Split,
     TeamPhaseOverride,
 )
+from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import Suite
 from leaderboard.core.enqueue import RUN_SYSTEM, TASK_QUEUES
 from leaderboard.core.errors import NotFound
@@ -80,6 +82,23 @@ def dataset_label(dataset: Dataset, *, reveal_sealed: bool) -> str:
     if dataset.is_sealed and not reveal_sealed:
         return dataset.sealed_alias or "Hidden"
     return dataset.name
+
+
+def dataset_run_key(dataset: Dataset) -> str:
+    """The name a system run gives a dataset's files (``/input/<key><suffix>``, ``/output/<key>.json``)
+    and a prediction upload's member for it: the run plan, the pages' examples and the starting
+    kit all call this one function, so that what a participant reads is what a run writes."""
+    return slugify(dataset_label(dataset, reveal_sealed=False)) or f"dataset-{dataset.pk}"
+
+
+def sealed_input_example(*, challenge: Challenge) -> str:
+    """A sealed dataset's input file name as a run reads it (``hidden-128898.jsonl.gz``), for the
+    contract's example; "" when the challenge has none.  The alias is public: boards show it."""
+    sealed = [ds for ds in challenge.datasets.all() if ds.is_sealed]
+    if not sealed:
+        return ""
+    first = datasets_public_order(sealed)[0]
+    return dataset_run_key(first) + suite_for(challenge).gold_suffix
 
 
 def datasets_ordered(datasets: Iterable[Dataset], *, reveal_sealed: bool) -> list[Dataset]:

@@ -21,6 +21,7 @@ from leaderboard.challenges.selectors import (
     datasets_public_order,
     interactive_phases,
     phase_status,
+    sealed_input_example,
     storage_budget_bytes,
     team_extension_open,
 )
@@ -70,6 +71,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
         "interactive": interactive_phases(phases),
         "batch": batch_system_phases(phases),
+        "sealed_input_example": sealed_input_example(challenge=challenge),
             "storage_budget": size_text(storage_budget_bytes(challenge=challenge)),
         },
     )

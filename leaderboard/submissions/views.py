@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_members_at, team_of_user
 from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.selectors import batch_system_phases, interactive_phases
+from leaderboard.challenges.selectors import batch_system_phases, interactive_phases, sealed_input_example
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
 from leaderboard.core.signed_in import authenticated_user
@@ -104,6 +104,7 @@ def _upload_page(
         "system": SystemSettings.from_json(challenge.system_settings),
         "interactive": interactive_phases(phases),
         "batch": batch_system_phases(phases),
+        "sealed_input_example": sealed_input_example(challenge=challenge),
     }
     return render(request, template, context, status=status)
 
