@@ -91,6 +91,12 @@ def dataset_run_key(dataset: Dataset) -> str:
     return slugify(dataset_label(dataset, reveal_sealed=False)) or f"dataset-{dataset.pk}"
 
 
+def dataset_upload_names(dataset: Dataset) -> tuple[str, ...]:
+    """What a prediction upload may call a dataset besides its slug: its name, and the name a system
+    run gives its output (``dataset_run_key``, which the starting kit's manifests use)."""
+    return (dataset.name, dataset_run_key(dataset))
+
+
 def sealed_input_example(*, challenge: Challenge) -> str:
     """A sealed dataset's input file name as a run reads it (``hidden-128898.jsonl.gz``), for the
     contract's example; "" when the challenge has none.  The alias is public: boards show it."""

@@ -412,9 +412,10 @@ def _write_kit(plan: KitPlan, target: Path) -> None:
     root = f"{plan.slug}-starting-kit/"
     members: list[tuple[str, bytes | Path, bool]] = [
         ("README.md", readme_text(plan).encode("utf-8"), False),
-        ("docker/Dockerfile", BASE_DOCKERFILE, False),
         ("requirements.txt", _requirements(), False),
     ]
+    if plan.batch_phases or plan.interactive:
+        members.append(("docker/Dockerfile", BASE_DOCKERFILE, False))
     if plan.takes_files:
         members.append(("system/run.py", BASELINE, True))
         members.append(("dev/manifest.json", _json(plan.manifest([

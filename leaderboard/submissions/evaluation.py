@@ -22,7 +22,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile, SubmissionKind
-from leaderboard.challenges.selectors import phase_prediction_targets
+from leaderboard.challenges.selectors import dataset_upload_names, phase_prediction_targets
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import DatasetResult, Suite
 from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
@@ -228,7 +228,7 @@ def submission_evaluate(submission_id: int) -> None:
             per_dataset = parse_upload(
                 raw,
                 filename=name,
-                targets=[DatasetTarget(ds.slug, (ds.name,), f.qids) for ds, f in targets],
+                targets=[DatasetTarget(ds.slug, dataset_upload_names(ds), f.qids) for ds, f in targets],
                 max_expanded_bytes=settings.MAX_PREDICTION_ARCHIVE_BYTES,
             )
             # Checked at the upload already; again here, as the answers are read again from the

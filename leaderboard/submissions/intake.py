@@ -26,7 +26,11 @@ from leaderboard.accounts.models import Membership, Team
 from leaderboard.accounts.selectors import user_take_part_check
 from leaderboard.accounts.services import baseline_team_get_or_create
 from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
-from leaderboard.challenges.selectors import challenge_run_queue, dataset_run_key, phase_prediction_targets
+from leaderboard.challenges.selectors import (
+    challenge_run_queue,
+    dataset_upload_names,
+    phase_prediction_targets,
+)
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.enqueue import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
@@ -104,8 +108,7 @@ def submission_create_predictions(
     targets = phase_prediction_targets(phase=phase)
     if not targets:
         raise ServiceError("this phase has no dataset with gold answers yet; ask the organizers")
-    # A member may be named as a system run names its output (the kit's manifests do), too.
-    dataset_targets = [DatasetTarget(ds.slug, (ds.name, dataset_run_key(ds)), f.qids) for ds, f in targets]
+    dataset_targets = [DatasetTarget(ds.slug, dataset_upload_names(ds), f.qids) for ds, f in targets]
     per_dataset = parse_upload(
         raw,
         filename=name,

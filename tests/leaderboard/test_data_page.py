@@ -499,7 +499,8 @@ def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, dja
     [local] = results
     assert "--alpha 1.0 --beta 1.0 --lic2019-guards" in local["line"]
 
-    predictions = (base / "out" / "search.json").read_bytes()
+    # Named as a platform run names it (challenges.selectors.dataset_run_key), not by the slug.
+    predictions = (base / "out" / "dureader-search.json").read_bytes()
     submission = submitted_to_dev(challenge, team, alice, predictions, django_capture_on_commit_callbacks)
     scores = {s.metric: s.value for s in Score.objects.filter(submission=submission, dataset__slug="search")}
     assert 0 < scores["rouge_l"] < 100
