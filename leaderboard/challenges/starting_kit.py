@@ -155,6 +155,8 @@ class BuiltKit:
     filename: str
     size_bytes: int
     sha256: str
+    summary: str = ""  # what it holds, in a few words (the Data page's row)
+    description: str = ""  # what it holds, in a sentence (the Data page's paragraph)
 
 
 @dataclass(frozen=True)
@@ -327,6 +329,33 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
     )
 
 
+def kit_summary(plan: KitPlan) -> tuple[str, str]:
+    """What this kit holds, as the Data page says it: a few words, and a sentence (HTML-free)."""
+    parts, words = ["the contract with this challenge's limits"], ["contract and limits"]
+    if plan.takes_files:
+        parts.append("the baseline system and a manifest over the dev files"
+                     + (", a sample input" if plan.sample_name else ""))
+        words.append("baseline system")
+    if plan.batch_phases:
+        parts.append("the baseline as a code bundle for " + ", ".join(name for _, name in plan.batch_phases))
+        words.append("batch bundle")
+    if plan.interactive:
+        parts.append("the conversational baseline as an interactive bundle for "
+                     + ", ".join(name for name, _ in plan.interactive)
+                     + ", practice dialogs and the turn-by-turn harness (python -m scoring converse)")
+        words.append("interactive bundle, turn-by-turn harness")
+    if plan.test_files:
+        parts.append(f"the steps and manifest for the {plan.test_phase} phase's prediction files")
+        words.append("test phase steps")
+    if plan.batch_phases or plan.interactive:
+        parts.append("the base image's Dockerfile and the docker run line of the platform")
+        words.append("Dockerfile")
+    parts.append("the scoring library"
+                 + (" and the exact python -m scoring commands that reproduce the dev scores" if plan.dev_files else ""))
+    words.append("local scoring")
+    return ", ".join(words), "One zip built from this challenge: " + "; ".join(parts) + "."
+
+
 def _info(name: str, *, executable: bool = False) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
     info.compress_type = zipfile.ZIP_DEFLATED
@@ -490,5 +519,6 @@ def starting_kit_build(*, challenge: Challenge) -> BuiltKit:
         _prune(cache_dir, keep=path)
     fingerprint = file_fingerprint(str(path))
     assert fingerprint is not None, path
+    summary, description = kit_summary(plan)
     return BuiltKit(path=path, filename=f"{challenge.slug}-starting-kit.zip", size_bytes=fingerprint[0],
-                    sha256=fingerprint[1])
+                    sha256=fingerprint[1], summary=summary, description=description)
