@@ -98,7 +98,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             needs = f"needs the {missing[module]} package: {INSTALL_HINT}"
             stub = sub.add_parser(command_name, help=f"({needs})", add_help=False)
             stub.add_argument("rest", nargs=argparse.REMAINDER)
-            stub.set_defaults(run=None, missing=f"python -m scoring {command_name} {needs}")
+            stub.set_defaults(run=None, needs_package=f"python -m scoring {command_name} {needs}")
     return parser
 
 
@@ -126,8 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = sys.argv[1:]
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    if getattr(args, "missing", None):
-        print(f"error: {args.missing}", file=sys.stderr)
+    if getattr(args, "needs_package", None):
+        print(f"error: {args.needs_package}", file=sys.stderr)
         return EXIT_INPUT_ERROR
     try:
         result: EvalResult = args.run(args)
