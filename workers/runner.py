@@ -42,7 +42,16 @@ import docker.types
 import requests.exceptions
 
 from leaderboard.sandbox.archives import ArchiveError, image_archive_inspect, image_archive_untagged
-from leaderboard.sandbox.contract import HiddenRuns, Limits, RunNote, RunOutcome, log_clean
+from leaderboard.sandbox.contract import (
+    HiddenRuns,
+    Limits,
+    RunEnd,
+    RunnerKill,
+    RunNote,
+    RunOutcome,
+    log_clean,
+    run_end_classify,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -665,7 +674,9 @@ def run_container(
     """
     outcome = RunOutcome(exit_code=None, timed_out=False, oom_killed=False, output_too_large=False,
                          duration_s=0.0, logs="", runtime=spec.runtime or "runc")
-    aborted = False
+    # The runner's own kill, if it made one: the evidence that a kill was the platform's rule
+    # applied (run_end_classify); a kill it did not make is someone else's.
+    killed: RunnerKill | None = None
     limit_bytes = spec.limits.output_mb * 1024 * 1024
     try:
         container = client.containers.create(**_create_kwargs(spec))
@@ -684,6 +695,7 @@ def run_container(
     capture = LogCapture(spec.limits.log_bytes)
     try:
         if not heartbeat():  # cancelled (or taken over) while the run was being prepared: start nothing
+            outcome.end = RunEnd.ABORTED
             return outcome, True
         log_finish = _log_follow(client, container.id, capture)
         try:
@@ -698,6 +710,7 @@ def run_container(
             outcome.exit_code = 127
             outcome.not_started = _start_refusal(str(exc.explanation or exc))
             outcome.notes.append(RunNote(outcome.not_started))
+            outcome.end = RunEnd.NOT_STARTED
             return outcome, False
         started = time.monotonic()
         # The engine removes the cgroup with the container, so its high-water mark is read
@@ -715,15 +728,15 @@ def run_container(
                 pass
             now = time.monotonic()
             if now >= deadline:
-                outcome.timed_out = True
+                outcome.timed_out, killed = True, RunnerKill.TIME_LIMIT
                 break
             if not output_capped and directory_bytes(spec.output_dir) > limit_bytes:
-                outcome.output_too_large = True
+                outcome.output_too_large, killed = True, RunnerKill.OUTPUT_LIMIT
                 break
             if now >= next_beat:
                 next_beat = now + heartbeat_every
                 if not heartbeat():
-                    aborted = True
+                    killed = RunnerKill.ABORT
                     break
         outcome.duration_s = time.monotonic() - started
         outcome.peak_memory_bytes = _read_peak(peak_file) or outcome.peak_memory_bytes
@@ -743,7 +756,11 @@ def run_container(
             directory_bytes(spec.output_dir) > limit_bytes or (output_capped and _filled(spec.output_dir))
         ):
             outcome.output_too_large = True
-        return outcome, aborted
+        outcome.end = run_end_classify(runner_killed=killed, oom_killed=outcome.oom_killed,
+                                       exit_code=outcome.exit_code, output_too_large=outcome.output_too_large,
+                                       peak_memory_bytes=outcome.peak_memory_bytes,
+                                       memory_limit_mb=spec.limits.memory_mb)
+        return outcome, killed is RunnerKill.ABORT
     except docker.errors.APIError as exc:
         raise PlatformError(f"the engine failed during the run: {exc.explanation or exc}") from None
     finally:
