@@ -321,6 +321,7 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
             gpus=ticket.gpus,
             labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt),
                     LABEL_WORKER: worker_name(), runner.LABEL_INSTANCE: config.instance},
+            deadline_helper=runner.deadline_helper_install(config.work_dir),
         )
         if ticket.protocol is not None:
             return _converse_run(transport, ticket, config, client, input_dir, spec)
