@@ -33,7 +33,13 @@ from celery.signals import worker_ready
 from leaderboard.sandbox.contract import HiddenRuns
 from workers.celery_settings import SHARED
 from workers.internal_api import HttpTransport
-from workers.run_system import ComputeConfig, leftovers_remove, run_ticket, worker_name
+from workers.run_system import (
+    ComputeConfig,
+    leftovers_remove,
+    leftovers_sweeper_start,
+    run_ticket,
+    worker_name,
+)
 from workers.runner import PlatformError
 
 logger = logging.getLogger(__name__)
@@ -99,5 +105,7 @@ def _on_start(**_: Any) -> None:
     try:
         config().work_dir.mkdir(parents=True, exist_ok=True)
         leftovers_remove(config(), starting=True)
+        # And every minute while it lives: a dead sibling's leftovers (another pod's) go while this idles.
+        leftovers_sweeper_start(config())
     except Exception:
         logger.exception("clean-up at start-up failed")
