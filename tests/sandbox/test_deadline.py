@@ -8,6 +8,7 @@ that each can be given a host name of its own and be killed at a chosen moment.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -123,8 +124,7 @@ def test_a_system_that_never_stops_ends_at_its_limit_with_its_worker_killed(
     state = container.attrs["State"]
     assert state["Status"] == "exited" and state["ExitCode"] == 137, state
 
-    def stamp(value: str) -> float:
-        import datetime as dt
+    def stamp(value: str) -> float:  # the engine's RFC 3339 with nanoseconds, to microseconds
         return dt.datetime.fromisoformat(value[:26].rstrip("Z") + "+00:00").timestamp()
 
     ran = stamp(state["FinishedAt"]) - stamp(state["StartedAt"])
