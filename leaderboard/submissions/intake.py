@@ -62,10 +62,6 @@ def submission_check_can_submit(
     if not Membership.objects.filter(team=team, user=user).exists():
         raise PermissionDenied("only members of the team can submit for it")
     user_take_part_check(user=user, team=team)  # the one rule of who may take part (confirmed, approved)
-    # What a phase takes never changes with the clock: said before any deadline.
-    refusal = phase_refusal(phase, kind)
-    if refusal:
-        raise ServiceError(refusal)
     started = now or timezone.now()
     if started < phase.opens_at:
         raise ServiceError(f"the phase {phase.name!r} opens at {phase.opens_at:%Y-%m-%d %H:%M} UTC")
@@ -81,6 +77,9 @@ def submission_check_can_submit(
             f"the phase {phase.name!r} closed at {closes_at:%Y-%m-%d %H:%M} UTC; this upload started"
             f" before the close but took more than {settings.UPLOAD_DEADLINE_GRACE_S} s after it to arrive"
         )
+    refusal = phase_refusal(phase, kind)
+    if refusal:
+        raise ServiceError(refusal)
 
 
 def submission_create_predictions(
