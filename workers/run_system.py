@@ -72,8 +72,8 @@ class RunFailure:
 class RunTransport(Protocol):
     """How a compute worker reaches the platform: the only way, for every step of a run."""
 
-    def claim(self, hint: int) -> RunTicket | None:
-        """The next run of this worker's queue (``hint``: the id the message named), or None."""
+    def claim(self, hint: int | None = None) -> RunTicket | None:
+        """The next run of this worker's queue, or None (``hint``: the one run to take, for a local run)."""
 
     def fetch(self, ticket: RunTicket, item: TicketFile, target: Path) -> None:
         """Write ``item`` to ``target``, checked against its size and sha256 (PlatformError if not)."""

@@ -33,7 +33,7 @@ from leaderboard.challenges.models import (
     TeamPhaseOverride,
 )
 from leaderboard.challenges.suites.base import Suite
-from leaderboard.core.enqueue import RUN_SYSTEM, TASK_QUEUES
+from leaderboard.core.enqueue import DEFAULT_RUN_QUEUE
 from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
@@ -202,7 +202,7 @@ def challenge_run_queue(challenge: Challenge) -> str:
     try:
         return SystemSettings.from_json(challenge.system_settings).queue
     except ValueError:  # refused when the challenge was loaded; the default rather than an error here
-        return TASK_QUEUES[RUN_SYSTEM]
+        return DEFAULT_RUN_QUEUE
 
 
 def _and(names: Sequence[str]) -> str:

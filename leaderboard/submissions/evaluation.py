@@ -29,14 +29,14 @@ from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode
 from leaderboard.sandbox.contract import RunDataset, RunOutcome, RunPlan, log_clean
 from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert
+from leaderboard.submissions.attempts import run_attempt_end, run_attempt_record
 from leaderboard.submissions.board import board_changed_if_shown
 from leaderboard.submissions.lifecycle import (
     failure_traceback,
-    run_dispatch_again,
     submission_fail,
     submission_run_platform_failure,
 )
-from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
+from leaderboard.submissions.models import AttemptEnd, FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.scores import score_dataset, scores_write
 from leaderboard.submissions.selectors import submission_run_gold, submission_run_plan
 from leaderboard.submissions.storage import run_answers_store
@@ -270,8 +270,7 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         # Its answers are to data the platform no longer scores: neither the team's fault nor a
         # result; it runs again on the new data (an attempt of the platform's, not counted).
         reason = f"the organizers replaced the data of {', '.join(gold.replaced)} while it ran"
-        if submission_run_platform_failure(submission_id, attempt=attempt, reason=reason):
-            transaction.on_commit(lambda: run_dispatch_again(submission_id))
+        submission_run_platform_failure(submission_id, attempt=attempt, reason=reason)  # queued again, due later
         return
     plan = submission_run_plan(submission=submission)
     peak_mib = None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20)
@@ -285,19 +284,28 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         "runtime": outcome.runtime,
         "lease_expires_at": None,
     }
+    figures: dict[str, Any] = {"exit_code": outcome.exit_code, "run_seconds": outcome.duration_s,
+                               "peak_memory_mb": peak_mib}
     failed = run_verdict(plan, outcome)
     if failed is not None:
         verdict, reason = failed
-        if base.update(status=Status.FAILED, failure_reason=reason, failure_cause=FailureCause.PARTICIPANT,
-                       verdict=verdict, finished_at=timezone.now(), **record):
-            board_changed_if_shown(submission_id)
+        with transaction.atomic():
+            if base.update(status=Status.FAILED, failure_reason=reason, failure_cause=FailureCause.PARTICIPANT,
+                           verdict=verdict, finished_at=timezone.now(), **record):
+                run_attempt_record(submission_id=submission_id, number=attempt, **figures)
+                run_attempt_end(submission_id=submission_id, number=attempt, end=AttemptEnd.FAILED, verdict=verdict,
+                                cause=FailureCause.PARTICIPANT, reason=reason)
+                board_changed_if_shown(submission_id)
         return
     # Scoring has its own lease: a worker that dies while scoring is noticed too (a kept result's
     # short one: its scoring is resumed from it; else the run is reaped as any other).  Taking it is
     # the claim of this scoring: of two finishes of one result, one moves on.
     lease_s = settings.RESULT_SCORING_LEASE_S if kept else settings.SCORING_LEASE_S
-    moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(seconds=lease_s),
-                        **{k: v for k, v in record.items() if k != "lease_expires_at"})
+    with transaction.atomic():
+        moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(seconds=lease_s),
+                            **{k: v for k, v in record.items() if k != "lease_expires_at"})
+        if moved == 1:
+            run_attempt_record(submission_id=submission_id, number=attempt, **figures)
     if moved != 1:
         return
     by_slug = {f.dataset.slug: f for f in gold.files}

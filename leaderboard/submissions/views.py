@@ -28,6 +28,7 @@ from leaderboard.submissions.score_slices import METHOD as BREAKDOWN_METHOD
 from leaderboard.submissions.score_slices import submission_breakdowns
 from leaderboard.submissions.selectors import (
     quota_usage,
+    run_attempts_of,
     submission_get_visible,
     submission_queue_position,
     submission_run_report,
@@ -220,6 +221,7 @@ def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "submission": submission,
             "is_organizer": is_organizer,
             "report": submission_run_report(submission=submission, is_organizer=is_organizer),
+            "attempts": run_attempts_of(submission=submission, is_organizer=is_organizer),
             "scores": submission_visible_scores(submission=submission, is_organizer=is_organizer),
             "score_history": submission_score_history(submission=submission, is_organizer=is_organizer),
             "breakdowns": submission_breakdowns(submission=submission, viewer_is_organizer=is_organizer),
