@@ -37,16 +37,16 @@ $PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO -Q celery
   >var/worker.log 2>&1 &
 pids+=($!)
 # The compute worker runs submitted systems (minutes each).  It gets what a worker on another host
-# would, and nothing else (env -i): the broker, the web app's address and its token; no Django
-# settings, no database, no gold.  It asks the web app for each run, so it starts once runserver
+# would, and nothing else (env -i): its queue, the web app's address and its token; no broker, no
+# Django settings, no database, no gold.  It asks the web app for each run, so it starts once runserver
 # (below) listens.
 (
   until (exec 3<>"/dev/tcp/127.0.0.1/${PORT}") 2>/dev/null; do sleep 0.5; done
-  exec env -i PATH="$PATH" READERBOARD_BROKER_URL="$READERBOARD_BROKER_URL" \
+  exec env -i PATH="$PATH" READERBOARD_COMPUTE_QUEUES=cpu \
     READERBOARD_API_URL="http://127.0.0.1:${PORT}" READERBOARD_WORKER_TOKEN="$worker_token" \
     READERBOARD_WORK_DIR="$PWD/var/compute" READERBOARD_CONTAINER_RUNTIME="${READERBOARD_CONTAINER_RUNTIME:-}" \
     READERBOARD_RUN_IMAGE_REPOSITORY="${READERBOARD_RUN_IMAGE_REPOSITORY:-readerboard-run}" \
-    $PY -m celery -A workers.compute_app worker --pool=solo --concurrency=1 --loglevel=INFO -Q cpu -n compute1@%h
+    $PY -m workers.compute
 ) >var/worker-compute.log 2>&1 &
 pids+=($!)
 

@@ -5,12 +5,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
+# The test-only requirements (the manifest validators), on top of setup.sh's, once per change of the file.
+stamp=.venv/.requirements-dev.sha256
+want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  .venv/bin/pip install -q -r requirements-dev.txt
+  echo "$want" > "$stamp"
+fi
 
 echo "== mypy --strict scoring, the run contract (leaderboard/sandbox) and the compute worker"
 .venv/bin/mypy --strict scoring
 # The compute worker's files are the source modules of its forbidden contract in pyproject.toml.
 .venv/bin/mypy --strict --follow-imports=silent --ignore-missing-imports \
-  leaderboard/sandbox workers/compute_app.py workers/run_system.py workers/internal_api.py workers/runner.py \
+  leaderboard/sandbox workers/compute.py workers/run_system.py workers/internal_api.py workers/runner.py \
   workers/converse.py workers/celery_settings.py
 echo "== mypy with django-stubs and the DRF plugin over the web app and the workers (pyproject.toml)"
 .venv/bin/mypy leaderboard workers

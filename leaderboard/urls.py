@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import URLPattern, URLResolver, path
 from drf_spectacular.views import SpectacularAPIView
 
 from leaderboard.accounts import apis as accounts_api
@@ -11,6 +11,7 @@ from leaderboard.challenges import apis as challenges_api
 from leaderboard.challenges import views as challenges
 from leaderboard.console import apis as console_api
 from leaderboard.console import views as console
+from leaderboard.core import views as core
 from leaderboard.rankings import apis as rankings_api
 from leaderboard.rankings import views as rankings
 from leaderboard.submissions import apis as submissions_api
@@ -20,7 +21,7 @@ from leaderboard.submissions import views as submissions
 # The admin's login goes through the same failure throttle as the site's.
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
-urlpatterns = [
+site_urlpatterns: list[URLPattern | URLResolver] = [
     path("", challenges.home, name="home"),
     path("admin/", admin.site.urls),
     path("accounts/signup/", accounts.signup, name="signup"),
@@ -128,10 +129,10 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]
 
-# Compute workers only (a worker token; see leaderboard/submissions/internal_views.py).  Mounted only
-# where settings.INTERNAL_API is on: a deployment's public web process leaves it off and a second
-# process on a private address serves it, so /internal/ is not on the public port at all.
-internal_urlpatterns = [
+# Compute workers only (a worker token; see leaderboard/submissions/internal_views.py).  Which of the two
+# sets a process mounts is settings.SERVE: a deployment's public process mounts no /internal/ and its
+# internal process, on an address only compute hosts reach, nothing of the site (no login, no admin).
+internal_urlpatterns: list[URLPattern | URLResolver] = [
     path("internal/v1/runs/claim/", internal.run_claim, name="internal-run-claim"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/inputs/<int:index>/", internal.run_input,
          name="internal-run-input"),
@@ -146,8 +147,13 @@ internal_urlpatterns = [
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/failure/", internal.run_failure,
          name="internal-run-failure"),
 ]
-if settings.INTERNAL_API:
-    urlpatterns += internal_urlpatterns
+health_urlpatterns: list[URLPattern | URLResolver] = [path("healthz", core.health, name="health")]
+
+urlpatterns = health_urlpatterns
+if settings.SERVE in {"public", "all"}:
+    urlpatterns = urlpatterns + site_urlpatterns
+if settings.SERVE in {"internal", "all"}:
+    urlpatterns = urlpatterns + internal_urlpatterns
 
 handler403 = "leaderboard.core.views.permission_denied"
 handler404 = "leaderboard.core.views.not_found"

@@ -4,8 +4,8 @@ Neither can run here (no registry), so they are parsed and held to what runs for
 command is deploy/serve.sh, the one the image starts; the workers consume the queues of
 leaderboard/core/enqueue.py TASK_QUEUES and the reaper's, split as deploy/demo.sh splits them: a control
 worker (workers.celery_app) on the scoring and control queues, with one beat, and a compute worker
-(workers.compute_app) on the run queue that holds the broker, the web app's address and its token and
-nothing of the platform's (no database, no secret key, no Django settings, no private files); every
+(``python -m workers.compute``) on the run queue that holds its queues, the web app's address and its token
+and nothing of the platform's (no broker, no database, no secret key, no Django settings, no private files); every
 READERBOARD_* variable they set is read by the settings, the scripts or the compute worker; every name
 a manifest refers to (a volume, a claim, a config map, a secret, a service's pods) is defined.
 """
@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import yaml
 from django.conf import settings
 
-from leaderboard.core.enqueue import TASK_QUEUES
+from leaderboard.core.enqueue import DEFAULT_RUN_QUEUE, TASK_QUEUES
 from leaderboard.submissions.management.commands.demo_setup import DEMO_USERS
 from workers.celery_app import REAP, app
 
@@ -32,11 +32,11 @@ DEPLOY = REPO / "deploy"
 PLATFORM_IMAGE = "readerboard/platform:latest"
 PLATFORM_SERVICES = {"web", "web-internal", "control-worker", "compute-worker", "beat"}
 SERVE = ["deploy/serve.sh"]
-CONTROL_APP, COMPUTE_APP = "workers.celery_app", "workers.compute_app"
+CONTROL_APP, COMPUTE_APP = "workers.celery_app", "workers.compute"
 # What a compute worker needs, and what of the platform's it must never hold.
-COMPUTE_NEEDS = {"READERBOARD_BROKER_URL", "READERBOARD_API_URL", "READERBOARD_WORKER_TOKEN"}
+COMPUTE_NEEDS = {"READERBOARD_COMPUTE_QUEUES", "READERBOARD_API_URL", "READERBOARD_WORKER_TOKEN"}
 PLATFORM_ONLY = {"READERBOARD_DATABASE_URL", "READERBOARD_SECRET_KEY", "DJANGO_SETTINGS_MODULE",
-                 "READERBOARD_PRIVATE_ROOT"}
+                 "READERBOARD_PRIVATE_ROOT", "READERBOARD_BROKER_URL"}
 PRIVATE_MOUNT = "/var/lib/readerboard/private"
 # The image sets DJANGO_SETTINGS_MODULE for the other services; the compute worker's command drops it.
 WITHOUT_DJANGO = ["env", "-u", "DJANGO_SETTINGS_MODULE"]
@@ -77,7 +77,7 @@ def demo_workers() -> list[tuple[dict[str, str] | None, list[str]]]:
     text = (DEPLOY / "demo.sh").read_text().replace("\\\n", " ")
     workers: list[tuple[dict[str, str] | None, list[str]]] = []
     for line in text.splitlines():
-        if "-m celery -A workers." not in line or " worker " not in line:
+        if not ("-m celery -A workers." in line and " worker " in line) and f"-m {COMPUTE_APP}" not in line:
             continue
         words = shlex.split(line.split(">", 1)[0])
         words = words[1:] if words[0] == "exec" else words
@@ -105,15 +105,21 @@ def variables_read() -> set[str]:
 
 
 def compute_variables_read() -> set[str]:
-    """READERBOARD_* names the compute worker reads (workers/compute_app.py: no Django settings there)."""
-    text = (REPO / "workers" / "compute_app.py").read_text()
+    """READERBOARD_* names the compute worker reads (workers/compute.py: no Django settings there)."""
+    text = (REPO / "workers" / "compute.py").read_text()
     return {f"READERBOARD_{n}" for n in re.findall(r"\b_env\(\s*\"([A-Z0-9_]+)\"", text)}
 
 
-def assert_compute_worker(command: list[str], names: set[str], queues: frozenset[str]) -> None:
-    """A compute worker: one run at a time on ``queues``, and an environment of its own settings only."""
-    assert worker_queues(command) == (COMPUTE_APP, queues, False)
-    assert "--pool=solo" in command and "--concurrency=1" in command, command
+def compute_command(command: list[str]) -> bool:
+    return command[-2:] == ["-m", COMPUTE_APP]
+
+
+def assert_compute_worker(command: list[str], names: set[str], queues_setting: str | None,
+                          queues: frozenset[str]) -> None:
+    """A compute worker (one run at a time) claiming from ``queues``, with an environment of its own settings
+    only: no broker (it claims over the internal API)."""
+    assert compute_command(command), command
+    assert frozenset((queues_setting or "").split(",")) == queues
     assert COMPUTE_NEEDS <= compute_variables_read()
     assert COMPUTE_NEEDS <= names, COMPUTE_NEEDS - names
     assert not names & PLATFORM_ONLY, names & PLATFORM_ONLY
@@ -145,29 +151,30 @@ def k8s_environment(container: dict[str, Any]) -> set[str]:
 
 
 # The queues, as the code defines them.
-COMPUTE_QUEUES = frozenset({TASK_QUEUES["readerboard.run_system"]})
+COMPUTE_QUEUES = frozenset({DEFAULT_RUN_QUEUE})
 CONTROL_QUEUES = frozenset(TASK_QUEUES.values()) - COMPUTE_QUEUES | {app.conf.task_routes[REAP]["queue"]}
 
 
 def test_the_demo_splits_the_queues_between_a_compute_and_a_control_worker() -> None:
-    workers = {worker_queues(command): environment for environment, command in demo_workers()}
+    workers = {(COMPUTE_APP, frozenset(environment["READERBOARD_COMPUTE_QUEUES"].split(",")), False)
+               if environment is not None and compute_command(command) else worker_queues(command): environment
+               for environment, command in demo_workers()}
     assert CONTROL_QUEUES == {"celery", "control"} and COMPUTE_QUEUES == {"cpu"}
     # The control worker embeds beat and runs in the script's environment (Django's settings, the database).
     assert set(workers) == {(COMPUTE_APP, COMPUTE_QUEUES, False), (CONTROL_APP, CONTROL_QUEUES, True)}
     assert workers[(CONTROL_APP, CONTROL_QUEUES, True)] is None
 
 
-def test_the_demo_compute_worker_holds_only_the_broker_the_web_apps_address_and_its_token() -> None:
+def test_the_demo_compute_worker_holds_only_its_queue_the_web_apps_address_and_its_token() -> None:
     demo = (DEPLOY / "demo.sh").read_text()
-    [(environment, command)] = [w for w in demo_workers() if worker_queues(w[1])[0] == COMPUTE_APP]
+    [(environment, command)] = [w for w in demo_workers() if compute_command(w[1])]
     assert environment is not None, "the compute worker must start from an empty environment (env -i)"
-    assert_compute_worker(command, set(environment), COMPUTE_QUEUES)
+    assert_compute_worker(command, set(environment), environment["READERBOARD_COMPUTE_QUEUES"], COMPUTE_QUEUES)
     # The demo's own web server, the broker the other workers use, a token made after migrate.
     assert environment["READERBOARD_API_URL"] == "http://127.0.0.1:${PORT}"
     # On the loopback only: the one process serves /internal/ too (issue 22).
     assert 'manage.py runserver "127.0.0.1:${PORT}" --noreload --nostatic' in demo
-    assert environment["READERBOARD_BROKER_URL"] == "$READERBOARD_BROKER_URL"
-    assert 'export READERBOARD_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"' in demo
+    assert 'export READERBOARD_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"' in demo  # the control side's only
     assert environment["READERBOARD_WORKER_TOKEN"] == "$worker_token"
     assert demo.index("manage.py migrate") < demo.index("worker_token=$($PY manage.py worker_token_create demo-compute)")
     assert environment["READERBOARD_WORK_DIR"].startswith("$PWD/var/")
@@ -190,7 +197,7 @@ def test_gunicorn_is_threaded_and_waits_for_uploads_in_flight_as_long_as_the_dea
     assert conf["control_socket_disable"] is True
     # Who stops the server waits as long as gunicorn does.
     assert compose()["services"]["web"]["stop_grace_period"] == f"{conf['graceful_timeout'] // 60}m"
-    web = next(pod for doc, pod in k8s_pods() if doc["metadata"]["name"] == "web")
+    web = next(pod for doc, pod in k8s_pods() if doc["metadata"].get("name") == "web")
     assert web["spec"]["terminationGracePeriodSeconds"] > conf["graceful_timeout"]
 
 
@@ -204,12 +211,12 @@ def test_compose_has_the_seven_services_and_runs_the_platform_image_as_the_scrip
         assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "images" / "platform" / "Dockerfile"
     assert services["web"]["command"] == SERVE and services["web-internal"]["command"] == SERVE
     # The public port serves no /internal/; the internal API's process publishes no port (issue 22).
-    assert services["web"]["environment"]["READERBOARD_INTERNAL_API"] == "0"
-    assert services["web-internal"]["environment"]["READERBOARD_INTERNAL_API"] == "1"
+    assert services["web"]["environment"]["READERBOARD_SERVE"] == "public"
+    assert services["web-internal"]["environment"]["READERBOARD_SERVE"] == "internal"
     assert "ports" not in services["web-internal"]
     assert services["web-internal"]["environment"]["READERBOARD_MIGRATE"] == "0"
     assert worker_queues(services["control-worker"]["command"]) == (CONTROL_APP, CONTROL_QUEUES, False)
-    assert worker_queues(services["compute-worker"]["command"]) == (COMPUTE_APP, COMPUTE_QUEUES, False)
+    assert compute_command(services["compute-worker"]["command"])
     assert services["beat"]["command"][-3:-1] == ["workers.celery_app", "beat"]
     assert services["redis"]["image"].startswith("redis:") and services["postgres"]["image"].startswith("postgres:")
     # The platform reaches the other two by their service names.
@@ -235,11 +242,10 @@ def test_compose_compute_worker_holds_nothing_of_the_platforms_and_reaches_the_w
     command, environment = compute["command"], compute["environment"]
     assert command[:3] == WITHOUT_DJANGO
     assert "ENV DJANGO_SETTINGS_MODULE=" in (DEPLOY / "images" / "platform" / "Dockerfile").read_text()
-    assert_compute_worker(command[3:], set(environment), COMPUTE_QUEUES)
+    assert_compute_worker(command[3:], set(environment), environment["READERBOARD_COMPUTE_QUEUES"], COMPUTE_QUEUES)
     for volume in compute["volumes"]:
         source, target = volume.split(":")[:2] if isinstance(volume, str) else (volume["source"], volume["target"])
         assert source != "private" and target != PRIVATE_MOUNT, volume
-    assert environment["READERBOARD_BROKER_URL"] == services["web"]["environment"]["READERBOARD_BROKER_URL"]
     assert "${READERBOARD_WORKER_TOKEN" in environment["READERBOARD_WORKER_TOKEN"]
     # The internal API's service by its name, on the port it binds, and a name the web app accepts.
     api = urlsplit(environment["READERBOARD_API_URL"])
@@ -260,9 +266,10 @@ def test_compose_volumes_are_declared() -> None:
 def test_k8s_manifests_are_well_formed_and_their_references_resolve() -> None:
     docs = k8s_documents()
     assert {doc["kind"] for doc in docs} == {"ConfigMap", "PersistentVolumeClaim", "Service", "StatefulSet",
-                                             "Deployment", "Job"}
+                                             "Deployment", "Job", "NetworkPolicy"}
     for doc in docs:
-        assert doc["apiVersion"] and doc["metadata"]["name"], doc["_file"]
+        # The migrate Job has a generated name (a new one per release: tests/test_manifests.py).
+        assert doc["apiVersion"] and (doc["metadata"].get("name") or doc["metadata"]["generateName"]), doc["_file"]
     config_maps = {doc["metadata"]["name"]: doc["data"] for doc in docs if doc["kind"] == "ConfigMap"}
     claims = {doc["metadata"]["name"] for doc in docs if doc["kind"] == "PersistentVolumeClaim"}
     secrets = k8s_secrets()
@@ -306,9 +313,9 @@ def test_k8s_runs_the_platform_image_with_the_commands_of_compose() -> None:
     assert containers["migrate"]["command"][1:4] == ["manage.py", "migrate", "--noinput"]
     # Web replicas do not migrate at once: the Job does it, serve.sh is told not to.
     web_env = {var["name"]: var.get("value") for var in containers["web"]["env"]}
-    assert web_env["READERBOARD_MIGRATE"] == "0" and web_env["READERBOARD_INTERNAL_API"] == "0"
+    assert web_env["READERBOARD_MIGRATE"] == "0" and web_env["READERBOARD_SERVE"] == "public"
     internal_env = {var["name"]: var.get("value") for var in containers["web-internal"]["env"]}
-    assert internal_env["READERBOARD_MIGRATE"] == "0" and internal_env["READERBOARD_INTERNAL_API"] == "1"
+    assert internal_env["READERBOARD_MIGRATE"] == "0" and internal_env["READERBOARD_SERVE"] == "internal"
     assert 'if [ "${READERBOARD_MIGRATE:-1}" = "1" ]' in (DEPLOY / "serve.sh").read_text()
     assert containers["redis"]["image"] == services["redis"]["image"]
     assert containers["postgres"]["image"] == services["postgres"]["image"]
@@ -322,7 +329,7 @@ def test_k8s_sets_only_variables_that_are_read() -> None:
     config = next(doc for doc in k8s_documents() if doc["kind"] == "ConfigMap")
     assert set(config["data"]) <= read, set(config["data"]) - read
     for name, container in k8s_containers().items():
-        if container["image"] == PLATFORM_IMAGE and COMPUTE_APP not in container["command"]:
+        if container["image"] == PLATFORM_IMAGE and not compute_command(container["command"]):
             names = {var["name"] for var in container.get("env", [])}
             assert names <= read, (name, names - read)
 
@@ -333,14 +340,15 @@ def test_k8s_compute_workers_hold_nothing_of_the_platforms_and_reach_the_web_app
     # The internal API's Service (the public one, "web", serves no /internal/: issue 22).
     web = next(doc for doc in docs if doc["kind"] == "Service" and doc["metadata"]["name"] == "web-internal")
     pods = [(workload, pod) for workload, pod in k8s_pods()
-            if any(COMPUTE_APP in c.get("command", []) for c in pod["spec"]["containers"])]
+            if any(compute_command(c.get("command", [])) for c in pod["spec"]["containers"])]
     queues: dict[str, frozenset[str]] = {}
     for workload, pod in pods:
         [container] = pod["spec"]["containers"]
         command, values = container["command"], {var["name"]: var.get("value") for var in container["env"]}
         assert command[:3] == WITHOUT_DJANGO
-        queues[workload["metadata"]["name"]] = worker_queues(command[3:])[1]
-        assert_compute_worker(command[3:], k8s_environment(container), queues[workload["metadata"]["name"]])
+        queues[workload["metadata"]["name"]] = frozenset(str(values["READERBOARD_COMPUTE_QUEUES"]).split(","))
+        assert_compute_worker(command[3:], k8s_environment(container), values["READERBOARD_COMPUTE_QUEUES"],
+                              queues[workload["metadata"]["name"]])
         assert not any("persistentVolumeClaim" in volume for volume in pod["spec"]["volumes"])
         assert PRIVATE_MOUNT not in {mount["mountPath"] for mount in container["volumeMounts"]}
         # The web Service by its name and port, a name the web app accepts.

@@ -1,4 +1,4 @@
-"""What both Celery apps (control and compute) need of the broker, in one place; no Django here.
+"""What the control worker's Celery app needs of the broker, in one place; no Django here (compute workers hold no broker).
 
 A message is acknowledged only after its task finished (``task_acks_late``), a worker takes one
 message at a time (``worker_prefetch_multiplier = 1``), and a message whose worker died is handed to

@@ -1,6 +1,6 @@
 """The trusted side of system runs: the reaper, and the run in-process without HTTP.
 
-Compute workers (``workers.compute_app``) run systems on any host through the internal API.  Here:
+Compute workers (``workers.compute``) run systems on any host through the internal API.  Here:
 
 * ``runs_reap``: the control worker's periodic check.  A run whose worker vanished is found by
   its lease alone (no process check: its worker may be on another host), queued again or failed
@@ -39,7 +39,6 @@ from leaderboard.submissions.models import Submission
 from leaderboard.submissions.selectors import submission_run_plan
 from scoring.dialogs import Revealed
 from workers import runner
-from workers.dispatch import dispatch_again
 from workers.run_system import ComputeConfig, RunFailure, run_ticket, worker_name
 
 logger = logging.getLogger(__name__)
@@ -48,15 +47,16 @@ logger = logging.getLogger(__name__)
 class LocalTransport:
     """A run's steps as direct service calls (this process has the database and the storage)."""
 
-    def claim(self, hint: int) -> RunTicket | None:
+    def claim(self, hint: int | None = None) -> RunTicket | None:
+        if hint is None:
+            raise ValueError("a local run names its submission")
         plan = submission_run_claim(hint, worker=f"local/{worker_name()}")
         if plan is None:
             return None
         try:
             return worker_api.run_ticket_build(plan)
         except ServiceError as exc:
-            if submission_run_platform_failure(plan.submission_id, attempt=plan.attempt, reason=str(exc)):
-                dispatch_again(plan.submission_id)
+            submission_run_platform_failure(plan.submission_id, attempt=plan.attempt, reason=str(exc))
             return None
 
     def fetch(self, ticket: RunTicket, item: TicketFile, target: Path) -> None:
@@ -100,9 +100,9 @@ class LocalTransport:
     def fail(self, ticket: RunTicket, failure: RunFailure) -> None:
         if failure.participant:
             submission_run_fail(ticket.submission_id, attempt=ticket.attempt, reason=failure.reason)
-        elif submission_run_platform_failure(ticket.submission_id, attempt=ticket.attempt, reason=failure.reason,
-                                             detail=failure.detail):
-            dispatch_again(ticket.submission_id)
+        else:  # queued again, due after its back-off: the next claim after that takes it
+            submission_run_platform_failure(ticket.submission_id, attempt=ticket.attempt, reason=failure.reason,
+                                            detail=failure.detail)
 
 
 def _main_thread() -> bool:

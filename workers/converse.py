@@ -123,7 +123,7 @@ def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequen
     result = Conversation()
     # Not detached, with stdin open: the SDK then asks for StdinOnce, so that the engine closes the
     # system's stdin when the platform closes its end (the system's cue that the dialogs are over).
-    kwargs: dict[str, Any] = {**runner._create_kwargs(spec), "stdin_open": True, "tty": False, "detach": False}
+    kwargs: dict[str, Any] = {**runner._create_kwargs(spec, client), "stdin_open": True, "tty": False, "detach": False}
     try:
         container = client.containers.create(**kwargs)
     except docker.errors.APIError as exc:

@@ -1,4 +1,8 @@
-"""Sending submissions to the broker again: after a platform failure, a reaped run, or a lost message."""
+"""Sending prediction files' tasks to the broker again: after a reaped evaluation or a lost message.
+
+System runs are never sent: their queued row is the queue, which compute workers claim from over the
+internal API, so a re-queued run needs only its state change (``lifecycle``) and is due as that says.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,8 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from leaderboard.challenges.models import Challenge
-from leaderboard.challenges.selectors import challenge_run_queue
 from leaderboard.core.enqueue import TASK_QUEUES, send_task
-from leaderboard.submissions.intake import queue_for, task_for
+from leaderboard.submissions.intake import task_for
 from leaderboard.submissions.lifecycle import submissions_lost_in_queue
 from leaderboard.submissions.models import Submission
 
@@ -19,18 +21,20 @@ logger = logging.getLogger(__name__)
 
 
 def dispatch_again(*submission_ids: int) -> None:
-    """Send each again, to be taken no sooner than it is due: a run re-queued after a platform
-    failure is due after a back-off (``run_retry_delay_s``, written as its ``dispatched_at``)."""
+    """Send each that has a task again, to be taken no sooner than it is due (its ``dispatched_at``)."""
     now = timezone.now()
     for submission in Submission.objects.filter(pk__in=submission_ids).select_related("phase__challenge"):
+        task = task_for(submission)
+        if task is None:
+            continue  # a system run: queued is all it needs
         due = submission.dispatched_at
         countdown = max(0.0, (due - now).total_seconds()) if due is not None else 0.0
-        send_task(task_for(submission), submission.pk, countdown=countdown, queue=queue_for(submission))
+        send_task(task, submission.pk, countdown=countdown)
 
 
 def queues_in_use() -> set[str]:
-    """The platform's own queues and every challenge's run queue."""
-    return set(TASK_QUEUES.values()) | {challenge_run_queue(c) for c in Challenge.objects.only("pk", "system_settings")}
+    """The platform's own queues (the run queues are rows, not broker queues)."""
+    return set(TASK_QUEUES.values())
 
 
 def broker_queue_lengths() -> dict[str, int] | None:

@@ -41,15 +41,20 @@ class HttpTransport:
         self.instance = instance
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {token}"
+        # What the platform's last empty claim said to wait before asking again (None: it said nothing).
+        self.retry_after: float | None = None
 
     def _url(self, path: str) -> str:
         return f"{self.base}/{path.lstrip('/')}"
 
-    def claim(self, hint: int) -> RunTicket | None:
-        response = self.session.post(self._url("runs/claim/"), json={"queue": self.queue, "hint": hint,
-                                                                      "instance": self.instance}, timeout=TIMEOUT)
+    def claim(self, hint: int | None = None) -> RunTicket | None:
+        """The next run of the queue the platform hands this worker (its choice: ``hint`` is unused)."""
+        response = self.session.post(self._url("runs/claim/"), json={"queue": self.queue, "instance": self.instance},
+                                     timeout=TIMEOUT)
         _raise_for(response, "claim")
         body: dict[str, Any] = response.json()
+        retry_after = body.get("retry_after")
+        self.retry_after = float(retry_after) if isinstance(retry_after, int | float) else None
         return RunTicket.from_json(body["ticket"]) if body.get("ticket") else None
 
     def fetch(self, ticket: RunTicket, item: TicketFile, target: Path) -> None:

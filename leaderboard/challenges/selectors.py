@@ -30,11 +30,12 @@ from leaderboard.challenges.models import (
     Phase,
     SealedAggregates,
     Split,
+    SubmissionKind,
     TeamPhaseOverride,
 )
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import Suite
-from leaderboard.core.enqueue import RUN_SYSTEM, TASK_QUEUES
+from leaderboard.core.enqueue import DEFAULT_RUN_QUEUE
 from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import SystemSettings
 from scoring.dialogs import Mode
@@ -226,7 +227,7 @@ def challenge_run_queue(challenge: Challenge) -> str:
     try:
         return SystemSettings.from_json(challenge.system_settings).queue
     except ValueError:  # refused when the challenge was loaded; the default rather than an error here
-        return TASK_QUEUES[RUN_SYSTEM]
+        return DEFAULT_RUN_QUEUE
 
 
 def _and(names: Sequence[str]) -> str:
@@ -328,6 +329,32 @@ class InteractivePhase:
 def interactive_phases(phases: Iterable[Phase]) -> list[InteractivePhase]:
     """The phases whose systems answer turn by turn, with their modes, for the contract."""
     return [InteractivePhase(p.name, [Mode(m) for m in p.protocol_modes]) for p in phases if p.protocol_modes]
+
+
+# How a participant calls each kind, in a sentence ("takes prediction files").
+_KIND_WORDS = {SubmissionKind.PREDICTIONS: "prediction files", SubmissionKind.DOCKER_IMAGE: "Docker images",
+               SubmissionKind.CODE_BUNDLE: "code bundles", SubmissionKind.IMPORTED: "imported results"}
+
+
+def kinds_text(kinds: Iterable[str]) -> str:
+    """``allowed_kinds`` in a participant's words: "Docker images or code bundles"."""
+    words = [_KIND_WORDS.get(SubmissionKind(k), k) if k in SubmissionKind.values else k for k in kinds]
+    if not words:
+        return "nothing"
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def phase_takes(phase: Phase, kinds: Iterable[str]) -> bool:
+    """Whether ``phase`` takes a submission of any of ``kinds``: the one rule behind the upload
+    links, the phases an upload form lists, and the refusal of an upload (intake, web and API)."""
+    return any(k in phase.allowed_kinds for k in kinds)
+
+
+def phase_refusal(phase: Phase, kind: str) -> str:
+    """Why ``phase`` refuses a ``kind`` upload, in the participant's words ("" when it takes it)."""
+    if phase_takes(phase, [kind]):
+        return ""
+    return f"The {phase.name} phase takes {kinds_text(phase.allowed_kinds)}, not {kinds_text([kind])}."
 
 
 def batch_system_phases(phases: Iterable[Phase]) -> bool:

@@ -35,7 +35,7 @@ from leaderboard.console.selectors import (
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import Conflict
 from leaderboard.core.signed_in import authenticated_user
-from leaderboard.submissions.models import ScoreHistory, Submission
+from leaderboard.submissions.models import RunAttempt, ScoreHistory, Submission
 
 
 def _organized(request: Request, slug: str) -> Challenge:
@@ -133,6 +133,12 @@ class ConsoleSubmissionsApi(APIView):
                                           ConsoleSubmissionOutput)))
 
 
+def _attempts(attempts: tuple[RunAttempt, ...]) -> list[dict[str, Any]]:
+    """Ended attempts of a run, for the organizers: who ran each, when, and how it ended."""
+    return [{"number": a.number, "end": a.end, "worker": a.worker, "host": a.host, "claimed_at": a.claimed_at,
+             "ended_at": a.ended_at, "reason": a.reason} for a in attempts]
+
+
 class ConsoleQueueApi(APIView):
     """What waits (in order, per queue) and what runs where; each worker's last heartbeat."""
 
@@ -146,7 +152,8 @@ class ConsoleQueueApi(APIView):
                 {"queue": q.key, "name": q.name, "waiting_in_all": q.total,
                  "waiting": [{"position": w.position, "submission": w.submission.pk, "team": w.submission.team.name,
                               "phase": w.submission.phase.slug, "kind": w.submission.kind,
-                              "queued_at": w.submission.queued_at, "due_at": w.due_at} for w in q.waiting]}
+                              "queued_at": w.submission.queued_at, "due_at": w.due_at,
+                              "earlier_attempts": _attempts(w.earlier)} for w in q.waiting]}
                 for q in report.queues
             ],
             "workers": [
@@ -155,7 +162,8 @@ class ConsoleQueueApi(APIView):
                               "team": r.submission.team.name if r.submission else None,
                               "other_challenge": r.submission is None, "status": r.status,
                               "started_at": r.started_at, "attempt": r.attempts, "last_heartbeat": r.last_heartbeat,
-                              "lease_age_s": r.lease_age_s, "lease_expires_at": r.lease_expires_at}
+                              "lease_age_s": r.lease_age_s, "lease_expires_at": r.lease_expires_at,
+                              "earlier_attempts": _attempts(r.earlier)}
                              for r in w.running]}
                 for w in report.workers
             ],

@@ -35,8 +35,13 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import challenge_run_queue
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
-from leaderboard.submissions.models import Score, Status, Submission, WorkerToken
-from leaderboard.submissions.selectors import phase_reads_sealed_data, reveal_closure, run_queue_order
+from leaderboard.submissions.models import RunAttempt, Score, Status, Submission, WorkerToken
+from leaderboard.submissions.selectors import (
+    phase_reads_sealed_data,
+    reveal_closure,
+    run_attempts_ended,
+    run_queue_order,
+)
 
 SUBMISSIONS_PER_PAGE = 50
 AUDIT_PER_PAGE = 50
@@ -160,6 +165,8 @@ class Waiting:
     held_back: bool = False
     # Waits for an organizer's look (too many platform failures of its team today): released here.
     held_for_review: bool = False
+    # How its earlier attempts ended (a run queued again after a lost worker or a platform fault).
+    earlier: tuple[RunAttempt, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +187,7 @@ class Running:
     attempts: int
     last_heartbeat: dt.datetime | None
     lease_expires_at: dt.datetime | None
+    earlier: tuple[RunAttempt, ...] = ()
 
     @property
     def lease_age_s(self) -> float | None:
@@ -254,11 +262,14 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
     review = {run.submission_id for run in runs if run.held_for_review}
     positions.update({run.submission_id: n for n, run in enumerate(runs, 1) if run.challenge_id == challenge.pk})
     ours = {s.pk: s for s in Submission.objects.filter(pk__in=positions).select_related("team", "phase")}
+    busy = list(Submission.objects.filter(status__in=(Status.RUNNING, Status.SCORING)).select_related("team", "phase")
+                .order_by("started_at", "pk"))
+    earlier = run_attempts_ended(submission_ids=[*ours, *(s.pk for s in busy if s.phase.challenge_id == challenge.pk)])
     queues = []
     for key, name in QUEUE_NAMES.items():
         waiting = [
             Waiting(positions[pk], ours[pk], ours[pk].dispatched_at if (ours[pk].dispatched_at or now) > now else None,
-                    held_back=pk in held, held_for_review=pk in review)
+                    held_back=pk in held, held_for_review=pk in review, earlier=earlier.get(pk, ()))
             for pk in sorted(positions, key=positions.__getitem__) if pk in ours and _queue_of(ours[pk].kind) == key
         ]
         if key == "systems":  # the broker queue the challenge's runs go to, which compute workers consume
@@ -266,13 +277,13 @@ def queue_report(*, challenge: Challenge) -> QueueReport:
         queues.append(QueueView(key, name, waiting, totals[key]))
 
     workers: dict[str, WorkerView] = {}
-    busy = Submission.objects.filter(status__in=(Status.RUNNING, Status.SCORING)).select_related("team", "phase")
-    for submission in busy.order_by("started_at", "pk"):
+    for submission in busy:
         mine = submission.phase.challenge_id == challenge.pk
         name = submission.worker or "a scoring worker (not named)"
         workers.setdefault(name, WorkerView(name)).running.append(Running(
             submission if mine else None, submission.status, submission.started_at, submission.attempts,
             _last_heartbeat(submission.status, submission.kind, submission.lease_expires_at), submission.lease_expires_at,
+            earlier=earlier.get(submission.pk, ()) if mine else (),
         ))
     # Compute workers by their tokens: an idle one shows too, with when it last called the platform.
     for token in WorkerToken.objects.filter(revoked_at__isnull=True, last_seen_at__isnull=False):

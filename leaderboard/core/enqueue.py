@@ -23,7 +23,6 @@ logger = logging.getLogger(__name__)
 
 # Task names; workers/tasks.py registers tasks under them.
 EVALUATE_SUBMISSION = "readerboard.evaluate_submission"
-RUN_SYSTEM = "readerboard.run_system"
 # Scores what a compute worker handed back for a run (on the control worker, next to the gold).
 FINISH_RUN = "readerboard.finish_run"
 # Scores a finished submission again from what it stored, when the gold it was scored against changed.
@@ -32,8 +31,11 @@ RESCORE_SUBMISSION = "readerboard.rescore_submission"
 BOARD_SIGNIFICANCE = "readerboard.board_significance"
 # Builds a challenge's board snapshots again after a change (debounced: challenges/versions.py).
 BOARD_SNAPSHOT = "readerboard.board_snapshot"
-# Services eager mode may run in-process.  Running a system needs a worker with a
-# container engine, so RUN_SYSTEM has none: in eager mode the submission stays queued.
+# The run queue of a challenge that names none.  A system run is no message: its Submission row in
+# ``queued`` is the queue, which compute workers claim from over the internal API
+# (``submissions.worker_api.submission_run_claim_next``), so they hold no broker credentials.
+DEFAULT_RUN_QUEUE = "cpu"
+# Services eager mode may run in-process.
 TASK_SERVICES: dict[str, str] = {
     EVALUATE_SUBMISSION: "leaderboard.submissions.evaluation:submission_evaluate",
     RESCORE_SUBMISSION: "leaderboard.submissions.rescore:submission_rescore",
@@ -42,10 +44,10 @@ TASK_SERVICES: dict[str, str] = {
     BOARD_SNAPSHOT: "leaderboard.rankings.snapshots:board_snapshots_rebuild",
 }
 # Systems run for minutes and scoring a file takes seconds: separate queues, so a
-# long run never holds up the scores of prediction files.  Runs go to the queue their challenge
-# names (``system_settings.queue``: "cpu" by default, "gpu", or an organizer's own), which compute
-# workers consume; the trusted side (prediction files, the reaper, finishing runs) never runs a system.
-TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RUN_SYSTEM: "cpu", RESCORE_SUBMISSION: "celery",
+# long run never holds up the scores of prediction files.  Runs wait in the run queue their challenge
+# names (``system_settings.queue``: DEFAULT_RUN_QUEUE, "gpu", or an organizer's own), which compute
+# workers claim from; the trusted side (prediction files, the reaper, finishing runs) never runs a system.
+TASK_QUEUES: dict[str, str] = {EVALUATE_SUBMISSION: "celery", RESCORE_SUBMISSION: "celery",
                                FINISH_RUN: "control", BOARD_SIGNIFICANCE: "celery",
                                BOARD_SNAPSHOT: "celery"}
 

@@ -44,10 +44,18 @@ VAR_DIR = private_dir(Path(env("VAR_DIR", str(BASE_DIR / "var"))))
 SECRET_KEY = env("SECRET_KEY", "dev-only-not-secret")
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
-# The compute workers' internal API (/internal/): in this process's URLs only when on.  A deployment
-# serves it apart: the public web process with READERBOARD_INTERNAL_API=0, a second one (serve.sh)
-# with 1 on an address only compute hosts reach (README, "Compute workers on other hosts").
-INTERNAL_API = env_bool("INTERNAL_API", True)
+# What this web process serves: "public" (the site and its API, no /internal/), "internal" (the compute
+# workers' internal API alone) or "all" (both: the demo and development).  A deployment runs a public
+# process on its public address and an internal one where only compute hosts reach (README, "Compute
+# workers on other hosts"), so that neither port offers the other's URLs.  Both answer /healthz.
+SERVE_CHOICES = ("public", "internal", "all")
+SERVE = env("SERVE", "all")
+if SERVE not in SERVE_CHOICES:
+    raise ImproperlyConfigured(f"READERBOARD_SERVE must be one of {', '.join(SERVE_CHOICES)}, not {SERVE!r}")
+
+# A file the control worker and beat touch while their loops turn (workers/celery_app.py), for a
+# liveness probe that costs a stat, not a broker round trip (deploy/k8s/workers.yaml).  Empty: none.
+HEARTBEAT_FILE = env("HEARTBEAT_FILE", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -11,9 +11,20 @@ import logging
 from django.conf import settings
 from django.core.mail import mail_admins, send_mail
 
-from leaderboard.submissions.models import Submission
+from leaderboard.submissions.models import AttemptEnd, RunAttempt, Submission
 
 logger = logging.getLogger(__name__)
+
+
+def _attempts_text(submission: Submission) -> str:
+    """Each attempt of the run from its record: which worker, when, how it ended (organizers' mail)."""
+    lines = [
+        f"  {a.number}. {AttemptEnd(a.end).label} on {a.worker or 'an unnamed worker'}, claimed "
+        f"{a.claimed_at:%Y-%m-%d %H:%M:%S}" + (f", ended {a.ended_at:%H:%M:%S}" if a.ended_at else "")
+        + (f": {a.reason[:300]}" if a.reason else "")
+        for a in RunAttempt.objects.filter(submission=submission, history=None).order_by("number")
+    ]
+    return "Attempts (UTC):\n" + "\n".join(lines) + "\n\n" if lines else ""
 
 
 def submission_staff_alert(submission_id: int, *, reason: str) -> int:
@@ -33,6 +44,7 @@ def submission_staff_alert(submission_id: int, *, reason: str) -> int:
         f"{submission.phase.slug} of challenge {challenge.slug}, failed after {submission.attempts} attempt(s), "
         f"through no fault of the team (it does not count against their quota).\n\n"
         f"Reason:\n{reason}\n\n"
+        f"{_attempts_text(submission)}"
         f"Submission page: /c/{challenge.slug}/submissions/{submission.pk}/\n"
     )
     logger.error("submission %s: failed on the platform's side; alerting %s: %s", submission_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from leaderboard.submissions.intake import submission_create_predictions, submis
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.score_slices import DatasetBreakdown, submission_breakdowns
 from leaderboard.submissions.selectors import (
+    run_attempts_of,
     submission_get_visible,
     submission_queue_position,
     submission_run_report,
@@ -68,6 +70,10 @@ class RunFields(serializers.Serializer[Any]):
                   "start and end), only its verdict")
 
 
+def _moment(value: dt.datetime | None) -> str | None:
+    return None if value is None else serializers.DateTimeField().to_representation(value)
+
+
 def submission_payload(submission: Submission, *, is_organizer: bool, breakdowns: bool = False) -> dict[str, Any]:
     """The submission as the caller may see it; with ``breakdowns`` (one submission's answer, not a list,
     since each costs a bootstrap when first asked) its scores by slice too."""
@@ -96,6 +102,15 @@ def submission_payload(submission: Submission, *, is_organizer: bool, breakdowns
             moment = getattr(submission, field)
             data[field] = None if moment is None else serializers.DateTimeField().to_representation(
                 moment.replace(microsecond=0))
+    # Each attempt as this caller may see it (worker, host and traceback for organizers only).
+    data["run_attempts"] = [
+        {"number": a.number, "end": a.end, "verdict": a.verdict, "claimed_at": _moment(a.claimed_at),
+         "ended_at": _moment(a.ended_at), "exit": a.exit, "run_seconds": a.run_seconds,
+         "peak_memory_mb": a.peak_memory_mb, "reason": a.reason,
+         **({"worker": a.worker, "host": a.host, "detail": a.detail, "log_recorded": a.log_recorded}
+            if is_organizer else {})}
+        for a in run_attempts_of(submission=submission, is_organizer=is_organizer)
+    ]
     data["queue_position"] = submission_queue_position(submission=submission)
     scores = submission_visible_scores(submission=submission, is_organizer=is_organizer)
     data["scores"] = [

@@ -26,17 +26,17 @@ from leaderboard.challenges.selectors import dataset_upload_names, phase_predict
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import DatasetResult, Suite
 from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
-from leaderboard.sandbox.contract import RunDataset, RunOutcome, RunPlan, log_clean
+from leaderboard.sandbox.contract import RunDataset, RunEnd, RunOutcome, RunPlan, log_clean, outcome_end
 from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert
+from leaderboard.submissions.attempts import run_attempt_end, run_attempt_record
 from leaderboard.submissions.board import board_changed_if_shown
 from leaderboard.submissions.lifecycle import (
     failure_traceback,
-    run_dispatch_again,
     submission_fail,
     submission_run_platform_failure,
 )
-from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
+from leaderboard.submissions.models import AttemptEnd, FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.scores import score_dataset, scores_write
 from leaderboard.submissions.selectors import submission_run_gold, submission_run_plan
 from leaderboard.submissions.storage import run_answers_store
@@ -44,6 +44,13 @@ from leaderboard.submissions.uploads import DatasetTarget, UploadError, check_qi
 from scoring.errors import ScoringError
 
 logger = logging.getLogger(__name__)
+
+
+# The platform's ends of a run (run_end_classify), by the reason code the failure shows.
+PLATFORM_END_REASONS: dict[RunEnd, str] = {
+    RunEnd.KILLED_OUTSIDE: "RUN_KILLED_OUTSIDE: the system was stopped by something other than its limits",
+    RunEnd.NO_STATUS: "RUN_NO_STATUS: the engine gave no exit status for the system",
+}
 
 
 def _mib(value: int) -> str:
@@ -54,25 +61,21 @@ def run_verdict(plan: RunPlan, outcome: RunOutcome) -> tuple[Verdict, str] | Non
     """Why a run failed: the verdict (fixed vocabulary) and the full reason in words a
     person can act on; None if it ran to a clean exit."""
     limits = plan.limits
-    if outcome.not_started:
+    end = outcome_end(outcome, memory_limit_mb=limits.memory_mb)
+    if end is RunEnd.NOT_STARTED:
         return Verdict.NOT_STARTED, outcome.not_started
-    if outcome.timed_out:
+    if end is RunEnd.TIMED_OUT:
         return Verdict.TIME_LIMIT, (f"timed out: still running after {limits.time_limit_s:g} s (the time limit) "
                                     "and was killed; the log shows how far it got")
-    if outcome.output_too_large:
+    if end is RunEnd.OUTPUT_CAPPED:
         return Verdict.OUTPUT_TOO_LARGE, (f"wrote more than {_mib(limits.output_mb)} to /output (the output limit); "
                                           "nothing of it is scored")
-    if outcome.oom_killed:
+    if end is RunEnd.OUT_OF_MEMORY:
         return Verdict.MEMORY_LIMIT, (f"ran out of memory: it used more than {_mib(limits.memory_mb)} "
                                       "(the memory limit, swap included)")
-    if outcome.exit_code is None:
-        return Verdict.CRASHED, "stopped without an exit code"
-    if outcome.exit_code == 137:
-        # A SIGKILL the runner did not send and the engine did not flag as an OOM kill: most
-        # often the kernel's OOM killer picking one process of several in the container.
-        return Verdict.CRASHED, (f"was killed (signal 9, exit code 137), most likely for using more than "
-                                 f"{_mib(limits.memory_mb)} of memory (the memory limit)")
-    if outcome.exit_code != 0:
+    # KILLED_OUTSIDE and NO_STATUS are the platform's (submission_run_finish never asks for
+    # them); an exit code is then the system's own.
+    if outcome.exit_code is not None and outcome.exit_code != 0:
         return Verdict.CRASHED, f"exited with code {outcome.exit_code}; the log shows its last output"
     return None
 
@@ -270,10 +273,18 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         # Its answers are to data the platform no longer scores: neither the team's fault nor a
         # result; it runs again on the new data (an attempt of the platform's, not counted).
         reason = f"the organizers replaced the data of {', '.join(gold.replaced)} while it ran"
-        if submission_run_platform_failure(submission_id, attempt=attempt, reason=reason):
-            transaction.on_commit(lambda: run_dispatch_again(submission_id))
+        submission_run_platform_failure(submission_id, attempt=attempt, reason=reason)  # queued again, due later
         return
     plan = submission_run_plan(submission=submission)
+    end = outcome_end(outcome, memory_limit_mb=plan.limits.memory_mb)
+    if end in PLATFORM_END_REASONS:
+        # Killed by neither a limit nor the engine's OOM flag (an operator, a node drain, another
+        # tenant): the platform's, run again, not counted.  The reason holds no figure of the
+        # run (exit code, time, memory): on hidden data a team reads none (submission_run_report).
+        logger.warning("submission %s: attempt %s ended %s", submission_id, attempt, end.value)
+        # Queued again (a state change: compute workers claim it over the internal API) or failed.
+        submission_run_platform_failure(submission_id, attempt=attempt, reason=PLATFORM_END_REASONS[end])
+        return
     peak_mib = None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20)
     record = {
         "log": log_clean(outcome.logs),  # the runner cleaned it already; idempotent, so positions stay
@@ -285,19 +296,28 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         "runtime": outcome.runtime,
         "lease_expires_at": None,
     }
+    figures: dict[str, Any] = {"exit_code": outcome.exit_code, "run_seconds": outcome.duration_s,
+                               "peak_memory_mb": peak_mib}
     failed = run_verdict(plan, outcome)
     if failed is not None:
         verdict, reason = failed
-        if base.update(status=Status.FAILED, failure_reason=reason, failure_cause=FailureCause.PARTICIPANT,
-                       verdict=verdict, finished_at=timezone.now(), **record):
-            board_changed_if_shown(submission_id)
+        with transaction.atomic():
+            if base.update(status=Status.FAILED, failure_reason=reason, failure_cause=FailureCause.PARTICIPANT,
+                           verdict=verdict, finished_at=timezone.now(), **record):
+                run_attempt_record(submission_id=submission_id, number=attempt, **figures)
+                run_attempt_end(submission_id=submission_id, number=attempt, end=AttemptEnd.FAILED, verdict=verdict,
+                                cause=FailureCause.PARTICIPANT, reason=reason)
+                board_changed_if_shown(submission_id)
         return
     # Scoring has its own lease: a worker that dies while scoring is noticed too (a kept result's
     # short one: its scoring is resumed from it; else the run is reaped as any other).  Taking it is
     # the claim of this scoring: of two finishes of one result, one moves on.
     lease_s = settings.RESULT_SCORING_LEASE_S if kept else settings.SCORING_LEASE_S
-    moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(seconds=lease_s),
-                        **{k: v for k, v in record.items() if k != "lease_expires_at"})
+    with transaction.atomic():
+        moved = base.update(status=Status.SCORING, lease_expires_at=timezone.now() + dt.timedelta(seconds=lease_s),
+                            **{k: v for k, v in record.items() if k != "lease_expires_at"})
+        if moved == 1:
+            run_attempt_record(submission_id=submission_id, number=attempt, **figures)
     if moved != 1:
         return
     by_slug = {f.dataset.slug: f for f in gold.files}

@@ -2,7 +2,8 @@
 
 Who may submit and when (``submission_check_can_submit``), the upload read or spooled whole and
 checked (answers, or the image archive or bundle), the team's storage budget and quota (with its
-row locked), then stored and queued after commit on the queue of its task (``queue_for``).
+row locked), then stored and queued: its task sent after commit (``submission_task_enqueue``; a system run has
+none, its row is the queue).
 """
 
 from __future__ import annotations
@@ -26,13 +27,9 @@ from leaderboard.accounts.models import Membership, Team
 from leaderboard.accounts.selectors import user_take_part_check
 from leaderboard.accounts.services import baseline_team_get_or_create
 from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
-from leaderboard.challenges.selectors import (
-    challenge_run_queue,
-    dataset_upload_names,
-    phase_prediction_targets,
-)
+from leaderboard.challenges.selectors import dataset_upload_names, phase_prediction_targets, phase_refusal
 from leaderboard.challenges.suites import suite_for
-from leaderboard.core.enqueue import EVALUATE_SUBMISSION, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit
+from leaderboard.core.enqueue import EVALUATE_SUBMISSION, enqueue_on_commit
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
 from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect, image_protocol
 from leaderboard.sandbox.contract import BUNDLE_DECLARATION, INTERACTIVE, PROTOCOL_LABEL
@@ -81,9 +78,9 @@ def submission_check_can_submit(
             f"the phase {phase.name!r} closed at {closes_at:%Y-%m-%d %H:%M} UTC; this upload started"
             f" before the close but took more than {settings.UPLOAD_DEADLINE_GRACE_S} s after it to arrive"
         )
-    if kind not in phase.allowed_kinds:
-        allowed = ", ".join(phase.allowed_kinds) or "nothing"
-        raise ServiceError(f"this phase does not accept {kind} submissions (it accepts: {allowed})")
+    refusal = phase_refusal(phase, kind)
+    if refusal:
+        raise ServiceError(refusal)
 
 
 def submission_create_predictions(
@@ -171,19 +168,21 @@ def submission_store_and_queue(submission: Submission, *, suffix: str, content: 
     except Exception:
         submission.file.delete(save=False)
         raise
-    enqueue_on_commit(task_for(submission), submission.pk, queue=queue_for(submission))
+    submission_task_enqueue(submission)
 
 
-def task_for(submission: Submission) -> str:
-    return RUN_SYSTEM if submission.kind in SYSTEM_KINDS else EVALUATE_SUBMISSION
+def task_for(submission: Submission) -> str | None:
+    """The task a queued submission is sent as, or None for a system run: its row in ``queued`` is
+    the queue, claimed over the internal API (``worker_api.submission_run_claim_next``), so the
+    compute workers need no broker at all."""
+    return None if submission.kind in SYSTEM_KINDS else EVALUATE_SUBMISSION
 
 
-def queue_for(submission: Submission) -> str:
-    """The broker queue of the submission's task: its challenge's run queue for a system."""
+def submission_task_enqueue(submission: Submission) -> None:
+    """Send the queued submission's task once the transaction commits (nothing for a system run)."""
     task = task_for(submission)
-    if task != RUN_SYSTEM:
-        return TASK_QUEUES[task]
-    return challenge_run_queue(submission.phase.challenge)
+    if task is not None:
+        enqueue_on_commit(task, submission.pk)
 
 
 class _SpooledUpload(File):

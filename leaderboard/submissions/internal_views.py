@@ -22,7 +22,6 @@ from django.views.decorators.http import require_GET, require_POST
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions import dialog_runs, worker_api
 from leaderboard.submissions.lifecycle import (
-    run_dispatch_again,
     submission_run_fail,
     submission_run_heartbeat,
     submission_run_platform_failure,
@@ -79,26 +78,22 @@ def _json_body(request: HttpRequest) -> dict[str, Any] | None:
 def run_claim(request: HttpRequest, worker: WorkerToken) -> HttpResponse:
     body = _json_body(request)
     if body is None or not isinstance(body.get("queue"), str) or not isinstance(body.get("instance"), str):
-        return JsonResponse({"detail": "expected {queue, hint, instance}"}, status=400)
-    raw_hint = body.get("hint")
-    hint = raw_hint if isinstance(raw_hint, int) else 0
+        return JsonResponse({"detail": "expected {queue, instance}"}, status=400)
     if not worker.may_claim(body["queue"]):
-        # The message stays for a worker of that queue; this one is told why, in its log.
+        # The run stays for a worker of that queue; this one is told why, in its log.
         return JsonResponse({"detail": f"this worker's token may claim runs of {', '.join(worker.queues)} only, "
                                        f"not of {body['queue']!r}"}, status=403)
     claim = worker_api.submission_run_claim_next(queue=body["queue"],
                                               worker=worker_api.worker_label(worker, body["instance"]))
     if claim.plan is None:
-        if claim.held_back:
-            worker_api.claim_message_return(queue=body["queue"], hint=hint)
-        return JsonResponse({"ticket": None})
+        return JsonResponse({"ticket": None, "retry_after": worker_api.CLAIM_RETRY_S})
     try:
         ticket = worker_api.run_ticket_build(claim.plan)
     except ServiceError as exc:
-        # Inputs missing on the platform's own storage: its fault, retried later, never the team's.
-        if submission_run_platform_failure(claim.plan.submission_id, attempt=claim.plan.attempt, reason=str(exc)):
-            run_dispatch_again(claim.plan.submission_id)
-        return JsonResponse({"ticket": None})
+        # Inputs missing on the platform's own storage: its fault, retried later (queued again, due
+        # after its back-off), never the team's.
+        submission_run_platform_failure(claim.plan.submission_id, attempt=claim.plan.attempt, reason=str(exc))
+        return JsonResponse({"ticket": None, "retry_after": worker_api.CLAIM_RETRY_S})
     return JsonResponse({"ticket": ticket.as_json()})
 
 
@@ -161,8 +156,6 @@ def run_failure(request: HttpRequest, worker: WorkerToken, submission: Submissio
         return JsonResponse({"requeued": False})
     requeued = submission_run_platform_failure(submission.pk, attempt=submission.attempts, reason=reason,
                                                detail=detail)
-    if requeued:
-        run_dispatch_again(submission.pk)
     return JsonResponse({"requeued": requeued})
 
 

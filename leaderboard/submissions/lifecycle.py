@@ -9,11 +9,11 @@
         finish again (worker_api.run_results_waiting)--> scoring, scored from the kept result
     running --submission_run_fail--> failed   (the system cannot run: the team's, counted, never retried)
     running | scoring --submission_run_platform_failure / submissions_reap (no result kept)--> _requeue_or_fail:
-        queued again after a back-off (run_dispatch_again), or failed for good (the platform's,
-        not counted, the organizers alerted)
+        queued again, due after a back-off (its ``dispatched_at``, which the claim honours), or failed
+        for good (the platform's, not counted, the organizers alerted)
     scoring --scores.scores_write--> finished;  scoring --submission_fail--> failed
-    queued (lost message) --submissions_lost_in_queue--> sent again
-    queued (held for review) --submission_hold_release--> sent again
+    queued (a prediction file's lost message) --submissions_lost_in_queue--> sent again
+    queued (held for review) --submission_hold_release--> claimable again (a run has no message)
     submitted | queued | running (a system) --submission_cancel--> cancelled
     finished --submission_select--> finished, the team's selected row
     (a log on hidden data is released by the console's audited action: no status changes)
@@ -43,14 +43,22 @@ from django.utils import timezone
 from leaderboard.accounts.models import Membership
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, RankingRule
-from leaderboard.challenges.selectors import challenge_run_queue, user_is_organizer
-from leaderboard.core.enqueue import RUN_SYSTEM, send_task
+from leaderboard.challenges.selectors import user_is_organizer
+from leaderboard.core.enqueue import TASK_QUEUES
 from leaderboard.core.errors import PermissionDenied, ServiceError
 from leaderboard.sandbox.contract import RunPlan
 from leaderboard.submissions.alerts import submission_staff_alert
+from leaderboard.submissions.attempts import run_attempt_end, run_attempt_open
 from leaderboard.submissions.board import board_changed_if_shown, board_entry_refresh
-from leaderboard.submissions.intake import queue_for, task_for
-from leaderboard.submissions.models import FAILURE_DETAIL_CHARS, FailureCause, Status, Submission, Verdict
+from leaderboard.submissions.intake import task_for
+from leaderboard.submissions.models import (
+    FAILURE_DETAIL_CHARS,
+    AttemptEnd,
+    FailureCause,
+    Status,
+    Submission,
+    Verdict,
+)
 from leaderboard.submissions.selectors import phase_gold_files, submissions_held_for_review, system_run_plan
 
 logger = logging.getLogger(__name__)
@@ -61,6 +69,7 @@ def failure_traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))[-FAILURE_DETAIL_CHARS:]
 
 
+@transaction.atomic
 def submission_fail(
     submission_id: int, *, reason: str, cause: str, from_statuses: Iterable[str], verdict: str = "",
     dataset: Dataset | None = None, detail: str = "",
@@ -73,6 +82,10 @@ def submission_fail(
         lease_expires_at=None, verdict=verdict, verdict_dataset=dataset,
         failure_detail=detail[-FAILURE_DETAIL_CHARS:],
     ):
+        attempt = Submission.objects.filter(pk=submission_id).values_list("attempts", flat=True).first() or 0
+        run_attempt_end(submission_id=submission_id, number=attempt, verdict=verdict, cause=cause, reason=reason,
+                        end=AttemptEnd.FAILED if cause == FailureCause.PARTICIPANT else AttemptEnd.PLATFORM,
+                        detail=detail)
         board_changed_if_shown(submission_id)
 
 
@@ -86,10 +99,16 @@ def submission_cancel(*, submission: Submission, user: User) -> Submission:
     """
     if not Membership.objects.filter(team_id=submission.team_id, user=user).exists():
         raise PermissionDenied("only members of the team can cancel its submissions")
-    changed = Submission.objects.filter(
-        Q(status__in=(Status.SUBMITTED, Status.QUEUED)) | Q(status=Status.RUNNING, kind__in=SYSTEM_KINDS),
-        pk=submission.pk,
-    ).update(status=Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None)
+    with transaction.atomic():
+        changed = Submission.objects.filter(
+            Q(status__in=(Status.SUBMITTED, Status.QUEUED)) | Q(status=Status.RUNNING, kind__in=SYSTEM_KINDS),
+            pk=submission.pk,
+        ).update(status=Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None)
+        if changed:  # a running attempt ends here (a queued one has no open record: no-op)
+            # The attempt as it is now, not as the caller read it: a re-claim may have moved it on.
+            attempt = Submission.objects.filter(pk=submission.pk).values_list("attempts", flat=True).get()
+            run_attempt_end(submission_id=submission.pk, number=attempt, end=AttemptEnd.CANCELLED,
+                            reason=f"cancelled by {user.username}")
     if not changed:
         raise ServiceError("only a submission that is waiting, or a system that is running, can be cancelled")
     submission.refresh_from_db()
@@ -124,15 +143,17 @@ def submission_run_take(*, submission_id: int, attempts: int, worker: str, now: 
     (``Submission.run_gold``, checked again at the finish; ``Submission.run_plan``, which every later
     stage reads: ``selectors.submission_run_plan``).  None if someone else moved the run first.
     """
-    claimed = Submission.objects.filter(pk=submission_id, status=Status.QUEUED, attempts=attempts).update(
-        status=Status.RUNNING,
-        attempts=attempts + 1,
-        worker=worker[:200],
-        lease_expires_at=now + dt.timedelta(seconds=settings.RUN_LEASE_S),
-        started_at=now,
-    )
-    if claimed != 1:
-        return None
+    with transaction.atomic():
+        claimed = Submission.objects.filter(pk=submission_id, status=Status.QUEUED, attempts=attempts).update(
+            status=Status.RUNNING,
+            attempts=attempts + 1,
+            worker=worker[:200],
+            lease_expires_at=now + dt.timedelta(seconds=settings.RUN_LEASE_S),
+            started_at=now,
+        )
+        if claimed != 1:
+            return None
+        run_attempt_open(submission_id=submission_id, number=attempts + 1, worker=worker, now=now)
     submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
     files = phase_gold_files(phase=submission.phase)
     plan = system_run_plan(submission=submission, files=files)
@@ -161,14 +182,17 @@ def submission_run_heartbeat(submission_id: int, *, attempt: int) -> bool:
     return renewed == 1
 
 
+@transaction.atomic
 def submission_run_fail(submission_id: int, *, attempt: int, reason: str) -> None:
     """The submission itself cannot run (an image the engine refuses, a bundle that cannot be
     unpacked): its team's fault, final at once and counted.  Never retried: it would fail the
     same way again, at the platform's cost."""
-    Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt).update(
+    if Submission.objects.filter(pk=submission_id, status=Status.RUNNING, attempts=attempt).update(
         status=Status.FAILED, failure_reason=reason[:5000], failure_cause=FailureCause.PARTICIPANT,
         verdict=Verdict.NOT_STARTED, finished_at=timezone.now(), lease_expires_at=None, log="", log_notes=[],
-    )
+    ):
+        run_attempt_end(submission_id=submission_id, number=attempt, end=AttemptEnd.FAILED,
+                        verdict=Verdict.NOT_STARTED, cause=FailureCause.PARTICIPANT, reason=reason)
 
 
 def run_retry_delay_s(attempts: int) -> float:
@@ -189,45 +213,45 @@ def submission_run_platform_failure(submission_id: int, *, attempt: int, reason:
         base, submission_id=submission_id, attempts=attempt, now=timezone.now(),
         failure_reason=(f"the platform could not run this submission ({reason}) after {attempt} attempts; "
                         "it does not count against your quota"),
-        detail=detail,
+        detail=detail, end=AttemptEnd.PLATFORM, end_reason=reason,
     )
     if outcome == Status.QUEUED:
         logger.warning("submission %s: attempt %s failed (%s); queued again", submission_id, attempt, reason)
     return outcome == Status.QUEUED
 
 
+@transaction.atomic
 def _requeue_or_fail(
     base: QuerySet[Submission], *, submission_id: int, attempts: int, now: dt.datetime, failure_reason: str,
-    detail: str = "",
+    detail: str = "", end: AttemptEnd = AttemptEnd.PLATFORM, end_reason: str = "",
 ) -> Status | None:
     """Queue the run again while attempts remain, else fail it as the platform's fault and alert
     the organizers.  A re-queued run is due after ``run_retry_delay_s``: its ``dispatched_at`` is
-    then, so the lost-message check counts from when its (delayed) message is due.
+    then, and no claim takes it before (``selectors.run_queue_order``).
 
     The new status, or None when ``base`` (a conditional filter on the run's current
-    state) no longer matches: someone else moved the run first.
+    state) no longer matches: someone else moved the run first.  Either way the attempt ends as
+    ``end`` (the platform's fault, or its worker lost), with ``end_reason`` for the organizers.
     """
+    def attempt_ended() -> None:
+        run_attempt_end(submission_id=submission_id, number=attempts, end=end, now=now, verdict=Verdict.PLATFORM,
+                        cause=FailureCause.PLATFORM, reason=end_reason or failure_reason, detail=detail)
+
     # The last attempt's traceback (if the fault has one) stays on the organizers' page.
     kept = {"failure_detail": detail[-FAILURE_DETAIL_CHARS:]} if detail else {}
     if attempts < settings.MAX_RUN_ATTEMPTS:
         due = now + dt.timedelta(seconds=run_retry_delay_s(attempts))
         if base.update(status=Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=due, **kept):
+            attempt_ended()
             return Status.QUEUED
         return None
     if base.update(status=Status.FAILED, failure_cause=FailureCause.PLATFORM, finished_at=now, lease_expires_at=None,
                    failure_reason=failure_reason, verdict=Verdict.PLATFORM, **kept):
+        attempt_ended()
         board_changed_if_shown(submission_id)
         submission_staff_alert(submission_id, reason="\n\n".join(filter(None, [failure_reason, detail])))
         return Status.FAILED
     return None
-
-
-def run_dispatch_again(submission_id: int) -> None:
-    """Send a run the platform queued again (after its fault) to its queue, due after its back-off."""
-    submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
-    due = submission.dispatched_at
-    countdown = max(0.0, (due - timezone.now()).total_seconds()) if due is not None else 0.0
-    send_task(RUN_SYSTEM, submission_id, countdown=countdown, queue=challenge_run_queue(submission.phase.challenge))
 
 
 def submission_hold_release(*, submission: Submission, actor: User, reason: str) -> Submission:
@@ -245,8 +269,7 @@ def submission_hold_release(*, submission: Submission, actor: User, reason: str)
         audit_record(challenge=challenge, actor=actor, action="submission.hold_release",
                      target=f"submission {submission.pk} ({submission.team.name}, {submission.phase.name})",
                      reason=reason, details={"submission_id": submission.pk, "team_id": submission.team_id})
-        # Its message was taken and dropped while it was held: a new one, once this commits.
-        transaction.on_commit(lambda: run_dispatch_again(submission.pk))
+        # Released, it is claimable at once: the next worker to ask takes it in its turn.
     submission.refresh_from_db()
     return submission
 
@@ -278,12 +301,15 @@ def submissions_reap(*, dead_workers: Iterable[str] = (), keep: Collection[int] 
         stale |= Q(worker__in=dead)
     reaped = Reaped()
     candidates = (Submission.objects.filter(stale, status__in=(Status.RUNNING, Status.SCORING))
-                  .exclude(pk__in=list(keep)).values_list("pk", "attempts", "status"))
-    for pk, attempts, status in candidates:
+                  .exclude(pk__in=list(keep)).values_list("pk", "attempts", "status", "worker"))
+    for pk, attempts, status, worker in candidates:
+        how = ("its worker was found dead (a worker restarted on its host)" if worker in dead
+               else "its lease expired: no heartbeat from its worker")
         outcome = _requeue_or_fail(
             Submission.objects.filter(pk=pk, status=status, attempts=attempts), submission_id=pk, attempts=attempts,
             now=now, failure_reason=(f"the worker running this submission stopped {attempts} times; "
                             "it does not count against your quota"),
+            end=AttemptEnd.LOST, end_reason=f"lost while {status}: {how}",
         )
         if outcome == Status.QUEUED:
             reaped.requeued.append(pk)
@@ -309,6 +335,8 @@ def submissions_lost_in_queue(*, queues: Collection[str], now: dt.datetime | Non
         .select_related("phase__challenge")
         .order_by("queued_at", "created_at", "pk")
     )
-    lost = [(s.pk, task_for(s), queue) for s in waiting if (queue := queue_for(s)) in queues]
+    # System runs have no message (their row is the queue): only other submissions' tasks are lost.
+    lost = [(s.pk, task, TASK_QUEUES[task]) for s in waiting
+            if (task := task_for(s)) is not None and TASK_QUEUES[task] in queues]
     Submission.objects.filter(pk__in=[pk for pk, _, _ in lost]).update(dispatched_at=now)
     return lost

@@ -157,6 +157,63 @@ class Submission(models.Model):
         return self.status in FINAL_STATUSES
 
 
+class AttemptEnd(models.TextChoices):
+    """How one attempt of a run ended.  Why, in the platform's words, is the attempt's verdict
+    (``Verdict``) and failure cause (``FailureCause``): the same codes the submission carries."""
+
+    RUNNING = "", "running"
+    SCORED = "scored", "scored"
+    # The team's fault (its verdict says which): final and counted.
+    FAILED = "failed", "failed by the submission"
+    # The platform's fault (its reason says which): not counted; queued again while attempts remain.
+    PLATFORM = "platform", "stopped by the platform"
+    # Its worker vanished (lease expired, or a restarted worker named it dead): reaped.
+    LOST = "lost", "worker lost"
+    CANCELLED = "cancelled", "cancelled"
+
+
+class RunAttempt(models.Model):
+    """One attempt of a system run: which worker claimed it, when, and how it ended.
+
+    Written by the transitions themselves (``submissions.attempts``), in their UPDATE's
+    transaction.  What a viewer may read of it is decided by ``selectors.run_attempts_of``
+    (under ``submission_run_report``'s rule).  The log is not copied here: it lives on the
+    submission (the finishing attempt's) and, for a run replaced by a re-run, in its history.
+    """
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="run_attempts")
+    number = models.PositiveSmallIntegerField()
+    worker = models.CharField(max_length=200, blank=True)  # token name / instance (Submission.worker)
+    host = models.CharField(max_length=200, blank=True)
+    claimed_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    end = models.CharField(max_length=16, choices=AttemptEnd.choices, blank=True, default="")
+    verdict = models.CharField(max_length=32, choices=Verdict.choices, blank=True, default="")
+    failure_cause = models.CharField(max_length=16, choices=FailureCause.choices, blank=True, default="")
+    # In the platform's words, for the organizers (a team reads the submission's, through its report).
+    reason = models.TextField(blank=True)
+    detail = models.TextField(blank=True)  # a platform fault's traceback tail: organizers only
+    exit_code = models.IntegerField(null=True, blank=True)
+    run_seconds = models.FloatField(null=True, blank=True)
+    peak_memory_mb = models.PositiveIntegerField(null=True, blank=True)
+    # Whether the submission's ``log`` is this attempt's (the finishing attempt recorded it).
+    log_recorded = models.BooleanField(default=False)
+    # Made from a submission's fields by the migration, for runs older than these records.
+    derived = models.BooleanField(default=False)
+    # Set when an organizer ran the submission again (its attempts count from 1 again): the
+    # attempts of the run that entry replaced, whose log the entry keeps.  Null: the current run's.
+    history = models.ForeignKey("ScoreHistory", null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="attempts")
+
+    class Meta:
+        ordering = ["submission", "number"]
+        constraints = [models.UniqueConstraint(fields=["submission", "number"], condition=Q(history__isnull=True),
+                                               name="runattempt_unique")]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of submission {self.submission_id}"
+
+
 class Score(models.Model):
     """One number: a metric of a submission on a dataset, or an aggregate (dataset null)."""
 

@@ -24,10 +24,10 @@ from django.utils import timezone
 from leaderboard.challenges.audit import audit_reason_clean, audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, SubmissionKind
 from leaderboard.challenges.selectors import user_is_organizer
-from leaderboard.core.enqueue import enqueue_on_commit
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
+from leaderboard.submissions.attempts import run_attempts_archive
 from leaderboard.submissions.board import board_entry_refresh
-from leaderboard.submissions.intake import queue_for, task_for
+from leaderboard.submissions.intake import submission_task_enqueue
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission, Verdict
 from leaderboard.submissions.rescore import score_history_record
 
@@ -126,10 +126,11 @@ def _requeued(current: Submission, *, reason: str) -> ScoreHistory | None:
     if moved != 1:
         transaction.set_rollback(True)
         return None
+    run_attempts_archive(submission_id=current.pk, history=history)
     Score.objects.filter(submission=current).delete()
     QuestionScores.objects.filter(submission=current).delete()
     board_entry_refresh(team=current.team, phase=current.phase)
-    enqueue_on_commit(task_for(current), current.pk, queue=queue_for(current))
+    submission_task_enqueue(current)
     return history
 
 

@@ -20,8 +20,9 @@ from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import DatasetResult, Suite, scoring_version_of
 from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
 from leaderboard.sandbox.answers_json import Answers, answers_refusal
+from leaderboard.submissions.attempts import run_attempt_end
 from leaderboard.submissions.board import board_entry_refresh
-from leaderboard.submissions.models import QuestionScores, Score, Status, Submission, Verdict
+from leaderboard.submissions.models import AttemptEnd, QuestionScores, Score, Status, Submission, Verdict
 from leaderboard.submissions.uploads import UploadError, check_qids
 from scoring.errors import ScoringError
 
@@ -102,6 +103,9 @@ def scores_write(
             # Cancelled or claimed elsewhere meanwhile: keep the database as it was.
             transaction.set_rollback(True)
             return
+        # A run's attempt ends scored (a rescore finds it ended already: no change).
+        run_attempt_end(submission_id=submission.pk, number=submission.attempts, end=AttemptEnd.SCORED,
+                        verdict=Verdict.FINISHED)
         board_entry_refresh(team=submission.team, phase=submission.phase)
         current = gold_sha256_current(phase=submission.phase, datasets=list(results))
         if any(scored_against.get(ds, "") != sha for ds, sha in current.items()):

@@ -47,8 +47,10 @@ from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import RunDataset, RunPlan, SystemSettings, log_clean
 from leaderboard.submissions.models import (
     ACTIVE_STATUSES,
+    AttemptEnd,
     BoardEntry,
     FailureCause,
+    RunAttempt,
     Score,
     ScoreHistory,
     Status,
@@ -611,6 +613,81 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
                      held=submission_hold_note(submission=submission))
 
 
+@dataclass(frozen=True)
+class AttemptRow:
+    """One attempt of a run as one viewer may see it (``run_attempts_of``); "" or None: not shown."""
+
+    number: int
+    end: str  # AttemptEnd's label ("running" while it is open)
+    verdict: str  # the Verdict code ("" while it runs)
+    claimed_at: dt.datetime | None
+    ended_at: dt.datetime | None
+    exit: str
+    run_seconds: float | None
+    peak_memory_mb: int | None
+    reason: str
+    # The organizers' only: which worker on which host, the fault's traceback, whether the log is this one's.
+    worker: str = ""
+    host: str = ""
+    detail: str = ""
+    log_recorded: bool = False
+
+    @property
+    def verdict_label(self) -> str:
+        return Verdict(self.verdict).label if self.verdict else ""
+
+
+def run_attempts_of(*, submission: Submission, is_organizer: bool) -> tuple[AttemptRow, ...]:
+    """The attempts of a run, as the viewer may see them: every surface (page, API, console) reads
+    them from here.
+
+    Organizers see every attempt in full.  The team sees what ``submission_run_report`` lets it see
+    of the run, the one rule, and no more: on public data each attempt's end, times and figures
+    (not the worker, its host or a traceback); on hidden data, only the attempt charged to it
+    (scored or failed by the team's fault), shown as the report shows it, numbered 1, and nothing
+    of the attempts the platform stopped: neither their figures, their workers nor their count.
+    """
+    rows = list(RunAttempt.objects.filter(submission=submission, history=None).order_by("number"))
+    if is_organizer:
+        return tuple(AttemptRow(
+            number=a.number, end=AttemptEnd(a.end).label, verdict=a.verdict, claimed_at=a.claimed_at,
+            ended_at=a.ended_at, exit="" if a.exit_code is None else str(a.exit_code), run_seconds=a.run_seconds,
+            peak_memory_mb=a.peak_memory_mb, reason=a.reason, worker=a.worker, host=a.host, detail=a.detail,
+            log_recorded=a.log_recorded,
+        ) for a in rows)
+    report = submission_run_report(submission=submission, is_organizer=False)
+    if report.full:
+        return tuple(AttemptRow(
+            number=a.number, end=AttemptEnd(a.end).label, verdict=a.verdict, claimed_at=a.claimed_at,
+            ended_at=a.ended_at, exit="" if a.exit_code is None else str(a.exit_code), run_seconds=a.run_seconds,
+            peak_memory_mb=a.peak_memory_mb,
+            # A gold defect's reason names the private gold file: the report's sentence instead.
+            reason=report.reason if a.verdict == Verdict.GOLD else a.reason,
+        ) for a in rows)
+    charged = [a for a in rows if a.end in (AttemptEnd.SCORED, AttemptEnd.FAILED) and a.number == submission.attempts]
+    if report.figures_withheld or not charged:
+        return ()
+    last = charged[0]
+    return (AttemptRow(
+        number=1, end=AttemptEnd(last.end).label, verdict=submission.verdict,
+        # To the second, as the API shows start and end on hidden data: finer would tell what whole
+        # seconds of the run time hide.
+        claimed_at=last.claimed_at.replace(microsecond=0),
+        ended_at=None if last.ended_at is None else last.ended_at.replace(microsecond=0),
+        exit=report.exit, run_seconds=report.run_seconds, peak_memory_mb=report.peak_memory_mb, reason=report.reason,
+    ),)
+
+
+def run_attempts_ended(*, submission_ids: Collection[int]) -> dict[int, tuple[RunAttempt, ...]]:
+    """The ended attempts of the current run of each submission, oldest first: the organizers'
+    console only (worker, host and reason in full); a team's pages read ``run_attempts_of``."""
+    ended: dict[int, list[RunAttempt]] = {}
+    for attempt in (RunAttempt.objects.filter(submission_id__in=list(submission_ids), history=None,
+                                              ended_at__isnull=False).order_by("submission_id", "number")):
+        ended.setdefault(attempt.submission_id, []).append(attempt)
+    return {pk: tuple(rows) for pk, rows in ended.items()}
+
+
 def submission_hold_note(*, submission: Submission) -> str:
     """What a queued run held for an organizer's look says to everyone who sees it ("" if not held)."""
     if submission.status != Status.QUEUED or submission.kind not in SYSTEM_KINDS:
@@ -648,7 +725,7 @@ def submission_score_history(*, submission: Submission, is_organizer: bool) -> l
     """
     if not is_organizer:
         return []
-    entries = list(ScoreHistory.objects.filter(submission=submission))
+    entries = list(ScoreHistory.objects.filter(submission=submission).prefetch_related("attempts"))
     suite = suite_for(submission.phase.challenge)
     extra = phase_metric_columns(suite, submission.phase)
     for entry in entries:

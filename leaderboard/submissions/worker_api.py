@@ -1,6 +1,6 @@
 """The platform's side of compute workers: tokens, fair claims, tickets, files, and results.
 
-A compute worker holds no database credentials and no gold (``workers.compute_app``); it reaches the
+A compute worker holds no database credentials and no gold (``workers.compute``); it reaches the
 platform through the internal API (``internal_views``), which calls the services here:
 
     worker_token_create / worker_token_authenticate   one token per worker, stored as its sha256
@@ -41,7 +41,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 
 from leaderboard.challenges.models import SYSTEM_KINDS
-from leaderboard.core.enqueue import FINISH_RUN, RUN_SYSTEM, TASK_QUEUES, enqueue_on_commit, send_task
+from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, enqueue_on_commit
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.contract import (
     RunDataset,
@@ -64,7 +64,8 @@ logger = logging.getLogger(__name__)
 LAST_SEEN_EVERY = dt.timedelta(seconds=5)
 
 
-# A message that finds every queued run of its queue held back by team limits is sent again after this.
+# How long a compute worker that found nothing to claim waits before it asks again (``retry_after``):
+# the latency from a submission to its claim, against one idle request per worker this often.
 CLAIM_RETRY_S = 2.0
 
 
@@ -112,7 +113,7 @@ def submission_of_worker(*, worker: WorkerToken, submission_id: int, attempt: in
 @dataclass(frozen=True)
 class Claim:
     plan: RunPlan | None
-    # True when runs of the queue wait but none may start now (team limits): the message goes back.
+    # True when runs of the queue wait but none may start now (team limits).
     held_back: bool = False
 
 
@@ -120,8 +121,9 @@ def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | Non
     """Take the next queued run of ``queue`` for ``worker``: queued -> running, with a lease.
 
     Fair between teams, in ``run_queue_order``'s order: so one team's burst of twenty systems
-    interleaves with everyone else's instead of going first, whatever the order of the broker's
-    messages (a message only says "one run of this queue is due").
+    interleaves with everyone else's instead of going first, whatever the order in which the
+    workers ask.  Atomic: of two workers asking at once, one takes each run (``submission_run_take``
+    moves it only from its queued attempt); the other goes on to the next run or gets None.
     """
     now = now or timezone.now()
     order = run_queue_order(queue=queue, now=now)
@@ -131,13 +133,7 @@ def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | Non
         plan = submission_run_take(submission_id=run.submission_id, attempts=run.attempts, worker=worker, now=now)
         if plan is not None:  # else another worker took it a moment ago: the next one
             return Claim(plan)
-    # A run held for review is sent again when an organizer releases it, not retried meanwhile.
     return Claim(None, held_back=any(run.due_at is None and not run.held_for_review for run in order))
-
-
-def claim_message_return(*, queue: str, hint: int) -> None:
-    """Send a message that found only held-back runs back to its queue, a little later."""
-    send_task(RUN_SYSTEM, hint, queue=queue, countdown=CLAIM_RETRY_S)
 
 
 def _sha256_file(path: str | os.PathLike[str]) -> str:

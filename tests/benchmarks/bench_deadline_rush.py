@@ -171,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         web,
         Worker(redis.url, tmp / "files.log", queues="celery"),
         Worker(redis.url, tmp / "control.log", queues="control", beat=True),
-        *compute_workers(redis.url, web.url, compute_root, tmp, prefix="rush-compute"),
+        *compute_workers(web.url, compute_root, tmp, prefix="rush-compute"),
     ]
     for process in processes:
         process.start()

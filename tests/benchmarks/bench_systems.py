@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     compute_root = Path(tempfile.mkdtemp(prefix="bench-compute-"))
     web = WebServer(redis.url, tmp / "web.log")
     workers: list[Any] = [web, Worker(redis.url, tmp / "control.log", queues="celery,control", beat=True),
-                          *compute_workers(redis.url, web.url, compute_root, tmp, count=1, prefix="bench-compute")]
+                          *compute_workers(web.url, compute_root, tmp, count=1, prefix="bench-compute")]
     for worker in workers:
         worker.start()
     results: dict[str, Any] = {"datasets": args.datasets, "runs": args.runs, "runtimes": {}}

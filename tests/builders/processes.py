@@ -200,19 +200,19 @@ def shared_mount_release(path: Path) -> None:
 
 
 class ComputeWorker(Process):
-    """``celery -A workers.compute_app worker`` as a compute host runs it: its environment holds the broker
-    URL, the API URL and its token, and nothing else of the platform's (no database URL, no Django
-    settings); it runs in a mount namespace of its own in which the private storage and the databases
+    """``python -m workers.compute`` as a compute host runs it: its environment holds its queues, the API
+    URL and its token, and nothing else (no broker of the platform's (no database URL, no Django
+    settings) -- the platform's internal API is its only network peer; it runs in a mount namespace of its own in which the private storage and the databases
     are empty folders (a tmpfs mounted over each), so it cannot read them even as root."""
 
-    def __init__(self, broker_url: str, api_url: str, token: str, work_dir: Path, log: Path, *,
+    def __init__(self, api_url: str, token: str, work_dir: Path, log: Path, *,
                  queues: str = "cpu", name: str = "compute", hide: list[Path] | None = None,
                  extra_env: dict[str, str] | None = None) -> None:
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
             "HOME": str(work_dir),
             "LANG": "C.UTF-8",
-            "READERBOARD_BROKER_URL": broker_url,
+            "READERBOARD_COMPUTE_QUEUES": queues,
             "READERBOARD_API_URL": api_url,
             "READERBOARD_WORKER_TOKEN": token,
             "READERBOARD_WORK_DIR": str(work_dir),
@@ -239,17 +239,15 @@ class ComputeWorker(Process):
             for p in self.hide
         ) + 'exec "$@"\n'
         command = ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c", script, "sh",
-                   sys.executable, "-m", "celery", "-A", "workers.compute_app", "worker", "--pool=solo",
-                   "--concurrency=1", "--loglevel=INFO", "--without-gossip", "--without-mingle",
-                   "--without-heartbeat", "-Q", self.queues, "-n", f"{self.name}@%h"]
+                   sys.executable, "-m", "workers.compute"]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def compute_workers(broker_url: str, api_url: str, root: Path, logs: Path, *, count: int = 2,
+def compute_workers(api_url: str, root: Path, logs: Path, *, count: int = 2,
                     prefix: str = "compute") -> list[ComputeWorker]:
     """``count`` compute workers (not started), each with a token of its own (made in the test's
     database), a work folder under ``root`` (made a shared mount: see ``shared_mount``) and a log."""
     shared_mount(root)
-    return [ComputeWorker(broker_url, api_url, worker_token_create(name=f"{prefix}-{n}"), root / f"w{n}",
+    return [ComputeWorker(api_url, worker_token_create(name=f"{prefix}-{n}"), root / f"w{n}",
                           logs / f"{prefix}-{n}.log", name=f"{prefix}{n}") for n in range(1, count + 1)]

@@ -1,6 +1,6 @@
 """Edges (issue 22, section 4): a path that climbs out of /static/ is the site's 404, never a 500; the
-compute workers' internal API is mounted only where ``INTERNAL_API`` is on, so a deployment's public
-web process can leave /internal/ off its port while a second one serves it on a private address."""
+compute workers' internal API and the site are mounted as ``READERBOARD_SERVE`` says, so a deployment's
+public web process serves no /internal/ and its internal process, on a private address, nothing else."""
 
 from __future__ import annotations
 
@@ -45,17 +45,37 @@ def test_a_path_out_of_static_is_the_sites_404_as_the_demo_serves_it(db: None, p
     assert b"Traceback" not in body and b"SuspiciousFileOperation" not in body
 
 
-def _resolves(path: str, internal_api: str) -> str:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "leaderboard.settings.test", "READERBOARD_INTERNAL_API": internal_api}
-    code = ("import django; django.setup()\n"
+def _answers(serve: str, paths: list[str]) -> list[str]:
+    """What a process with ``READERBOARD_SERVE=serve`` answers each path with: the view's URL name, or
+    the status and start of its 404 page (rendered by the process's own handler, so a page that cannot
+    render there would show up as a 500)."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "leaderboard.settings.test", "READERBOARD_SERVE": serve}
+    code = ("import sys, django; django.setup()\n"
+            "from django.test import Client\n"
             "from django.urls import Resolver404, resolve\n"
-            f"try:\n    print(resolve({path!r}).url_name)\nexcept Resolver404:\n    print('404')\n")
-    return subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                          check=True, timeout=120).stdout.strip()
+            "for path in sys.argv[1:]:\n"
+            "    try:\n        print(resolve(path).url_name)\n"
+            "    except Resolver404:\n"
+            "        response = Client(raise_request_exception=False).get(path)\n"
+            "        print(response.status_code, response.content[:40])\n")
+    lines = subprocess.run([sys.executable, "-c", code, *paths], cwd=REPO, env=env, capture_output=True, text=True,
+                           check=True, timeout=120).stdout.strip().splitlines()
+    return lines
 
 
-def test_the_internal_api_is_mounted_only_where_it_is_on() -> None:
-    claim = "/internal/v1/runs/claim/"
-    assert _resolves(claim, "1") == "internal-run-claim"
-    assert _resolves(claim, "0") == "404"
-    assert _resolves("/api/v1/challenges/", "0") == "api-challenges"  # the rest of the site stays
+def test_each_web_process_serves_only_its_side_and_both_answer_health() -> None:
+    claim, site, api = "/internal/v1/runs/claim/", "/accounts/login/", "/api/v1/challenges/"
+    public = _answers("public", [claim, site, api, "/healthz"])
+    assert public[0].startswith("404 ") and public[1:] == ["login", "api-challenges", "health"], public
+    internal = _answers("internal", [claim, site, api, "/admin/", "/", "/healthz"])
+    assert internal[0] == "internal-run-claim" and internal[-1] == "health", internal
+    # The site is not there at all, and its 404 is a plain one (the site's pages link to URLs it lacks).
+    assert all(line == "404 b'Not found.\\n'" for line in internal[1:-1]), internal
+    assert _answers("all", [claim, site]) == ["internal-run-claim", "login"]
+
+
+def test_an_unknown_serve_value_is_refused_by_name() -> None:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "leaderboard.settings.test", "READERBOARD_SERVE": "everything"}
+    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "READERBOARD_SERVE must be one of public, internal, all" in done.stderr

@@ -14,11 +14,13 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django import db
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
@@ -27,7 +29,7 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.console.selectors import queue_report
-from leaderboard.core.enqueue import FINISH_RUN, RUN_SYSTEM
+from leaderboard.core.enqueue import FINISH_RUN
 from leaderboard.sandbox.contract import Limits, RunTicket, outcome_as_json
 from leaderboard.submissions import evaluation
 from leaderboard.submissions.intake import submission_create_system
@@ -43,7 +45,7 @@ from leaderboard.submissions.worker_api import (
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle, gold_outputs, outcome
 from tests.builders.systems import system_phases
-from workers import compute_app, control_runs, runner, tasks
+from workers import control_runs, runner, tasks
 
 # --------------------------------------------------------------------------- real processes
 
@@ -62,7 +64,7 @@ def api(token: str) -> Client:
 
 
 def claim(client: Client, queue: str = "cpu") -> Any:
-    response = client.post("/internal/v1/runs/claim/", {"queue": queue, "hint": 0, "instance": "host:1"},
+    response = client.post("/internal/v1/runs/claim/", {"queue": queue, "instance": "host:1"},
                            content_type="application/json")
     assert response.status_code == 200, response.content
     return response.json()["ticket"]
@@ -94,7 +96,7 @@ def test_a_token_scoped_to_an_organizers_queue_cannot_claim_anothers_runs(cast: 
     assert Submission.objects.get().status == Status.QUEUED
     own = scoped.post("/internal/v1/runs/claim/", {"queue": "acme", "instance": "h:1"},
                       content_type="application/json")
-    assert own.status_code == 200 and own.json() == {"ticket": None}  # nothing of its queue waits
+    assert own.status_code == 200 and own.json() == {"ticket": None, "retry_after": 2.0}  # nothing of its queue waits
     # The platform's own workers (no queue named) still claim from any queue.
     assert claim(api(worker_token_create(name="host-a")))["submission_id"] == Submission.objects.get().pk
 
@@ -208,6 +210,34 @@ def test_claims_interleave_teams_and_keep_each_under_its_running_limit(cast: Cas
     assert submission_run_claim_next(queue="gpu", worker="w/6").plan is None
 
 
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_asking_at_once_for_one_run_one_gets_it(cast: Cast) -> None:
+    """No message names the run, so the claim alone must be atomic: each of two threads (two
+    database connections) asks at the same moment, over and over; each run goes to exactly one."""
+    system_phases(cast)
+    for _ in range(5):
+        submission = queued_system(cast)
+        start = threading.Barrier(2)
+        got: list[int | None] = []
+
+        def ask(n: int, start: threading.Barrier = start, got: list[int | None] = got) -> None:
+            try:
+                start.wait()
+                plan = submission_run_claim_next(queue="cpu", worker=f"w/{n}").plan
+                got.append(plan.submission_id if plan else None)
+            finally:
+                db.connection.close()
+
+        threads = [threading.Thread(target=ask, args=(n,)) for n in (1, 2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(got, key=lambda x: x is None) == [submission.pk, None], got
+        assert Submission.objects.get(pk=submission.pk).status == Status.RUNNING
+        Submission.objects.filter(pk=submission.pk).update(status=Status.FAILED)  # off the team's limit
+
+
 @pytest.mark.django_db
 def test_the_queue_shown_is_the_order_the_claims_take(cast: Cast) -> None:
     """The console's queue and a team's position come from the claims' own order (issue 9): a
@@ -231,8 +261,15 @@ def test_the_queue_shown_is_the_order_the_claims_take(cast: Cast) -> None:
     assert claimed[4] is None and claimed[5] is None  # the rest wait for one of alpha's runs to end
 
 
-def test_the_compute_worker_sends_and_takes_the_task_the_platform_names() -> None:
-    assert compute_app.RUN_SYSTEM == RUN_SYSTEM
+@pytest.mark.django_db
+def test_a_run_is_claimed_with_no_message_sent(cast: Cast, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queued system is a row, not a message: intake sends nothing, and a worker's claim finds it."""
+    sent: list[tuple[str, int]] = []
+    monkeypatch.setattr("leaderboard.core.enqueue.send_task", lambda name, pk, **_: sent.append((name, pk)))
+    system_phases(cast)
+    submission = queued_system(cast)
+    assert sent == []
+    assert claim(api(worker_token_create(name="host-a")))["submission_id"] == submission.pk
 
 
 @pytest.mark.django_db
@@ -257,16 +294,20 @@ def test_a_gpu_request_is_built_as_dockers_gpus_flag_builds_it(tmp_path: Path) -
     assert "device_requests" not in runner._create_kwargs(plain)
 
 
-def test_the_compute_worker_imports_no_django_settings() -> None:
-    env = {"PATH": os.environ["PATH"], "READERBOARD_BROKER_URL": "redis://127.0.0.1:1/0"}
-    probe = ("import sys, workers.compute_app; "
-             "print(sorted(m for m in sys.modules if m.startswith(('leaderboard.', 'django.conf', 'django.db'))))")
+def test_the_compute_worker_imports_no_django_settings_and_no_broker() -> None:
+    env = {"PATH": os.environ["PATH"], "READERBOARD_API_URL": "http://127.0.0.1:1", "READERBOARD_WORKER_TOKEN": "x"}
+    probe = ("import sys, workers.compute; workers.compute.transport('cpu'); "
+             "print(sorted(m for m in sys.modules if m.startswith(('leaderboard.', 'django.conf', 'django.db'))));"
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'celery', 'kombu', 'redis', 'amqp', 'billiard'}))")
     result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                             cwd=Path(__file__).resolve().parents[2], check=True)
+    platform_modules, broker_modules = result.stdout.strip().splitlines()
     # Of leaderboard only the run contract (no Django): answers_json is the one rule for answers, which
     # the worker applies to interactive answers.
-    assert result.stdout.strip() == ("['leaderboard.sandbox', 'leaderboard.sandbox.answers_json', "
-                                     "'leaderboard.sandbox.archives', 'leaderboard.sandbox.contract']")
+    assert platform_modules == ("['leaderboard.sandbox', 'leaderboard.sandbox.answers_json', "
+                                "'leaderboard.sandbox.archives', 'leaderboard.sandbox.contract']")
+    # No broker client at all: the internal API is how it learns of work.
+    assert broker_modules == "[]"
 
 
 @pytest.mark.django_db

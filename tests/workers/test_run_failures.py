@@ -35,6 +35,7 @@ from leaderboard.submissions.lifecycle import (
 )
 from leaderboard.submissions.models import FailureCause, Status, Submission, Verdict
 from leaderboard.submissions.selectors import quota_usage
+from leaderboard.submissions.worker_api import submission_run_claim_next
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle
 from tests.builders.systems import system_phases
@@ -129,19 +130,19 @@ def test_the_platforms_fault_is_retried_with_back_off_then_alerts_the_organizers
         control_runs.system_evaluate(queued.pk)
         queued.refresh_from_db()
         assert queued.status == Status.QUEUED and queued.attempts == attempt
-        # Due again after 10 s x the attempts so far: the message waits that long, and the
-        # lost-message check counts from then.
-        task, pk, countdown = sent[-1]
-        assert (task, pk) == ("readerboard.run_system", queued.pk)
-        assert 10 * attempt - 2 < countdown <= 10 * attempt
+        # Due again after 10 s x the attempts so far, with no message (the row is the queue): a
+        # claim before then passes it by.
+        assert sent == []
         assert queued.dispatched_at is not None
         assert queued.dispatched_at >= before + dt.timedelta(seconds=10 * attempt)
+        early = queued.dispatched_at - dt.timedelta(seconds=1)
+        assert submission_run_claim_next(queue="cpu", worker="w/early", now=early).plan is None
         assert mail.outbox == []
     control_runs.system_evaluate(queued.pk)
     queued.refresh_from_db()
     assert (queued.status, queued.failure_cause, queued.verdict) == (Status.FAILED, FailureCause.PLATFORM,
                                                                      Verdict.PLATFORM)
-    assert len(sent) == 2 and queued.attempts == 3
+    assert sent == [] and queued.attempts == 3
     assert "does not count against your quota" in queued.failure_reason
     assert quota_usage(team=cast.alpha, phase=cast.test).used_total == 0
     # The organizers are told once, with the submission's id and the full reason.
@@ -158,26 +159,34 @@ def test_a_lost_worker_is_retried_with_back_off_then_alerts_the_organizers(
     queued: Submission, sent: list, settings: Any
 ) -> None:
     settings.RUN_RETRY_BACKOFF_S = 10
+    due = []
     for attempt in (1, 2):  # the default: retried once
+        before = timezone.now()
         submission_run_claim(queued.pk, worker=f"host:{attempt}")
         reaped = submissions_reap(dead_workers=[f"host:{attempt}"])
         dispatch.dispatch_again(*reaped.requeued)
-    queued.refresh_from_db()
-    assert [countdown for _, _, countdown in sent] == pytest.approx([10], abs=2)
+        queued.refresh_from_db()
+        if queued.dispatched_at is not None and queued.status == Status.QUEUED:
+            due.append((queued.dispatched_at - before).total_seconds())
+    assert sent == []  # a re-queued run is a state change only
+    assert due == pytest.approx([10], abs=2)
     assert queued.status == Status.FAILED and queued.failure_cause == FailureCause.PLATFORM
     [alert] = mail.outbox
     assert f"submission {queued.pk}" in alert.subject and "stopped 2 times" in alert.body
 
 
-def test_a_retry_is_not_sent_again_as_lost_before_it_is_due(queued: Submission, settings: Any) -> None:
+def test_a_retry_is_claimed_only_once_due_and_never_sent_again_as_lost(queued: Submission, settings: Any) -> None:
     settings.REDISPATCH_AFTER_S = 4
     settings.RUN_RETRY_BACKOFF_S = 10
     submission_run_claim(queued.pk, worker="host:1")
     submissions_reap(dead_workers=["host:1"])
     soon = timezone.now() + dt.timedelta(seconds=8)
     assert submissions_lost_in_queue(queues={"cpu"}, now=soon) == []
+    assert submission_run_claim_next(queue="cpu", worker="w/soon", now=soon).plan is None  # not due yet
     later = timezone.now() + dt.timedelta(seconds=15)
-    assert submissions_lost_in_queue(queues={"cpu"}, now=later) == [(queued.pk, "readerboard.run_system", "cpu")]
+    assert submissions_lost_in_queue(queues={"cpu"}, now=later) == []  # a system has no message to lose
+    plan = submission_run_claim_next(queue="cpu", worker="w/later", now=later).plan
+    assert plan is not None and plan.submission_id == queued.pk
 
 
 def test_the_back_off_grows_with_the_attempts(settings: Any) -> None:
