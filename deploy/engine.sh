@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source deploy/lib.sh
-apt_ensure engine docker.io runsc debootstrap
+apt_ensure engine docker.io runsc debootstrap busybox-static
 
 # gVisor: the sandbox's own kernel; ptrace works where KVM is not available.
 # --network=none: even a container given a network would have none.

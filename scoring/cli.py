@@ -23,6 +23,9 @@ from scoring.result import EvalResult
 
 # Exit statuses: 0 success, 1 undefined metric / input error, 2 usage error (argparse's own).
 EXIT_INPUT_ERROR = 1
+# What some commands need beyond the standard library: requirements.txt (a starting kit's, the
+# platform's pins) installs it; without it ``--help`` still lists every command.
+INSTALL_HINT = "pip install -r requirements.txt"
 
 # Sub-command -> the module that registers it, in the order ``--help`` lists them.
 # A run imports only its command's module: the others pull in numpy and friends,
@@ -48,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "metaeval": "scoring.metaeval",
     "rank": "scoring.ranking",
     "significance": "scoring.significance",
+    "converse": "scoring.protocol",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 
@@ -81,8 +85,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     command = next((a for a in (argv or ()) if not a.startswith("-")), None)
     modules = (COMMANDS[command],) if command in COMMANDS else COMMAND_MODULES
+    missing: dict[str, str] = {}
     for name in modules:
-        importlib.import_module(name).register(sub)
+        try:
+            importlib.import_module(name).register(sub)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or exc.name.split(".")[0] == "scoring":
+                raise
+            missing[name] = exc.name.split(".")[0]
+    for command_name, module in COMMANDS.items():
+        if module in missing:
+            needs = f"needs the {missing[module]} package: {INSTALL_HINT}"
+            stub = sub.add_parser(command_name, help=f"({needs})", add_help=False)
+            stub.add_argument("rest", nargs=argparse.REMAINDER)
+            stub.set_defaults(run=None, needs_package=f"python -m scoring {command_name} {needs}")
     return parser
 
 
@@ -110,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = sys.argv[1:]
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if getattr(args, "needs_package", None):
+        print(f"error: {args.needs_package}", file=sys.stderr)
+        return EXIT_INPUT_ERROR
     try:
         result: EvalResult = args.run(args)
         for warning in result.warnings:

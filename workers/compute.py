@@ -46,7 +46,13 @@ import requests
 
 from leaderboard.sandbox.contract import HiddenRuns, RunTicket
 from workers.internal_api import HttpTransport
-from workers.run_system import ComputeConfig, leftovers_remove, run_ticket, worker_name
+from workers.run_system import (
+    ComputeConfig,
+    leftovers_remove,
+    leftovers_sweeper_start,
+    run_ticket,
+    worker_name,
+)
 from workers.runner import PlatformError
 
 logger = logging.getLogger("workers.compute")
@@ -168,6 +174,8 @@ def main() -> int:
     try:
         cfg.work_dir.mkdir(parents=True, exist_ok=True)
         leftovers_remove(cfg, starting=True)
+        # And every minute while it lives: a dead sibling's leftovers (another pod's) go while this idles.
+        leftovers_sweeper_start(cfg)
     except Exception:
         logger.exception("clean-up at start-up failed")
     logger.info("compute worker %s claiming from %s at %s: ready.", worker_name(), ", ".join(c.queue for c in channels),

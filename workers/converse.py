@@ -20,7 +20,6 @@ log, capped like any log: flooding it costs the system its log, never the platfo
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import select
 import socket
@@ -35,14 +34,11 @@ import docker.errors
 
 from leaderboard.sandbox.answers_json import answer_refusal
 from scoring.dialogs import ProtocolError, Session
+from scoring.protocol import EXIT_GRACE_S, MAX_LINE_BYTES, play
 from workers import runner
 
 logger = logging.getLogger(__name__)
 
-# The longest response line taken (an answer is a short span; a megabyte is generous).
-MAX_LINE_BYTES = 1024 * 1024
-# After the last answer: how long stdin stays closed before the system must have exited.
-EXIT_GRACE_S = 2.0
 
 
 @dataclass
@@ -67,6 +63,9 @@ class _Frames:
         self.buffer = b""
         self.stdout = b""
         self.eof = False
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
 
     def read_line(self, deadline: float) -> bytes | None:
         """The next stdout line (without its newline), None at the deadline; b"" never: EOF sets ``eof``."""
@@ -124,7 +123,7 @@ def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequen
     result = Conversation()
     # Not detached, with stdin open: the SDK then asks for StdinOnce, so that the engine closes the
     # system's stdin when the platform closes its end (the system's cue that the dialogs are over).
-    kwargs: dict[str, Any] = {**runner._create_kwargs(spec), "stdin_open": True, "tty": False, "detach": False}
+    kwargs: dict[str, Any] = {**runner._create_kwargs(spec, client), "stdin_open": True, "tty": False, "detach": False}
     try:
         container = client.containers.create(**kwargs)
     except docker.errors.APIError as exc:
@@ -145,7 +144,10 @@ def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequen
             return result
         frames = _Frames(sock, capture)
         run_deadline = started + spec.limits.time_limit_s
-        result.verdict = _play(sock, frames, sessions, result, turn_limit_s=turn_limit_s, run_deadline=run_deadline)
+        # The turn loop itself is scoring.protocol's: the one a participant's local harness runs.
+        played = play(frames, sessions, turn_limit_s=turn_limit_s, run_deadline=run_deadline, refusal=answer_refusal)
+        result.verdict, result.reason = played.verdict, played.reason
+        result.latencies_s, result.turns_answered = played.latencies_s, played.turns_answered
         # memory.peak is a high-water mark: read once, before the engine removes the cgroup.
         result.peak_memory_bytes = runner._read_peak(runner._peak_memory_file(container.id))
         if result.verdict == "finished":
@@ -176,56 +178,3 @@ def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequen
             container.remove(force=True)
     result.log, _ = capture.result()
     return result
-
-
-def _play(sock: socket.socket, frames: _Frames, sessions: Sequence[Session], result: Conversation, *,
-          turn_limit_s: float, run_deadline: float) -> str:
-    for session in sessions:
-        while (request := session.request()) is not None:
-            sent = time.monotonic()
-            try:
-                sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
-            except OSError:
-                result.reason = "it stopped reading its stdin before the last request"
-                return "closed"
-            deadline = min(sent + turn_limit_s, run_deadline)
-            try:
-                line = frames.read_line(deadline)
-            except ProtocolError as exc:
-                result.reason = exc.message
-                return exc.verdict
-            if line is None:
-                if frames.eof:
-                    result.reason = f"it closed its stdout (or exited) after {result.turns_answered} answers"
-                    return "closed"
-                if deadline == run_deadline and time.monotonic() >= run_deadline:
-                    result.reason = "the run's time limit passed"
-                    return "time_limit"
-                result.reason = f"no answer to request {result.turns_answered + 1} within {turn_limit_s:g} s"
-                return "turn_time_limit"
-            try:
-                response = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                result.reason = f"the response to request {result.turns_answered + 1} is not a JSON line"
-                return "not_json"
-            # The one rule for answers (answers_json.answer_refusal), before the answer leaves the
-            # worker: one the platform cannot store ends the mode as the system's doing, in the
-            # platform's words (a code point and a position, never the text), instead of a turn the
-            # trusted side refuses, which would stop the run as the platform's fault.
-            answer = response.get("answer") if isinstance(response, dict) else None
-            problem = answer_refusal(answer) if isinstance(answer, str) else None
-            if problem is not None:
-                result.reason = f"turn {session.position + 1}: {problem}"
-                return "answer_refused"
-            # Measured before the answer is handed on: on the platform, that is a call to the trusted
-            # side (the gold to reveal), which is not the system's time.
-            latency = time.monotonic() - sent
-            try:
-                session.respond(response, latency)
-            except ProtocolError as exc:
-                # The message names the request's id, which the platform made: no text of the system's.
-                result.reason = exc.message
-                return exc.verdict
-            result.latencies_s.append(latency)
-            result.turns_answered += 1
-    return "finished"

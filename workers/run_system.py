@@ -12,9 +12,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import fcntl
 import json
 import logging
 import os
+import re
+import secrets
 import shutil
 import socket
 import threading
@@ -58,6 +61,62 @@ LABEL_WORKER = "readerboard.worker"
 def worker_name() -> str:
     """host:pid; a worker on the same host can tell whether the process is still there."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# Containers carry their worker's owner id too: the name of a lock file that the worker holds
+# (flock) for its life, in ``readerboard-owners/`` beside the host lock (READERBOARD_HOST_LOCK), a
+# folder of the engine's host (a hostPath in Kubernetes) that every worker of that engine shares.
+# Any of them tells a dead owner by taking its lock, whatever its host name or PID namespace (a
+# replacement pod); the lock file says the owner's instance and work folder, where its run
+# folders (with their tmpfs mounts) and its image list are.
+LABEL_OWNER = "readerboard.owner"
+OWNERS_FOLDER = "readerboard-owners"
+# A container this long past its deadline label is removed whoever owns it: its deadline helper
+# (runner.DEADLINE_GRACE_S) should have ended it, and its worker killed it at the limit before.
+DEADLINE_SWEEP_SLACK_S = 60
+_owner: tuple[Path, int, str, int] | None = None  # work folder, pid, owner id, the locked file's fd
+_owner_lock = threading.Lock()
+
+
+def worker_owner(config: ComputeConfig) -> str:
+    """This process's owner id (made and locked on first use, again after a fork): its lock file,
+    ``<work_dir>/owners/<id>.lock``, stays locked until the process is gone, however it ends.  It
+    holds the instance, so that a sweeper of another platform sharing the folder leaves it alone."""
+    global _owner
+    with _owner_lock:
+        if _owner is not None and _owner[0] == config.work_dir and _owner[1] == os.getpid():
+            return _owner[2]
+        folder = owners_folder(config)
+        folder.mkdir(parents=True, exist_ok=True)
+        ident = f"{re.sub(r'[^A-Za-z0-9.-]', '_', socket.gethostname()[:40])}-{os.getpid()}-{secrets.token_hex(6)}"
+        fd = os.open(folder / f"{ident}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, json.dumps({"instance": config.instance, "work_dir": str(config.work_dir)}).encode())
+        _owner = (config.work_dir, os.getpid(), ident, fd)
+        return ident
+
+
+def owners_folder(config: ComputeConfig) -> Path:
+    return config.hidden.lock_path.parent / OWNERS_FOLDER
+
+
+def _owner_dead(folder: Path, ident: str, instance: str) -> tuple[int, Path] | None:
+    """The dead owner's lock, taken (its fd, to close once its leftovers are gone) and its work
+    folder; None while its worker lives, when it is another instance's, or when the file is gone
+    (another sweeper had it)."""
+    try:
+        fd = os.open(folder / f"{ident}.lock", os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        said = json.loads(os.pread(fd, 65536, 0) or b"{}")
+        if isinstance(said, dict) and said.get("instance") == instance and isinstance(said.get("work_dir"), str):
+            return fd, Path(said["work_dir"])
+    except (BlockingIOError, ValueError):
+        pass
+    os.close(fd)
+    return None
 
 
 @dataclass(frozen=True)
@@ -213,9 +272,9 @@ def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig
     """
     submission_id, attempt = ticket.submission_id, ticket.attempt
     began = time.monotonic()
-    # Under a folder named after this process (its pid: the work folder is this host's, and a colon
-    # would end a bind mount's path): a worker on the same host removes a dead one's.
-    run_dir = config.work_dir / "runs" / str(os.getpid()) / f"{submission_id}-{attempt}"
+    # Under a folder named after this process's owner id (no colon, which would end a bind mount's
+    # path): any worker of the engine removes a dead one's (leftovers_remove).
+    run_dir = config.work_dir / "runs" / worker_owner(config) / f"{submission_id}-{attempt}"
     run_dir_remove(run_dir)
     try:
         client = runner.engine()
@@ -320,7 +379,9 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
             runtime=sandbox.runtime,
             gpus=ticket.gpus,
             labels={runner.LABEL_SUBMISSION: str(submission_id), runner.LABEL_ATTEMPT: str(attempt),
-                    LABEL_WORKER: worker_name(), runner.LABEL_INSTANCE: config.instance},
+                    LABEL_WORKER: worker_name(), LABEL_OWNER: worker_owner(config),
+                    runner.LABEL_INSTANCE: config.instance},
+            deadline_helper=runner.deadline_helper_install(config.work_dir),
         )
         if ticket.protocol is not None:
             return _converse_run(transport, ticket, config, client, input_dir, spec)
@@ -408,7 +469,7 @@ def run_image(transport: RunTransport, ticket: RunTicket, config: ComputeConfig,
     kept = _KeptImages(config.work_dir, client, config.run_image_repository)
     kept.prune()
     archive = run_dir.parent / f"{ticket.submission_id}-{ticket.attempt}.tar"  # outside the run's tmpfs
-    images = _ImageRegistry(config.work_dir)
+    images = _ImageRegistry(config.work_dir, worker_owner(config))
     images.add(reference)
     try:
         loaded = kept.take(ticket.submission_id, expected_id=ticket.image_digest, reference=reference)
@@ -491,9 +552,9 @@ class _ImageRegistry:
     """The run references this worker process loaded, in a file of its own under the work folder,
     so that a worker on the same host can remove those of a worker that died mid-run."""
 
-    def __init__(self, work_dir: Path, name: str | None = None) -> None:
+    def __init__(self, work_dir: Path, name: str) -> None:
         self.folder = work_dir / "images"
-        self.path = self.folder / (name or worker_name())
+        self.path = self.folder / name
 
     def add(self, reference: str) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -528,16 +589,21 @@ def _dead_here(name: str) -> bool:
     return host == socket.gethostname() and pid.isdigit() and not _pid_alive(int(pid))
 
 
-def leftovers_remove(config: ComputeConfig, *, starting: bool = False) -> list[str]:
-    """Remove what workers on this host that died (kill -9, power loss) left behind: their running
-    containers, their run images, their run folders.  A live sibling's are never touched.
+def leftovers_remove(config: ComputeConfig, *, starting: bool = False, now: float | None = None) -> list[str]:
+    """Remove what workers of this engine that died (kill -9, power loss, a pod replaced) left
+    behind: their containers, their run images, their run folders; and any container of this
+    instance past its deadline label by more than ``DEADLINE_SWEEP_SLACK_S``.  A live worker's
+    are never touched, nor another instance's (``runner.instance_filter``).
 
-    Run at a worker's start and before each run: the platform side finds the dead worker's run by
-    its lease alone and queues it again; the host's own clean-up is this.  ``starting``: this
-    process has run nothing yet, so anything under its own name is a predecessor's (a worker in a
-    container that restarted is pid 1 again, on the same host name).
+    A dead worker is one whose owner lock (``worker_owner``) can be taken, whatever its host name;
+    an older worker's containers (no owner label) by host:pid, on this host only.  Any loop calls
+    it: at a worker's start, before each run, and periodically (``leftovers_sweeper``).
+    ``starting``: this process has run nothing yet, so anything under its own host:pid name is a
+    predecessor's (a worker in a container that restarted is pid 1 again, on the same host name).
     """
     me = worker_name()
+    mine = worker_owner(config)
+    now = time.time() if now is None else now
 
     def dead(name: str) -> bool:
         return (starting and name == me) or _dead_here(name)
@@ -546,31 +612,91 @@ def leftovers_remove(config: ComputeConfig, *, starting: bool = False) -> list[s
     try:
         client = runner.engine()
         # This instance's only: a dead worker of another platform on the same engine is its own.
-        containers = client.containers.list(all=True, filters=runner.instance_filter(config.instance, LABEL_WORKER))
+        containers = client.containers.list(all=True, filters=runner.instance_filter(config.instance))
     except (runner.PlatformError, docker.errors.DockerException, requests.exceptions.RequestException) as exc:
         logger.warning("leftovers not checked: %s", exc)
         return removed
-    for container in containers:
-        owner = container.labels.get(LABEL_WORKER, "")
-        if dead(owner):
-            with contextlib.suppress(docker.errors.APIError):
-                container.remove(force=True)
-                removed.append(f"container {container.name} of {owner}")
-    folder = config.work_dir / "images"
-    for path in sorted(folder.glob("*")) if folder.exists() else []:
-        if dead(path.name):
-            registry = _ImageRegistry(config.work_dir, path.name)
+    owners = owners_folder(config)
+    taken: dict[str, tuple[int, Path] | None] = {}  # owner id -> its lock taken and work folder (dead), or None
+
+    def owner_dead(ident: str) -> bool:
+        if ident == mine or "/" in ident or ident.startswith("."):
+            return False
+        if ident not in taken:
+            taken[ident] = _owner_dead(owners, ident, config.instance)
+        return taken[ident] is not None
+
+    try:
+        for container in containers:
+            labels = container.labels
+            owner, ident = labels.get(LABEL_WORKER, ""), labels.get(LABEL_OWNER, "")
+            deadline = labels.get(runner.LABEL_DEADLINE, "")
+            why = ""
+            if ident and owner_dead(ident):
+                why = f"of dead worker {ident}"
+            elif not ident and owner and dead(owner):
+                why = f"of {owner}"
+            elif deadline.isdigit() and now > int(deadline) + DEADLINE_SWEEP_SLACK_S:
+                why = f"past its deadline ({deadline})"
+            if why:
+                with contextlib.suppress(docker.errors.APIError):
+                    container.remove(force=True)
+                    removed.append(f"container {container.name} {why}")
+        # Owners with no container left: their images and run folders, then their lock files.
+        for path in sorted(owners.glob("*.lock")) if owners.exists() else []:
+            owner_dead(path.stem)
+        # Image lists and run folders: an older worker's in this work folder by host:pid, a dead
+        # owner's in the work folder its lock file names (another worker's, on the same host).
+        lists = [(config.work_dir, p.name) for p in sorted((config.work_dir / "images").glob("*")) if dead(p.name)]
+        runs = config.work_dir / "runs"
+        folders = [d for d in (sorted(runs.iterdir()) if runs.exists() else [])
+                   if d.name.isdigit() and (not _pid_alive(int(d.name)) or (starting and int(d.name) == os.getpid()))]
+        for ident, found in taken.items():
+            if found is not None:
+                lists.append((found[1], ident))
+                folders.append(found[1] / "runs" / ident)
+        for work_dir, name in lists:
+            registry = _ImageRegistry(work_dir, name)
             for reference in registry.references():
                 if runner.image_remove(client, reference):
                     removed.append(f"image {reference}")
-            path.unlink(missing_ok=True)
-    runs = config.work_dir / "runs"
-    for owner in sorted(runs.iterdir()) if runs.exists() else []:
-        if owner.name.isdigit() and (not _pid_alive(int(owner.name)) or (starting and int(owner.name) == os.getpid())):
-            for run_dir in owner.iterdir():
-                run_dir_remove(run_dir)
-            shutil.rmtree(owner, ignore_errors=True)
-            removed.append(f"run folders of {owner.name}")
+            registry.path.unlink(missing_ok=True)
+        for owner_dir in folders:
+            if owner_dir.is_dir():
+                for run_dir in owner_dir.iterdir():
+                    run_dir_remove(run_dir)
+                shutil.rmtree(owner_dir, ignore_errors=True)
+                removed.append(f"run folders of {owner_dir.name}")
+        for ident, found in taken.items():
+            if found is not None:
+                (owners / f"{ident}.lock").unlink(missing_ok=True)
+    finally:
+        for found in taken.values():
+            if found is not None:
+                os.close(found[0])
     if removed:
         logger.warning("removed what a dead worker on this host left: %s", "; ".join(removed))
     return removed
+
+
+def leftovers_sweeper_start(config: ComputeConfig, *, every: float = 60.0) -> Callable[[], None]:
+    """``leftovers_remove`` every ``every`` seconds in a thread of its own; returns what stops it.
+    What a worker loop (Celery's or ``python -m workers.compute``) starts beside itself, so that a
+    dead worker's leftovers go even on an engine whose live workers are all idle."""
+    stop = threading.Event()
+
+    def sweep() -> None:
+        while not stop.wait(every):
+            try:
+                leftovers_remove(config)
+            except Exception:
+                logger.exception("the periodic sweep of dead workers' leftovers failed")
+
+    thread = threading.Thread(target=sweep, name="leftovers-sweeper", daemon=True)
+    thread.start()
+
+    def halt() -> None:
+        stop.set()
+        thread.join()
+
+    return halt

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 import os
 import secrets
 import stat
@@ -42,7 +43,16 @@ import docker.types
 import requests.exceptions
 
 from leaderboard.sandbox.archives import ArchiveError, image_archive_inspect, image_archive_untagged
-from leaderboard.sandbox.contract import HiddenRuns, Limits, RunNote, RunOutcome, log_clean
+from leaderboard.sandbox.contract import (
+    HiddenRuns,
+    Limits,
+    RunEnd,
+    RunnerKill,
+    RunNote,
+    RunOutcome,
+    log_clean,
+    run_end_classify,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +67,20 @@ LABEL_ATTEMPT = "readerboard.attempt"
 # Its value is the worker's run image repository, which each platform sharing an engine has its own.
 LABEL_INSTANCE = "readerboard.instance"
 GVISOR_PIDS_HEADROOM = 512
+# The deadline a run container carries (epoch seconds: its creation plus its time limit), so that
+# any worker of the instance on the engine can remove one past it whose worker is gone.
+LABEL_DEADLINE = "readerboard.deadline"
+# A limit that lives as long as the container: a static busybox (Debian's busybox-static), bound
+# read-only into every run container, runs the system under `timeout -s KILL`, so that a container
+# whose worker died (kill -9, a lost node) still ends DEADLINE_GRACE_S after its limit.  The
+# engine's init (docker-init, `--init`) is PID 1: a SIGKILL from inside the container's own PID
+# namespace to its PID 1 is ignored by the kernel, so the system must not be PID 1.
+DEADLINE_HELPER = Path("/bin/busybox")
+# Bound under the applet's name: busybox picks what to be from argv[0].
+DEADLINE_MOUNT = "/.readerboard/timeout"
+DEADLINE_GRACE_S = 5
+# The helper's watcher and the init: two processes beside the system's own, not charged to its pids.
+DEADLINE_PIDS = 2
 # How long the log stream may take to deliver what a stopped container left in its pipe.
 LOG_DRAIN_S = 10.0
 
@@ -81,6 +105,9 @@ class RunSpec:
     labels: dict[str, str] = field(default_factory=dict)
     gpus: int = 0  # GPUs requested from the engine (NVIDIA runtime's device request); 0: none
     environment: dict[str, str] = field(default_factory=dict)  # the platform's, on top of the usual ones
+    # The static helper that ends the container at its limit without a worker (DEADLINE_HELPER, in
+    # a folder the engine's host sees: ``deadline_helper_install``); None: the worker's loop alone.
+    deadline_helper: Path | None = None
 
 
 # --------------------------------------------------------------------------- runs on hidden data
@@ -451,7 +478,35 @@ def _filled(path: Path) -> bool:
 # --------------------------------------------------------------------------- running
 
 
-def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
+def deadline_helper_install(work_dir: Path) -> Path:
+    """The deadline helper, copied into the work folder (a host folder the engine sees, also when
+    the worker runs in a container or a pod); refreshed when the worker's copy differs."""
+    if not DEADLINE_HELPER.is_file():
+        raise PlatformError(f"{DEADLINE_HELPER} is missing on the compute worker (Debian's busybox-static)")
+    target = work_dir / "bin" / "busybox"
+    source = DEADLINE_HELPER.read_bytes()
+    if not target.is_file() or target.read_bytes() != source:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".busybox.{os.getpid()}")
+        partial.write_bytes(source)
+        partial.chmod(0o755)
+        os.replace(partial, target)
+    return target
+
+
+def _image_command(client: docker.DockerClient, spec: RunSpec) -> list[str]:
+    """What the container runs: the bundle's command, or the image's ENTRYPOINT and CMD as the
+    engine would join them ([] for an image with neither)."""
+    if spec.command is not None:
+        return list(spec.command)
+    try:
+        config = client.images.get(spec.image).attrs.get("Config") or {}
+    except docker.errors.ImageNotFound:
+        raise PlatformError(f"the image {spec.image} is not in the engine") from None
+    return [*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])]
+
+
+def _create_kwargs(spec: RunSpec, client: docker.DockerClient | None = None) -> dict[str, Any]:
     lim = spec.limits
     volumes = {
         str(spec.input_dir): {"bind": "/input", "mode": "ro"},
@@ -498,6 +553,15 @@ def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
         "healthcheck": {"test": ["NONE"]},
         "stop_signal": "SIGKILL",
     }
+    command = [] if spec.deadline_helper is None or client is None else _image_command(client, spec)
+    if command:  # an image with no command at all is left to the engine to refuse
+        kwargs["init"] = True
+        volumes[str(spec.deadline_helper)] = {"bind": DEADLINE_MOUNT, "mode": "ro"}
+        kwargs["entrypoint"] = [DEADLINE_MOUNT, "-s", "KILL",
+                                str(math.ceil(lim.time_limit_s) + DEADLINE_GRACE_S), *command]
+        kwargs["command"] = None
+        kwargs["pids_limit"] = lim.pids + DEADLINE_PIDS
+        kwargs["labels"] = {**spec.labels, LABEL_DEADLINE: str(math.ceil(time.time() + lim.time_limit_s))}
     if spec.runtime:
         kwargs["runtime"] = spec.runtime
     if spec.gpus:
@@ -511,8 +575,9 @@ def _create_kwargs(spec: RunSpec) -> dict[str, Any]:
         # has ~40, and each guest process adds some): at the bare limit the sandbox itself
         # dies.  The guest's processes are limited by gVisor's RLIMIT_NPROC instead, which
         # counts only this sandbox's processes.
-        kwargs["pids_limit"] = lim.pids + GVISOR_PIDS_HEADROOM
-        kwargs["ulimits"].append(docker.types.Ulimit(name="nproc", soft=lim.pids, hard=lim.pids))
+        nproc = kwargs["pids_limit"]  # the system's, and the deadline helper's two if it has them
+        kwargs["pids_limit"] = nproc + GVISOR_PIDS_HEADROOM
+        kwargs["ulimits"].append(docker.types.Ulimit(name="nproc", soft=nproc, hard=nproc))
     return kwargs
 
 
@@ -665,10 +730,12 @@ def run_container(
     """
     outcome = RunOutcome(exit_code=None, timed_out=False, oom_killed=False, output_too_large=False,
                          duration_s=0.0, logs="", runtime=spec.runtime or "runc")
-    aborted = False
+    # The runner's own kill, if it made one: the evidence that a kill was the platform's rule
+    # applied (run_end_classify); a kill it did not make is someone else's.
+    killed: RunnerKill | None = None
     limit_bytes = spec.limits.output_mb * 1024 * 1024
     try:
-        container = client.containers.create(**_create_kwargs(spec))
+        container = client.containers.create(**_create_kwargs(spec, client))
     except docker.errors.ImageNotFound:
         # It was there a moment ago (loaded, or the base image checked): removed under the run.
         raise PlatformError(f"the image {spec.image} is not in the engine") from None
@@ -684,6 +751,7 @@ def run_container(
     capture = LogCapture(spec.limits.log_bytes)
     try:
         if not heartbeat():  # cancelled (or taken over) while the run was being prepared: start nothing
+            outcome.end = RunEnd.ABORTED
             return outcome, True
         log_finish = _log_follow(client, container.id, capture)
         try:
@@ -698,6 +766,7 @@ def run_container(
             outcome.exit_code = 127
             outcome.not_started = _start_refusal(str(exc.explanation or exc))
             outcome.notes.append(RunNote(outcome.not_started))
+            outcome.end = RunEnd.NOT_STARTED
             return outcome, False
         started = time.monotonic()
         # The engine removes the cgroup with the container, so its high-water mark is read
@@ -715,18 +784,22 @@ def run_container(
                 pass
             now = time.monotonic()
             if now >= deadline:
-                outcome.timed_out = True
+                outcome.timed_out, killed = True, RunnerKill.TIME_LIMIT
                 break
             if not output_capped and directory_bytes(spec.output_dir) > limit_bytes:
-                outcome.output_too_large = True
+                outcome.output_too_large, killed = True, RunnerKill.OUTPUT_LIMIT
                 break
             if now >= next_beat:
                 next_beat = now + heartbeat_every
                 if not heartbeat():
-                    aborted = True
+                    killed = RunnerKill.ABORT
                     break
         outcome.duration_s = time.monotonic() - started
         outcome.peak_memory_bytes = _read_peak(peak_file) or outcome.peak_memory_bytes
+        if killed is None and outcome.exit_code == 137 and spec.deadline_helper is not None \
+                and outcome.duration_s >= spec.limits.time_limit_s:
+            # The deadline helper's kill, a grace past the limit (this loop was late): the limit's.
+            outcome.timed_out, killed = True, RunnerKill.TIME_LIMIT
         if outcome.exit_code is None:
             with contextlib.suppress(docker.errors.APIError):
                 container.kill()
@@ -743,7 +816,11 @@ def run_container(
             directory_bytes(spec.output_dir) > limit_bytes or (output_capped and _filled(spec.output_dir))
         ):
             outcome.output_too_large = True
-        return outcome, aborted
+        outcome.end = run_end_classify(runner_killed=killed, oom_killed=outcome.oom_killed,
+                                       exit_code=outcome.exit_code, output_too_large=outcome.output_too_large,
+                                       peak_memory_bytes=outcome.peak_memory_bytes,
+                                       memory_limit_mb=spec.limits.memory_mb)
+        return outcome, killed is RunnerKill.ABORT
     except docker.errors.APIError as exc:
         raise PlatformError(f"the engine failed during the run: {exc.explanation or exc}") from None
     finally:

@@ -58,7 +58,8 @@ from leaderboard.accounts.services import (
     user_email_confirm,
     user_sign_up,
 )
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, SubmissionKind
+from leaderboard.challenges.selectors import phase_takes
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.signed_in import authenticated_user
 
@@ -307,6 +308,9 @@ def team_page(request: HttpRequest, slug: str) -> HttpResponse:
             "pending_invites": team_invites_pending(team=team) if is_owner and team else [],
             "my_invites": team_invites_for_user(user=user, challenge=challenge),
             "max_team_size": challenge.max_team_size,
+            # The upload links, each only where some phase takes that kind (the challenge page's rule).
+            "submit_predictions": any(phase_takes(p, [SubmissionKind.PREDICTIONS]) for p in challenge.phases.all()),
+            "submit_system": any(phase_takes(p, SYSTEM_KINDS) for p in challenge.phases.all()),
         },
         status=status,
     )

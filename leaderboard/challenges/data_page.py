@@ -74,6 +74,7 @@ class DataListing:
     viewer: Viewer
     sections: list[DataSection]
     kit: DataFile
+    kit_description: str = ""
 
     @property
     def may_download(self) -> bool:
@@ -148,7 +149,7 @@ def data_listing_get(*, challenge: Challenge, viewer: Viewer, now: dt.datetime |
         key=KIT_KEY,
         label="Starting kit",
         split="",
-        what="contract and limits, sample input, baseline system, local scoring",
+        what=built.summary,
         filename=built.filename,
         size_bytes=built.size_bytes,
         sha256=built.sha256,
@@ -157,7 +158,8 @@ def data_listing_get(*, challenge: Challenge, viewer: Viewer, now: dt.datetime |
         downloads=(count.count if count else 0) if organizer else None,
         last_download_at=count.last_at if organizer and count else None,
     )
-    return DataListing(challenge=challenge, viewer=viewer, sections=sections, kit=kit)
+    return DataListing(challenge=challenge, viewer=viewer, sections=sections, kit=kit,
+                       kit_description=built.description)
 
 
 def data_file_get(

@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
+from django.utils.text import slugify
 
 from leaderboard.challenges.disclosure import Average, averages_to_publish
 from leaderboard.challenges.models import (
@@ -29,8 +30,10 @@ from leaderboard.challenges.models import (
     Phase,
     SealedAggregates,
     Split,
+    SubmissionKind,
     TeamPhaseOverride,
 )
+from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import Suite
 from leaderboard.core.enqueue import DEFAULT_RUN_QUEUE
 from leaderboard.core.errors import NotFound
@@ -80,6 +83,29 @@ def dataset_label(dataset: Dataset, *, reveal_sealed: bool) -> str:
     if dataset.is_sealed and not reveal_sealed:
         return dataset.sealed_alias or "Hidden"
     return dataset.name
+
+
+def dataset_run_key(dataset: Dataset) -> str:
+    """The name a system run gives a dataset's files (``/input/<key><suffix>``, ``/output/<key>.json``)
+    and a prediction upload's member for it: the run plan, the pages' examples and the starting
+    kit all call this one function, so that what a participant reads is what a run writes."""
+    return slugify(dataset_label(dataset, reveal_sealed=False)) or f"dataset-{dataset.pk}"
+
+
+def dataset_upload_names(dataset: Dataset) -> tuple[str, ...]:
+    """What a prediction upload may call a dataset besides its slug: its name, and the name a system
+    run gives its output (``dataset_run_key``, which the starting kit's manifests use)."""
+    return (dataset.name, dataset_run_key(dataset))
+
+
+def sealed_input_example(*, challenge: Challenge) -> str:
+    """A sealed dataset's input file name as a run reads it (``hidden-128898.jsonl.gz``), for the
+    contract's example; "" when the challenge has none.  The alias is public: boards show it."""
+    sealed = [ds for ds in challenge.datasets.all() if ds.is_sealed]
+    if not sealed:
+        return ""
+    first = datasets_public_order(sealed)[0]
+    return dataset_run_key(first) + suite_for(challenge).gold_suffix
 
 
 def datasets_ordered(datasets: Iterable[Dataset], *, reveal_sealed: bool) -> list[Dataset]:
@@ -303,6 +329,32 @@ class InteractivePhase:
 def interactive_phases(phases: Iterable[Phase]) -> list[InteractivePhase]:
     """The phases whose systems answer turn by turn, with their modes, for the contract."""
     return [InteractivePhase(p.name, [Mode(m) for m in p.protocol_modes]) for p in phases if p.protocol_modes]
+
+
+# How a participant calls each kind, in a sentence ("takes prediction files").
+_KIND_WORDS = {SubmissionKind.PREDICTIONS: "prediction files", SubmissionKind.DOCKER_IMAGE: "Docker images",
+               SubmissionKind.CODE_BUNDLE: "code bundles", SubmissionKind.IMPORTED: "imported results"}
+
+
+def kinds_text(kinds: Iterable[str]) -> str:
+    """``allowed_kinds`` in a participant's words: "Docker images or code bundles"."""
+    words = [_KIND_WORDS.get(SubmissionKind(k), k) if k in SubmissionKind.values else k for k in kinds]
+    if not words:
+        return "nothing"
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def phase_takes(phase: Phase, kinds: Iterable[str]) -> bool:
+    """Whether ``phase`` takes a submission of any of ``kinds``: the one rule behind the upload
+    links, the phases an upload form lists, and the refusal of an upload (intake, web and API)."""
+    return any(k in phase.allowed_kinds for k in kinds)
+
+
+def phase_refusal(phase: Phase, kind: str) -> str:
+    """Why ``phase`` refuses a ``kind`` upload, in the participant's words ("" when it takes it)."""
+    if phase_takes(phase, [kind]):
+        return ""
+    return f"The {phase.name} phase takes {kinds_text(phase.allowed_kinds)}, not {kinds_text([kind])}."
 
 
 def batch_system_phases(phases: Iterable[Phase]) -> bool:

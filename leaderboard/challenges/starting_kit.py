@@ -40,22 +40,36 @@ from django.template.loader import render_to_string
 from django.utils.text import slugify
 
 import scoring
-from leaderboard.challenges.downloads import dev_downloads, file_fingerprint
-from leaderboard.challenges.models import Challenge, PhaseKind
+from leaderboard.challenges.downloads import (
+    DataKind,
+    data_catalogue,
+    dev_downloads,
+    download_name,
+    file_fingerprint,
+)
+from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, PhaseKind, SubmissionKind
+from leaderboard.challenges.selectors import dataset_run_key
 from leaderboard.challenges.spec import suite_options_of
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import SuiteOptions, options_as
 from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
 from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.challenges.suites.quac import QuacOptions
-from leaderboard.sandbox.contract import SystemSettings
-from scoring.dialogs import Mode
+from leaderboard.sandbox.contract import BUNDLE_DECLARATION, Limits, SystemSettings
+from scoring.dialogs import DIALOG_FORMATS, Mode
 
 # Bump when the kit's layout changes without any of its inputs changing.
-KIT_FORMAT = 2
+KIT_FORMAT = 3
 BASELINE = Path(settings.BASE_DIR) / "deploy" / "images" / "baseline" / "baseline.py"
 # The conversational baseline, for challenges whose phases answer turn by turn.
 CONVERSE_BASELINE = BASELINE.parent / "converse_baseline.py"
+# Dialogs to try the turn-by-turn protocol on (written for it: no challenge's data), per format.
+PRACTICE_DIALOGS = {fmt: BASELINE.parent / "practice" / f"{fmt}-practice.json" for fmt in DIALOG_FORMATS}
+# The platform's base image for code bundles, built from this very file on a participant's machine.
+BASE_DOCKERFILE = Path(settings.BASE_DIR) / "deploy" / "images" / "base" / "Dockerfile"
+# The platform's rule for answers (leaderboard.sandbox.answers_json, standard library only): the kit
+# carries it next to scoring/, where `python -m scoring converse` applies it as the platform does.
+ANSWERS_RULE = Path(settings.BASE_DIR) / "leaderboard" / "sandbox" / "answers_json.py"
 README_TEMPLATE = Path(settings.BASE_DIR) / "leaderboard" / "core" / "templates" / "challenges" / "starting_kit_README.md"
 SCORING_DIR = Path(scoring.__file__).resolve().parent
 # As the run plan names them (submissions.selectors.system_run_plan): the manifest's "format".
@@ -141,6 +155,8 @@ class BuiltKit:
     filename: str
     size_bytes: int
     sha256: str
+    summary: str = ""  # what it holds, in a few words (the Data page's row)
+    description: str = ""  # what it holds, in a sentence (the Data page's paragraph)
 
 
 @dataclass(frozen=True)
@@ -172,21 +188,36 @@ class KitPlan:
     sample_sha256: str
     # Phases whose systems answer turn by turn: (name, the labels of its modes).
     interactive: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Phases by what they take: (slug, name) of those taking prediction files, batch systems.
+    prediction_phases: tuple[tuple[str, str], ...] = ()
+    batch_phases: tuple[tuple[str, str], ...] = ()
+    # The slug of the first interactive phase and its modes (as the platform names them), in order.
+    interactive_slug: str = ""
+    interactive_modes: tuple[str, ...] = ()
+    # A test phase taking prediction files: its slug, and the test inputs of the Data page.
+    test_phase: str = ""
+    test_files: tuple[KitDevFile, ...] = ()
+
+    @property
+    def takes_files(self) -> bool:
+        """Whether a phase takes prediction files or batch systems (what system/run.py writes)."""
+        return bool(self.prediction_phases or self.batch_phases)
 
     def cache_key(self) -> str:
         fields = {k: v for k, v in self.__dict__.items() if k not in {"system", "sample_path"}}
         fields["suite_options"] = dataclasses.asdict(self.suite_options)
         fields["system"] = self.system.as_json()
         fields["dev_files"] = [f.__dict__ for f in self.dev_files]
+        fields["test_files"] = [f.__dict__ for f in self.test_files]
         blob = json.dumps([KIT_FORMAT, fields, _sources_digest()], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
-    def manifest(self, datasets: list[dict[str, str]]) -> dict[str, Any]:
-        """A manifest as a dev run on the platform writes it (RunPlan.manifest)."""
+    def manifest(self, datasets: list[dict[str, str]], *, test: bool = False) -> dict[str, Any]:
+        """A manifest as a dev (or ``test``) run on the platform writes it (RunPlan.manifest)."""
         return {
             "challenge": self.slug,
-            "phase": self.dev_phase,
-            "portion": "dev",
+            "phase": self.test_phase if test else self.dev_phase,
+            "portion": "test" if test else "dev",
             "datasets": datasets,
             "limits": self.system.as_json()["limits"],
         }
@@ -196,7 +227,8 @@ class KitPlan:
 def _sources_digest() -> str:
     # The files copied into the kit, and this builder: a new version of any builds a new kit.
     digest = hashlib.sha256()
-    for path in [BASELINE, CONVERSE_BASELINE, README_TEMPLATE, Path(__file__), *sorted(SCORING_DIR.glob("*.py"))]:
+    for path in [BASELINE, CONVERSE_BASELINE, README_TEMPLATE, Path(__file__), BASE_DOCKERFILE, ANSWERS_RULE,
+                 *sorted(PRACTICE_DIALOGS.values()), *sorted(SCORING_DIR.glob("*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -247,7 +279,8 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
     sample: tuple[int, int, str, str, str, str] | None = None
     for order, (record, filename) in enumerate(dev_downloads(challenge=challenge)):
         ds = record.dataset
-        output = f"{ds.slug}.json"
+        # As a run on the platform names it (and an upload may name its member so).
+        output = f"{dataset_run_key(ds)}.json"
         lines = _score_lines(suite.key, options, f"dev/{filename}", f"out/{output}")
         dev_files.append(KitDevFile(ds.slug, ds.name, filename, record.sha256, output, lines))
         fingerprint = file_fingerprint(record.inputs.path) if record.inputs else None
@@ -255,6 +288,23 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
             # The smallest public dev inputs keep the kit small; page order breaks ties.
             candidate = (fingerprint[0], order, ds.name, slugify(ds.name) or ds.slug, record.inputs.path, fingerprint[1])
             sample = min(sample, candidate) if sample else candidate
+    def takes(phase: Any, kinds: Any) -> bool:
+        return any(k in kinds for k in phase.allowed_kinds)
+
+    prediction_phases = tuple((p.slug, p.name) for p in phases if takes(p, (SubmissionKind.PREDICTIONS,)))
+    batch_phases = tuple((p.slug, p.name) for p in phases if not p.protocol_modes and takes(p, SYSTEM_KINDS))
+    first_interactive = next((p for p in phases if p.protocol_modes), None)
+    test_phase = next((p.slug for p in phases if p.portion == PhaseKind.TEST
+                       and takes(p, (SubmissionKind.PREDICTIONS,))), "")
+    test_files = []
+    if test_phase:
+        suffix = suite.gold_suffix
+        for offer in data_catalogue(challenge).offers.values():
+            fingerprint = file_fingerprint(offer.record.inputs.path) if offer.record.inputs else None
+            if offer.kind is DataKind.TEST_INPUTS and fingerprint is not None:
+                ds = offer.record.dataset
+                test_files.append(KitDevFile(ds.slug, ds.name, download_name(challenge, offer, suffix),
+                                             fingerprint[1], f"{dataset_run_key(ds)}.json", ()))
     return KitPlan(
         slug=challenge.slug,
         title=challenge.title,
@@ -270,7 +320,40 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
         sample_path=sample[4] if sample else "",
         sample_sha256=sample[5] if sample else "",
         interactive=tuple((p.name, tuple(Mode(m).label for m in p.protocol_modes)) for p in phases if p.protocol_modes),
+        prediction_phases=prediction_phases,
+        batch_phases=batch_phases,
+        interactive_slug=first_interactive.slug if first_interactive else "",
+        interactive_modes=tuple(first_interactive.protocol_modes) if first_interactive else (),
+        test_phase=test_phase,
+        test_files=tuple(test_files),
     )
+
+
+def kit_summary(plan: KitPlan) -> tuple[str, str]:
+    """What this kit holds, as the Data page says it: a few words, and a sentence (HTML-free)."""
+    parts, words = ["the contract with this challenge's limits"], ["contract and limits"]
+    if plan.takes_files:
+        parts.append("the baseline system and a manifest over the dev files"
+                     + (", a sample input" if plan.sample_name else ""))
+        words.append("baseline system")
+    if plan.batch_phases:
+        parts.append("the baseline as a code bundle for " + ", ".join(name for _, name in plan.batch_phases))
+        words.append("batch bundle")
+    if plan.interactive:
+        parts.append("the conversational baseline as an interactive bundle for "
+                     + ", ".join(name for name, _ in plan.interactive)
+                     + ", practice dialogs and the turn-by-turn harness (python -m scoring converse)")
+        words.append("interactive bundle, turn-by-turn harness")
+    if plan.test_files:
+        parts.append(f"the steps and manifest for the {plan.test_phase} phase's prediction files")
+        words.append("test phase steps")
+    if plan.batch_phases or plan.interactive:
+        parts.append("the base image's Dockerfile and the docker run line of the platform")
+        words.append("Dockerfile")
+    parts.append("the scoring library"
+                 + (" and the exact python -m scoring commands that reproduce the dev scores" if plan.dev_files else ""))
+    words.append("local scoring")
+    return ", ".join(words), "One zip built from this challenge: " + "; ".join(parts) + "."
 
 
 def _info(name: str, *, executable: bool = False) -> zipfile.ZipInfo:
@@ -293,6 +376,39 @@ def baseline_bundle_bytes() -> bytes:
     return buffer.getvalue()
 
 
+def converse_bundle_bytes() -> bytes:
+    """The conversational baseline as an interactive code bundle: ``run.py`` and the declaration
+    (``readerboard.json``) that an interactive phase asks of a bundle at upload."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        bundle.writestr(_info("run.py", executable=True), CONVERSE_BASELINE.read_bytes())
+        bundle.writestr(_info(BUNDLE_DECLARATION), _json({"protocol": "interactive"}))
+    return buffer.getvalue()
+
+
+def docker_run_args(limits: Limits, *, base_image: str, interactive: bool = False) -> list[str]:
+    """``docker run`` of a code bundle unpacked in ``system/bundle``, as the platform's runner creates
+    its container (workers.runner: the same mounts, user, limits and environment; a test holds
+    the two to each other): ``dev`` as ``/input``, ``out`` as ``/output``."""
+    memory = f"{limits.memory_mb}m"
+    env = {"READERBOARD_INPUT": "/input", "READERBOARD_OUTPUT": "/output", "HOME": "/tmp", **limits.as_env()}
+    if interactive:
+        # READERBOARD_MODE without a value: docker passes on the harness's, set per mode.
+        env["READERBOARD_PROTOCOL"] = "interactive"
+    args = ["docker", "run", "--rm", *(["-i"] if interactive else []), "--network", "none", "--read-only",
+            "--user", "10001:10001", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+            "--tmpfs", f"/tmp:rw,nosuid,nodev,size={limits.tmp_mb}m,mode=1777", "--shm-size", f"{limits.shm_mb}m",
+            "--memory", memory, "--memory-swap", memory, "--cpus", f"{limits.cpus:g}",
+            "--pids-limit", str(limits.pids), "--ulimit", f"nofile={limits.nofile}:{limits.nofile}",
+            "--ulimit", "core=0:0", "-v", "$PWD/dev:/input:ro", "-v", "$PWD/out:/output:rw",
+            "-v", "$PWD/system/bundle:/system:ro", "-w", "/system"]
+    for key, value in env.items():
+        args += ["-e", f"{key}={value}"]
+    if interactive:
+        args += ["-e", "READERBOARD_MODE"]
+    return [*args, base_image, "python3", "/system/run.py"]
+
+
 def readme_text(plan: KitPlan) -> str:
     sample_manifest = plan.manifest(_sample_datasets(plan)) if plan.sample_name else None
     return render_to_string("challenges/starting_kit_README.md", {
@@ -300,7 +416,19 @@ def readme_text(plan: KitPlan) -> str:
         "limits": plan.system.limits,
         "sample_manifest": json.dumps(sample_manifest, indent=2) if sample_manifest else "",
         "needs_requirements": plan.suite != "mrqa" or plan.suite_options == MrqaOptions(tokenization="cjk"),
+        "docker_run": " ".join(docker_run_args(plan.system.limits, base_image=plan.system.base_image)),
+        "docker_converse": " ".join(docker_run_args(plan.system.limits, base_image=plan.system.base_image,
+                                                    interactive=True)),
+        "dev_takes_predictions": any(slug == plan.dev_phase for slug, _ in plan.prediction_phases),
+        "practice": f"dev/{plan.suite}-practice.json" if plan.suite in PRACTICE_DIALOGS else "",
+        "harness_modes": " ".join(f"--mode {m}" for m in plan.interactive_modes),
+        "test_manifest": json.dumps(_test_manifest(plan), indent=2) if plan.test_files else "",
     })
+
+
+def _test_manifest(plan: KitPlan) -> dict[str, Any]:
+    return plan.manifest([{"name": f.label, "input": f.filename, "output": f.output, "format": plan.input_format}
+                          for f in plan.test_files], test=True)
 
 
 def _sample_datasets(plan: KitPlan) -> list[dict[str, str]]:
@@ -313,20 +441,30 @@ def _write_kit(plan: KitPlan, target: Path) -> None:
     root = f"{plan.slug}-starting-kit/"
     members: list[tuple[str, bytes | Path, bool]] = [
         ("README.md", readme_text(plan).encode("utf-8"), False),
-        ("system/run.py", BASELINE, True),
-        ("baseline-bundle.zip", baseline_bundle_bytes(), False),
-        ("dev/manifest.json", _json(plan.manifest([
-            {"name": f.label, "input": f.filename, "output": f.output, "format": plan.input_format}
-            for f in plan.dev_files
-        ])), False),
         ("requirements.txt", _requirements(), False),
     ]
+    if plan.batch_phases or plan.interactive:
+        members.append(("docker/Dockerfile", BASE_DOCKERFILE, False))
+    if plan.takes_files:
+        members.append(("system/run.py", BASELINE, True))
+        members.append(("dev/manifest.json", _json(plan.manifest([
+            {"name": f.label, "input": f.filename, "output": f.output, "format": plan.input_format}
+            for f in plan.dev_files
+        ])), False))
     if plan.sample_name:
         members.append(("sample/input/manifest.json", _json(plan.manifest(_sample_datasets(plan))), False))
         members.append((f"sample/input/{plan.sample_name}", Path(plan.sample_path), False))
+    if plan.batch_phases:
+        members.append(("baseline-bundle.zip", baseline_bundle_bytes(), False))
+    if plan.test_files:
+        members.append(("test/manifest.json", _json(_test_manifest(plan)), False))
     if plan.interactive:
         members.append(("system/converse.py", CONVERSE_BASELINE, True))
-    if plan.suite in CONVERTERS:
+        members.append(("converse-bundle.zip", converse_bundle_bytes(), False))
+        members.append(("answers_json.py", ANSWERS_RULE, False))
+    if plan.suite in PRACTICE_DIALOGS:
+        members.append((f"dev/{plan.suite}-practice.json", PRACTICE_DIALOGS[plan.suite], False))
+    if plan.suite in CONVERTERS and plan.takes_files:
         name, converter = CONVERTERS[plan.suite]
         members.append((name, converter.encode("utf-8"), True))
     members += [(f"scoring/{p.name}", p, False) for p in SCORING_DIR.glob("*.py")]
@@ -381,5 +519,6 @@ def starting_kit_build(*, challenge: Challenge) -> BuiltKit:
         _prune(cache_dir, keep=path)
     fingerprint = file_fingerprint(str(path))
     assert fingerprint is not None, path
+    summary, description = kit_summary(plan)
     return BuiltKit(path=path, filename=f"{challenge.slug}-starting-kit.zip", size_bytes=fingerprint[0],
-                    sha256=fingerprint[1])
+                    sha256=fingerprint[1], summary=summary, description=description)

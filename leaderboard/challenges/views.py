@@ -11,7 +11,7 @@ from leaderboard.accounts.selectors import viewer_of
 from leaderboard.challenges.data_page import data_file_get, data_listing_get, starting_kit_get
 from leaderboard.challenges.downloads import NO_FILE_MESSAGE
 from leaderboard.challenges.http import download_response
-from leaderboard.challenges.models import SYSTEM_KINDS, Challenge
+from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, SubmissionKind
 from leaderboard.challenges.selectors import (
     PhaseState,
     Viewer,
@@ -20,7 +20,10 @@ from leaderboard.challenges.selectors import (
     dataset_label,
     datasets_public_order,
     interactive_phases,
+    kinds_text,
     phase_status,
+    phase_takes,
+    sealed_input_example,
     storage_budget_bytes,
     team_extension_open,
 )
@@ -51,17 +54,20 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
     statuses = [phase_status(p, now=now) for p in phases]
     # A team the organizers gave a later deadline may still submit after a phase closed.
     extended = team is not None and team_extension_open(team_id=team.pk, now=now)
+    # The upload links: each only where a phase one may submit to now takes that kind.
+    taking = [p for p, s in zip(phases, statuses, strict=True) if s.state == PhaseState.OPEN or extended]
     return render(
         request,
         "challenges/detail.html",
         {
             "challenge": challenge,
             "phases": phases,
-            "phase_rows": list(zip(phases, statuses, strict=True)),
+            "phase_rows": [(p, s, kinds_text(p.allowed_kinds)) for p, s in zip(phases, statuses, strict=True)],
+            "submit_predictions": any(phase_takes(p, [SubmissionKind.PREDICTIONS]) for p in taking),
+            "submit_system": any(phase_takes(p, SYSTEM_KINDS) for p in taking),
             # Nothing left to take part in: the page says so instead of inviting people in.
             "is_closed": bool(statuses) and all(s.state == PhaseState.CLOSED for s in statuses) and not extended,
             "closed_at": max((p.closes_at for p in phases), default=None),
-            "accepting": any(s.state == PhaseState.OPEN for s in statuses) or extended,
             "datasets": datasets,
             "team": team,
             "is_organizer": is_organizer,
@@ -70,6 +76,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
         "interactive": interactive_phases(phases),
         "batch": batch_system_phases(phases),
+        "sealed_input_example": sealed_input_example(challenge=challenge),
             "storage_budget": size_text(storage_budget_bytes(challenge=challenge)),
         },
     )

@@ -91,7 +91,7 @@ class SignificanceInputs:
     phase_id: int
     portion: str
     metric: str  # the per-dataset metric the ranking averages ("f1", "rouge_l")
-    datasets: tuple[int, ...]  # dataset pks, in the board's order
+    datasets: tuple[int, ...]  # dataset pks, in pk order (not the view's column order)
     rows: tuple[tuple[int, int, float], ...]  # (submission id, board rank, ranking value)
 
     @property
@@ -108,8 +108,11 @@ def significance_inputs(*, phase: Phase, metric: str | None, datasets: Sequence[
     ranked = tuple((sid, rank, value) for sid, rank, value in rows if rank is not None and value is not None)
     if metric is None or not datasets or len(ranked) < 2:
         return None
+    # The strata are resampled from one random stream in this order, and the public board orders
+    # its columns otherwise than the organizer view (sealed ones last): in a fixed order, every
+    # view of a row draws the same resamples, and one stored result serves them all.
     return SignificanceInputs(phase_id=phase.pk, portion=phase.portion, metric=metric,
-                              datasets=tuple(ds.pk for ds in datasets), rows=ranked)
+                              datasets=tuple(sorted(ds.pk for ds in datasets)), rows=ranked)
 
 
 def board_significance_get(inputs: SignificanceInputs | None) -> Significance:

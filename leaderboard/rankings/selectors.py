@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -136,6 +137,8 @@ class Board:
     significance: Significance = field(default_factory=lambda: Significance(status="none"))
     # The per-dataset metric the ranking averages: its dataset columns get intervals.
     ranked_metric: str = ""
+    # What each average shown covers, one sentence per column ("Macro F1: the mean of F1 over ...").
+    averages: list[str] = field(default_factory=list)
 
     @property
     def has_incomplete(self) -> bool:
@@ -396,6 +399,8 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
         phase=phase, columns=columns, rows=_ranked(rows), primary_key=primary, view=view, ranked_by=ranked_by,
         withheld=[c.label for c in aggregate_columns if c.metric in withheld], incomplete=scope.incomplete,
     )
+    board.averages = _averages_covered(suite=suite, columns=aggregate_columns, datasets=datasets,
+                                       ranked=scope.datasets, reveal=reveal)
     # The average the rows rank on, as a mean of one per-dataset metric over these datasets.
     averaged = suite.averaged_over(
         suite.primary_metric, datasets,
@@ -410,6 +415,31 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
     if significance:
         board.significance = board_significance_get(board.significance_inputs)
     return board
+
+
+def _averages_covered(*, suite: Suite, columns: Sequence[Any], datasets: list[Dataset],
+                      ranked: Sequence[Dataset], reveal: bool) -> list[str]:
+    """Which datasets each average column covers, from the suite's own definition of it
+    (``averaged_over``, what ``aggregate`` computes), and the board's datasets it leaves out."""
+    labels = {c.metric: c.label for c in suite.dataset_columns}
+    lines = []
+    for column in columns:
+        averaged = suite.averaged_over(column.metric, datasets, ranked=ranked)
+        if averaged is None or not averaged[1] or not column.label:
+            continue
+        metric, covered = averaged
+        def named(group: Sequence[Dataset]) -> str:
+            return _and_words([f"{dataset_label(ds, reveal_sealed=reveal)} (Split {ds.split})" for ds in group])
+        line = f"{column.label}: the mean of {labels.get(metric, metric)} over {named(covered)}"
+        left_out = [ds for ds in datasets if ds not in covered]
+        if left_out:
+            line += f"; {named(left_out)} {'is' if len(left_out) == 1 else 'are'} not in it"
+        lines.append(line + ".")
+    return lines
+
+
+def _and_words(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _ranked(rows: list[BoardRow]) -> list[BoardRow]:

@@ -21,8 +21,10 @@ The contract a system follows (README "Submitting a system"):
 
 from __future__ import annotations
 
+import enum
 import errno
 import re
+import signal
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -243,6 +245,84 @@ class RunNote:
         return {"text": self.text, "at": self.at}
 
 
+class RunnerKill(enum.StrEnum):
+    """Why the runner itself killed a run: the evidence ``run_end_classify`` needs that a kill was
+    the platform's rule, applied (a limit) or the platform's choice (an abort)."""
+
+    TIME_LIMIT = "time_limit"
+    OUTPUT_LIMIT = "output_limit"
+    ABORT = "abort"  # cancelled or taken over: nothing is reported
+
+
+class RunEnd(enum.StrEnum):
+    """How a run ended, from the evidence the runner and the engine hold.  Whose it is:
+    the team's for EXITED, TIMED_OUT, OUTPUT_CAPPED, OUT_OF_MEMORY, NOT_STARTED; the platform's
+    (retried, not counted) for KILLED_OUTSIDE and NO_STATUS; ABORTED is nobody's (not reported)."""
+
+    EXITED = "exited"  # the system's own exit, whatever its code (a crash by its own fault included)
+    TIMED_OUT = "timed_out"
+    OUTPUT_CAPPED = "output_capped"
+    OUT_OF_MEMORY = "out_of_memory"
+    NOT_STARTED = "not_started"
+    ABORTED = "aborted"
+    # Killed by a signal that neither the runner sent nor the engine explains (an operator's
+    # `docker kill`, a node drain, another tenant of the engine).
+    KILLED_OUTSIDE = "killed_outside"
+    NO_STATUS = "no_status"  # the engine gave no exit status
+
+
+# Signals that come from outside a process (someone sent them); the others (SIGSEGV, SIGABRT,
+# SIGBUS, SIGFPE, SIGILL...) are a program's own fault, raised by what it ran.
+_SENT_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT})
+
+
+# A container's peak memory at this share of its limit or more, at a SIGKILL: the OOM killer's.
+OOM_PEAK_SHARE = 0.95
+
+
+def run_end_classify(*, runner_killed: RunnerKill | None, oom_killed: bool, exit_code: int | None,
+                     not_started: bool = False, output_too_large: bool = False,
+                     peak_memory_bytes: int | None = None, memory_limit_mb: int | None = None) -> RunEnd:
+    """How a run ended: the one rule.  A kill is the team's only on evidence: the engine flagged
+    it out of memory, or the runner killed it at a limit.  A death by a sent signal that neither
+    explains is KILLED_OUTSIDE.  ``output_too_large`` is an output area found full or over the
+    cap after the run (a fact about what it wrote, whoever stopped it).
+
+    The engine's cgroup is evidence too: a SIGKILL with the container's peak memory at its limit
+    (``OOM_PEAK_SHARE`` of it) is the kernel's OOM killer, though the engine may not flag it (it
+    picked one process of several, or gVisor's sentry counted the memory)."""
+    if not_started:
+        return RunEnd.NOT_STARTED
+    if runner_killed is RunnerKill.ABORT:
+        return RunEnd.ABORTED
+    if runner_killed is RunnerKill.TIME_LIMIT:
+        return RunEnd.TIMED_OUT
+    if runner_killed is RunnerKill.OUTPUT_LIMIT or output_too_large:
+        return RunEnd.OUTPUT_CAPPED
+    if oom_killed:
+        return RunEnd.OUT_OF_MEMORY
+    if (exit_code == 128 + signal.SIGKILL and peak_memory_bytes is not None and memory_limit_mb
+            and peak_memory_bytes >= OOM_PEAK_SHARE * memory_limit_mb * 2**20):
+        return RunEnd.OUT_OF_MEMORY
+    if exit_code is None or exit_code < 0:
+        return RunEnd.NO_STATUS
+    if exit_code > 128 and exit_code - 128 in _SENT_SIGNALS:
+        return RunEnd.KILLED_OUTSIDE
+    return RunEnd.EXITED
+
+
+def outcome_end(outcome: RunOutcome, *, memory_limit_mb: int | None = None) -> RunEnd:
+    """The outcome's end: as its worker classified it, or (an older worker's, without ``end``)
+    classified here by the same rule from the fields it has (``timed_out`` was only ever set by
+    the runner's own kill)."""
+    if outcome.end is not None:
+        return outcome.end
+    killed = RunnerKill.TIME_LIMIT if outcome.timed_out else None
+    return run_end_classify(runner_killed=killed, oom_killed=outcome.oom_killed, exit_code=outcome.exit_code,
+                            not_started=bool(outcome.not_started), output_too_large=outcome.output_too_large,
+                            peak_memory_bytes=outcome.peak_memory_bytes, memory_limit_mb=memory_limit_mb)
+
+
 @dataclass
 class RunOutcome:
     """What a run produced, as the worker hands it to the platform to judge and score."""
@@ -265,6 +345,8 @@ class RunOutcome:
     # in the platform's words; "" when it started.
     not_started: str = ""
     notes: list[RunNote] = field(default_factory=list)
+    # How it ended (run_end_classify), None from a worker older than the field.
+    end: RunEnd | None = None
 
 
 @dataclass(frozen=True)
@@ -328,6 +410,7 @@ def outcome_as_json(outcome: RunOutcome) -> dict[str, Any]:
         "runtime": outcome.runtime, "peak_memory_bytes": outcome.peak_memory_bytes,
         "not_started": outcome.not_started, "notes": [n.as_json() for n in outcome.notes],
         "output_errors": dict(outcome.output_errors), "outputs_too_large": sorted(outcome.outputs_too_large),
+        "end": None if outcome.end is None else outcome.end.value,
     }
 
 
@@ -350,6 +433,9 @@ def outcome_from_json(raw: dict[str, Any], *, outputs: dict[str, bytes], slugs: 
     notes = [RunNote(text=str(n["text"]), at=n.get("at") if isinstance(n.get("at"), int) else None)
              for n in typed("notes", list)]
     errors = typed("output_errors", dict)
+    end = raw.get("end")
+    if end is not None and end not in {e.value for e in RunEnd}:
+        raise ValueError("outcome field 'end' is not one of the known ends")
     return RunOutcome(
         exit_code=exit_code,
         timed_out=typed("timed_out", bool),
@@ -364,6 +450,7 @@ def outcome_from_json(raw: dict[str, Any], *, outputs: dict[str, bytes], slugs: 
         outputs_too_large={slugs[name] for name in typed("outputs_too_large", list)},
         not_started=typed("not_started", str),
         notes=notes,
+        end=None if end is None else RunEnd(end),
     )
 
 

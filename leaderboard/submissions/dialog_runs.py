@@ -23,13 +23,13 @@ from django.db import IntegrityError, transaction
 
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.challenges.suites.base import DatasetResult
-from leaderboard.challenges.suites.columns import TURN_BUCKETS, turn_metric
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.answers_json import answer_refusal
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.scores import score_dataset
 from leaderboard.submissions.selectors import submission_run_plan
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Dialog, Mode, Revealed, dialogs_of_file, reveal
+from scoring.protocol import f1_by_turn, speed
 
 _ACTS = {"yesno": frozenset({"y", "n", "x"}), "followup": frozenset({"y", "n", "m"})}
 
@@ -195,21 +195,6 @@ def turn_positions(*, submission: Submission, dataset: int) -> dict[str, int]:
             for k, turn in enumerate(dialog.turns)}
 
 
-def f1_by_turn(fmt: str, per_example: list[dict[str, Any]], positions: dict[str, int]) -> dict[str, float | None]:
-    """F1 (0-100) of the questions at each turn position, as the suite's scorer counted each one
-    (QuAC leaves out questions its human-agreement filter drops, as its F1 does)."""
-    buckets: dict[int, list[float]] = {}
-    for record in per_example:
-        if fmt == "quac":
-            if record.get("filtered"):
-                continue
-            qid, f1 = record["id"], 100.0 * float(record["model_f1"])
-        else:
-            qid, f1 = record["qid"], 100.0 * float(record["f1"])
-        buckets.setdefault(min(positions[qid], TURN_BUCKETS + 1), []).append(f1)
-    return {turn_metric(k): sum(v) / len(v) for k, v in sorted(buckets.items())}
-
-
 def mode_metric(mode: str, metric: str) -> str:
     """A metric of one of the phase's other modes ("own_f1"); the first mode's are the plain ones."""
     return f"{mode}_{metric}"
@@ -260,14 +245,4 @@ def dialog_run_result(*, submission: Submission, index: int, dataset_file: Datas
 def _speed(submission: Submission, dataset: int, mode: str) -> dict[str, float | None]:
     rows = DialogAnswers.objects.filter(submission=submission, attempt=submission.attempts, mode=mode, dataset=dataset)
     latencies: list[float] = sorted(ms for row in rows.values_list("latencies_ms", flat=True) for ms in row if ms is not None)
-    if not latencies:
-        return {}
-
-    def at(q: float) -> float:
-        return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
-
-    # Whole numbers: they are published, and on hidden data a timing is a channel a system could
-    # modulate; rounded, each carries at most about 14 bits (README's threat model).
-    total_s = sum(latencies) / 1000
-    return {"latency_p50_ms": float(round(at(0.5))), "latency_p95_ms": float(round(at(0.95))),
-            "questions_per_s": float(round(len(latencies) / total_s)) if total_s > 0 else None}
+    return speed(latencies)

@@ -22,11 +22,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile, SubmissionKind
-from leaderboard.challenges.selectors import phase_prediction_targets
+from leaderboard.challenges.selectors import dataset_upload_names, phase_prediction_targets
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import DatasetResult, Suite
 from leaderboard.sandbox.answers_json import NotJson, WrongShape, answers_decode, answers_refusal
-from leaderboard.sandbox.contract import RunDataset, RunOutcome, RunPlan, log_clean
+from leaderboard.sandbox.contract import RunDataset, RunEnd, RunOutcome, RunPlan, log_clean, outcome_end
 from leaderboard.submissions import dialog_runs
 from leaderboard.submissions.alerts import submission_staff_alert
 from leaderboard.submissions.attempts import run_attempt_end, run_attempt_record
@@ -46,6 +46,13 @@ from scoring.errors import ScoringError
 logger = logging.getLogger(__name__)
 
 
+# The platform's ends of a run (run_end_classify), by the reason code the failure shows.
+PLATFORM_END_REASONS: dict[RunEnd, str] = {
+    RunEnd.KILLED_OUTSIDE: "RUN_KILLED_OUTSIDE: the system was stopped by something other than its limits",
+    RunEnd.NO_STATUS: "RUN_NO_STATUS: the engine gave no exit status for the system",
+}
+
+
 def _mib(value: int) -> str:
     return f"{value} MiB"
 
@@ -54,25 +61,21 @@ def run_verdict(plan: RunPlan, outcome: RunOutcome) -> tuple[Verdict, str] | Non
     """Why a run failed: the verdict (fixed vocabulary) and the full reason in words a
     person can act on; None if it ran to a clean exit."""
     limits = plan.limits
-    if outcome.not_started:
+    end = outcome_end(outcome, memory_limit_mb=limits.memory_mb)
+    if end is RunEnd.NOT_STARTED:
         return Verdict.NOT_STARTED, outcome.not_started
-    if outcome.timed_out:
+    if end is RunEnd.TIMED_OUT:
         return Verdict.TIME_LIMIT, (f"timed out: still running after {limits.time_limit_s:g} s (the time limit) "
                                     "and was killed; the log shows how far it got")
-    if outcome.output_too_large:
+    if end is RunEnd.OUTPUT_CAPPED:
         return Verdict.OUTPUT_TOO_LARGE, (f"wrote more than {_mib(limits.output_mb)} to /output (the output limit); "
                                           "nothing of it is scored")
-    if outcome.oom_killed:
+    if end is RunEnd.OUT_OF_MEMORY:
         return Verdict.MEMORY_LIMIT, (f"ran out of memory: it used more than {_mib(limits.memory_mb)} "
                                       "(the memory limit, swap included)")
-    if outcome.exit_code is None:
-        return Verdict.CRASHED, "stopped without an exit code"
-    if outcome.exit_code == 137:
-        # A SIGKILL the runner did not send and the engine did not flag as an OOM kill: most
-        # often the kernel's OOM killer picking one process of several in the container.
-        return Verdict.CRASHED, (f"was killed (signal 9, exit code 137), most likely for using more than "
-                                 f"{_mib(limits.memory_mb)} of memory (the memory limit)")
-    if outcome.exit_code != 0:
+    # KILLED_OUTSIDE and NO_STATUS are the platform's (submission_run_finish never asks for
+    # them); an exit code is then the system's own.
+    if outcome.exit_code is not None and outcome.exit_code != 0:
         return Verdict.CRASHED, f"exited with code {outcome.exit_code}; the log shows its last output"
     return None
 
@@ -228,7 +231,7 @@ def submission_evaluate(submission_id: int) -> None:
             per_dataset = parse_upload(
                 raw,
                 filename=name,
-                targets=[DatasetTarget(ds.slug, (ds.name,), f.qids) for ds, f in targets],
+                targets=[DatasetTarget(ds.slug, dataset_upload_names(ds), f.qids) for ds, f in targets],
                 max_expanded_bytes=settings.MAX_PREDICTION_ARCHIVE_BYTES,
             )
             # Checked at the upload already; again here, as the answers are read again from the
@@ -273,6 +276,15 @@ def submission_run_finish(submission_id: int, *, attempt: int, outcome: RunOutco
         submission_run_platform_failure(submission_id, attempt=attempt, reason=reason)  # queued again, due later
         return
     plan = submission_run_plan(submission=submission)
+    end = outcome_end(outcome, memory_limit_mb=plan.limits.memory_mb)
+    if end in PLATFORM_END_REASONS:
+        # Killed by neither a limit nor the engine's OOM flag (an operator, a node drain, another
+        # tenant): the platform's, run again, not counted.  The reason holds no figure of the
+        # run (exit code, time, memory): on hidden data a team reads none (submission_run_report).
+        logger.warning("submission %s: attempt %s ended %s", submission_id, attempt, end.value)
+        # Queued again (a state change: compute workers claim it over the internal API) or failed.
+        submission_run_platform_failure(submission_id, attempt=attempt, reason=PLATFORM_END_REASONS[end])
+        return
     peak_mib = None if outcome.peak_memory_bytes is None else -(-outcome.peak_memory_bytes // 2**20)
     record = {
         "log": log_clean(outcome.logs),  # the runner cleaned it already; idempotent, so positions stay

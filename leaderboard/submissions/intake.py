@@ -27,7 +27,7 @@ from leaderboard.accounts.models import Membership, Team
 from leaderboard.accounts.selectors import user_take_part_check
 from leaderboard.accounts.services import baseline_team_get_or_create
 from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
-from leaderboard.challenges.selectors import phase_prediction_targets
+from leaderboard.challenges.selectors import dataset_upload_names, phase_prediction_targets, phase_refusal
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.enqueue import EVALUATE_SUBMISSION, enqueue_on_commit
 from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
@@ -78,9 +78,9 @@ def submission_check_can_submit(
             f"the phase {phase.name!r} closed at {closes_at:%Y-%m-%d %H:%M} UTC; this upload started"
             f" before the close but took more than {settings.UPLOAD_DEADLINE_GRACE_S} s after it to arrive"
         )
-    if kind not in phase.allowed_kinds:
-        allowed = ", ".join(phase.allowed_kinds) or "nothing"
-        raise ServiceError(f"this phase does not accept {kind} submissions (it accepts: {allowed})")
+    refusal = phase_refusal(phase, kind)
+    if refusal:
+        raise ServiceError(refusal)
 
 
 def submission_create_predictions(
@@ -105,7 +105,7 @@ def submission_create_predictions(
     targets = phase_prediction_targets(phase=phase)
     if not targets:
         raise ServiceError("this phase has no dataset with gold answers yet; ask the organizers")
-    dataset_targets = [DatasetTarget(ds.slug, (ds.name,), f.qids) for ds, f in targets]
+    dataset_targets = [DatasetTarget(ds.slug, dataset_upload_names(ds), f.qids) for ds, f in targets]
     per_dataset = parse_upload(
         raw,
         filename=name,

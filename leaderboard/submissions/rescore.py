@@ -44,6 +44,7 @@ from leaderboard.challenges.models import (
     RetiredGold,
     SubmissionKind,
 )
+from leaderboard.challenges.selectors import dataset_upload_names
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import DatasetResult, scoring_version_of
 from leaderboard.core.enqueue import RESCORE_SUBMISSION, enqueue_on_commit
@@ -256,7 +257,7 @@ def _stored_answers(submission: Submission, files: Sequence[DatasetFile]) -> dic
         return out
     with submission.file.open("rb") as fh:
         raw = fh.read()
-    targets = [DatasetTarget(f.dataset.slug, (f.dataset.name,), f.qids) for f in files]
+    targets = [DatasetTarget(f.dataset.slug, dataset_upload_names(f.dataset), f.qids) for f in files]
     targets += _removed_datasets(submission, scored={f.dataset.slug for f in files})
     per_dataset = parse_upload(raw, filename=submission.original_name or "predictions", targets=targets,
                                max_expanded_bytes=settings.MAX_PREDICTION_ARCHIVE_BYTES)

@@ -15,7 +15,6 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
-from django.utils.text import slugify
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_of_user
@@ -36,6 +35,7 @@ from leaderboard.challenges.selectors import (
     challenge_run_queue,
     dataset_label,
     dataset_positions,
+    dataset_run_key,
     datasets_public_order,
     phase_ranking_scope,
     ranking_scope_get,
@@ -299,7 +299,7 @@ def system_run_plan(*, submission: Submission, files: Sequence[DatasetFile] | No
     for ds in datasets_public_order(f.dataset for f in files):
         f = by_dataset[ds.pk]
         label = dataset_label(ds, reveal_sealed=False)
-        key = slugify(label) or f"dataset-{ds.pk}"
+        key = dataset_run_key(ds)
         datasets.append(
             RunDataset(
                 slug=ds.slug,

@@ -15,8 +15,14 @@ from django.views.decorators.http import require_http_methods
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_members_at, team_of_user
-from leaderboard.challenges.models import Challenge, Phase
-from leaderboard.challenges.selectors import batch_system_phases, interactive_phases
+from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, Phase, SubmissionKind
+from leaderboard.challenges.selectors import (
+    batch_system_phases,
+    interactive_phases,
+    kinds_text,
+    phase_takes,
+    sealed_input_example,
+)
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
 from leaderboard.core.signed_in import authenticated_user
@@ -49,21 +55,37 @@ class PhaseChoiceField(forms.ModelChoiceField):
 
 
 class UploadForm(forms.Form):
+    # The kinds this form uploads: it lists only the phases that take one of them (``phase_takes``).
+    kinds: tuple[str, ...] = (SubmissionKind.PREDICTIONS,)
     phase = PhaseChoiceField(queryset=Phase.objects.none())
     file = forms.FileField()
     description = forms.CharField(max_length=300, required=False)
 
     def __init__(self, *args: Any, challenge: Challenge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.phases = [p for p in challenge.phases.all() if phase_takes(p, self.kinds)]
         phase = self.fields["phase"]
         if isinstance(phase, PhaseChoiceField):  # always (the field above); narrows the type
+            # Any phase validates, so a page left open after a change gets the service's refusal
+            # in words ("The Test phase takes ..."); the list offers only the phases that take it.
             phase.queryset = challenge.phases.all()
+            phase.widget.choices = [("", "---------")] + [(p.pk, p.name) for p in self.phases]
+
+
+_SYSTEM_CHOICES = {SubmissionKind.DOCKER_IMAGE: "Docker image (docker save archive, .tar or .tar.gz)",
+                   SubmissionKind.CODE_BUNDLE: "Code bundle (.zip with run.py or run.sh at the top)"}
 
 
 class SystemForm(UploadForm):
-    kind = forms.ChoiceField(choices=[("docker_image", "Docker image (docker save archive, .tar or .tar.gz)"),
-                                      ("code_bundle", "Code bundle (.zip with run.py or run.sh at the top)")])
+    kinds = tuple(SYSTEM_KINDS)
+    kind = forms.ChoiceField(choices=list(_SYSTEM_CHOICES.items()))
     field_order = ["phase", "kind", "file", "description"]
+
+    def __init__(self, *args: Any, challenge: Challenge, **kwargs: Any) -> None:
+        super().__init__(*args, challenge=challenge, **kwargs)
+        # Offered: the kinds some phase takes; the service refuses, in words, one the chosen phase does not.
+        self.fields["kind"].widget.choices = [(k, label) for k, label in _SYSTEM_CHOICES.items()
+                                              if any(phase_takes(p, [k]) for p in self.phases)]
 
 
 def _upload_page(
@@ -81,6 +103,16 @@ def _upload_page(
         messages.info(request, "Create or join a team before you submit.")
         return redirect("team", slug=slug)
     form = form_class(request.POST or None, request.FILES or None, challenge=challenge)
+    if not form.phases:
+        # A link followed from elsewhere: say what the challenge takes instead of an empty form.
+        takes = kinds_text(dict.fromkeys(k for p in challenge.phases.all() for k in p.allowed_kinds))
+        messages.info(request, f"{challenge.title} does not take {kinds_text(form_class.kinds)}: "
+                               f"its phases take {takes}.")
+        other = "submit" if form_class is SystemForm else "submit-system"
+        other_kinds = UploadForm.kinds if form_class is SystemForm else SystemForm.kinds
+        if any(phase_takes(p, other_kinds) for p in challenge.phases.all()):
+            return redirect(other, slug=slug)
+        return redirect("challenge", slug=slug)
     status = 200
     if request.method == "POST":
         if form.is_valid():
@@ -100,11 +132,13 @@ def _upload_page(
         "challenge": challenge,
         "team": team,
         "form": form,
-        "quotas": [(p, quota_usage(team=team, phase=p)) for p in phases],
+        "quotas": [(p, quota_usage(team=team, phase=p)) for p in form.phases],
         "storage": team_storage_usage(team=team),
         "system": SystemSettings.from_json(challenge.system_settings),
         "interactive": interactive_phases(phases),
         "batch": batch_system_phases(phases),
+        "sealed_input_example": sealed_input_example(challenge=challenge),
+        "takes_predictions": any(phase_takes(p, UploadForm.kinds) for p in phases),
     }
     return render(request, template, context, status=status)
 

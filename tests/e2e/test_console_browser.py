@@ -200,8 +200,9 @@ def test_an_organizer_reruns_reveals_seals_and_disqualifies_and_the_public_board
     # The audit log has each step: who, what, when, why.
     organizer.get(f"{base}/c/demo/console/audit/")
     audit = organizer.find_element(By.ID, "audit").text
-    for action, reason in (("submission.rerun", "the engine lost its disk"), ("dataset.reveal", "presented"),
-                           ("dataset.unreveal", "a week early"), ("team.disqualify", "two teams")):
+    # Under the names of the buttons that did them (the recorded key is the cell's title).
+    for action, reason in (("Run again", "the engine lost its disk"), ("Reveal", "presented"),
+                           ("Seal again", "a week early"), ("Disqualify the team", "two teams")):
         assert action in audit and reason in audit, action
     assert AuditEntry.objects.filter(actor=cast.oscar).count() == 5  # and the prediction file scored again
     shoot(organizer, "audit")

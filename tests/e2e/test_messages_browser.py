@@ -97,6 +97,9 @@ def test_issue16_pages_in_a_browser(cast: Cast, live_server, browser, tmp_path: 
     main = driver.find_element(By.TAG_NAME, "main").text
     assert main.count("7 question(s) have no prediction") == 1 and main.count("bogus-1") == 1
     shoot(driver, "upload-errors")
+    for each in (cast.dev, cast.test):  # the system form lists only phases that take systems
+        each.allowed_kinds = ["predictions", "docker_image", "code_bundle"]
+        each.save()
     driver.get(f"{base}/c/demo/submit/system/")
     assert [o.text for o in Select(driver.find_element(By.ID, "id_phase")).options] == ["---------", "Dev", "Test"]
     shoot(driver, "system-form")

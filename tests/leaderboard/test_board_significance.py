@@ -262,3 +262,28 @@ def test_a_withheld_average_shows_no_interval_and_no_p_value_to_the_public(db: N
     body = json.loads(oscar.get("/c/sealedsig/board/test/organizer/export.json").content)["rows"]
     assert body[0]["ci95_low"] is not None and body[1]["p_vs_leader"] is not None
     assert organizer.significance.rows == public.significance.rows
+
+
+def test_one_interval_per_row_whatever_the_view(db: None, tmp_path: Path) -> None:
+    """The public view orders sealed columns last; the resamples must not follow the columns' order,
+    or the same row gets two intervals computed at the same second."""
+    User.objects.create_user("oscar")
+    spec = tmp_path / "first-sealed.yaml"
+    # The sealed dataset first in the organizer's order, last on the public board.
+    head, _, lines = SEALED_SPEC.replace("slug: sealedsig", "slug: firstsealed").partition("datasets:\n")
+    xquad, coqa = lines.strip("\n").split("\n")
+    spec.write_text(f"{head}datasets:\n{coqa}\n{xquad}\n", encoding="utf-8")
+    phase = challenge_load(spec_path=spec).phases.get(slug="test")
+    names = [ds.slug for ds in Dataset.objects.filter(challenge=phase.challenge).order_by("order")]
+    assert names == ["coqa", "xquad-en"]
+    system_row(phase, "alpha", 2)
+    system_row(phase, "beta", 3)
+    public = built(phase)
+    organizer = built(phase, User.objects.get(username="oscar"), ORGANIZER)
+    assert [c.group for c in public.columns if c.key.startswith("ds:")][0] != \
+        [c.group for c in organizer.columns if c.key.startswith("ds:")][0]
+    assert public.significance.ready and organizer.significance.ready
+    for row in public.rows:
+        assert public.significance.rows[row.submission_id] == organizer.significance.rows[row.submission_id]
+    # One stored result serves both views.
+    assert public.significance_inputs.key == organizer.significance_inputs.key  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import re
 
 import pytest
 from django.conf import settings
@@ -237,6 +238,10 @@ def test_reveal_then_seal_again_and_the_board_follows(console_world: ConsoleWorl
     assert "CoQA F1" not in row and row["Hidden-07 F1"] is None and row["Macro F1"] is None
     assert [(e.action, e.actor.username) for e in AuditEntry.objects.order_by("id")] == [
         ("dataset.reveal", "oscar"), ("dataset.unreveal", "root")]
+    # The log reads in the buttons' words, the recorded key on hover.
+    audit = page(w, "oscar", "/c/demo/console/audit/")
+    cells = re.findall(r'<td data-label="Action" title="([^"]+)">([^<]+)</td>', audit)
+    assert cells == [("dataset.unreveal", "Seal again"), ("dataset.reveal", "Reveal")]
 
 
 def test_the_seal_does_not_change_under_a_running_system(console_world: ConsoleWorld) -> None:  # noqa: F811

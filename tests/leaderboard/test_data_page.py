@@ -412,6 +412,11 @@ def kit_members(cast: Cast) -> dict[str, bytes]:
 def test_the_starting_kit_is_built_from_the_challenge_and_is_reproducible(data_cast: Cast, tmp_path: Path) -> None:
     data_cast.challenge.system_settings = {"limits": {"memory_mb": 777, "time_limit_s": 123, "cpus": 2}}
     data_cast.challenge.save()
+    # Prediction files only: the kit claims no bundle (a phase taking none would refuse it).
+    assert not any(n.endswith("baseline-bundle.zip") for n in kit_members(data_cast))
+    assert "baseline-bundle.zip" not in kit_members(data_cast)["demo-starting-kit/README.md"].decode()
+    data_cast.test.allowed_kinds = ["predictions", "code_bundle"]
+    data_cast.test.save()
     first = starting_kit_build(challenge=data_cast.challenge)
     first_bytes = first.path.read_bytes()
     first.path.unlink()
@@ -494,7 +499,8 @@ def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, dja
     [local] = results
     assert "--alpha 1.0 --beta 1.0 --lic2019-guards" in local["line"]
 
-    predictions = (base / "out" / "search.json").read_bytes()
+    # Named as a platform run names it (challenges.selectors.dataset_run_key), not by the slug.
+    predictions = (base / "out" / "dureader-search.json").read_bytes()
     submission = submitted_to_dev(challenge, team, alice, predictions, django_capture_on_commit_callbacks)
     scores = {s.metric: s.value for s in Score.objects.filter(submission=submission, dataset__slug="search")}
     assert 0 < scores["rouge_l"] < 100

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
-from leaderboard.sandbox.contract import RunPlan, outcome_as_json
+from leaderboard.sandbox.contract import RunEnd, RunPlan, outcome_as_json
 from leaderboard.submissions import worker_api
 from leaderboard.submissions.evaluation import submission_evaluate, submission_run_finish
 from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
@@ -72,7 +72,7 @@ def test_a_clean_run_is_scored_and_its_log_kept(queued: Submission) -> None:
     ({"oom_killed": True, "exit_code": 137}, "ran out of memory: it used more than 256 MiB"),
     ({"output_too_large": True}, "wrote more than 16 MiB to /output (the output limit)"),
     ({"exit_code": 3}, "exited with code 3"),
-    ({"exit_code": 137}, "was killed (signal 9, exit code 137)"),
+    ({"exit_code": 139}, "exited with code 139"),  # its own SIGSEGV; a bare 137 is the platform's (below)
     ({"output_errors": {"coqa": "output missing: expected /output/hidden-07.json"}},
      "invalid output: dataset Hidden-07: output missing: expected /output/hidden-07.json"),
     ({"outputs": {"xquad-en": b"{not json", "coqa": b"{}"}}, "invalid output: /output/xquad-en.json"),
@@ -89,6 +89,30 @@ def test_a_failed_run_says_why_keeps_its_log_and_counts(queued: Submission, cast
     assert "CoQA" not in queued.failure_reason  # a sealed dataset is named by its alias
     assert queued.failure_cause == FailureCause.PARTICIPANT and queued.log == "the log"
     assert quota_usage(team=cast.alpha, phase=cast.test).used_total == 1
+
+
+@pytest.mark.parametrize("changes", [{"exit_code": 137}, {"exit_code": 143},
+                                     {"exit_code": 137, "end": RunEnd.KILLED_OUTSIDE},
+                                     {"exit_code": 137, "peak_memory_bytes": 5 * 2**20}])
+def test_a_kill_from_outside_is_the_platforms_run_again_not_counted(queued: Submission, cast: Cast,
+                                                                     changes: dict) -> None:
+    submission_run_claim(queued.pk, worker="host:1")
+    submission_run_finish(queued.pk, attempt=1, outcome=outcome(logs=f"printed {CANARY}", duration_s=7.123456,
+                                                                outputs=gold_outputs(), **changes))
+    queued.refresh_from_db()
+    assert queued.status == Status.QUEUED and queued.attempts == 1 and queued.worker == ""
+    assert not Score.objects.filter(submission=queued).exists()
+    # Nothing of the run is kept for the team to read: no log, exit code, time or memory.
+    assert queued.log == "" and queued.exit_code is None and queued.run_seconds is None
+    # The last attempt killed so too: failed as the platform's, with the reason code, not counted.
+    submission_run_claim(queued.pk, worker="host:2")
+    submission_run_finish(queued.pk, attempt=2, outcome=outcome(**changes))
+    queued.refresh_from_db()
+    assert queued.status == Status.FAILED and queued.failure_cause == FailureCause.PLATFORM
+    assert "RUN_KILLED_OUTSIDE" in queued.failure_reason and "137" not in queued.failure_reason
+    assert quota_usage(team=cast.alpha, phase=cast.test).used_total == 0
+    team_sees, _ = team_and_organizer_views(cast, queued.pk)
+    assert CANARY not in team_sees and "7.12" not in team_sees
 
 
 def test_a_stale_attempt_cannot_finish_or_renew(queued: Submission) -> None:

@@ -112,7 +112,7 @@ def test_a_phase_that_takes_only_predictions_refuses_systems(cast: Cast) -> None
     content, _ = image_archive()
     status, message = post(cast, "api", content, kind="docker_image", name="x.tar")
     assert status == 400
-    assert "does not accept docker_image submissions" in message
+    assert "The Test phase takes prediction files, not Docker images." in message
     assert not Submission.objects.exists()
 
 

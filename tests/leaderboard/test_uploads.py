@@ -261,7 +261,7 @@ def test_a_phase_that_takes_no_prediction_files_refuses_them(cast: Cast, nothing
     cast.dev.save()
     outcome = post(cast, channel, preds_json())
     assert outcome.status == 400
-    assert "this phase does not accept predictions submissions (it accepts: docker_image)" in outcome.message
+    assert "The Dev phase takes Docker images, not prediction files." in outcome.message
 
 
 @pytest.mark.parametrize("channel", ["api-token", "api-session"])

@@ -15,6 +15,7 @@ from docker.models.containers import Container
 
 from leaderboard.core.enqueue import EVALUATE_SUBMISSION
 from leaderboard.submissions.models import QuestionScores, Status, Submission
+from leaderboard.submissions.selectors import quota_usage
 from tests.builders.cast import gold_predictions, upload
 from tests.builders.systems import Platform, our_containers, slow_bundle, still_running, wait_for
 
@@ -88,3 +89,18 @@ def test_a_redis_restart_loses_messages_yet_every_submission_finishes_once(
     logs = platform.logs()
     assert EVALUATE_SUBMISSION in logs
     assert "whose messages were lost" in logs
+
+
+def test_a_docker_kill_from_outside_is_retried_not_charged(platform: Platform, engine: docker.DockerClient) -> None:
+    pk = platform.submit(slow_bundle())
+    wait_for(lambda: Submission.objects.get(pk=pk).status == Status.RUNNING and containers_of(engine, pk),
+             60, "the run to start", platform)
+    # An operator's `docker kill` (SIGKILL, exit 137): neither the runner's limit nor the engine's OOM flag.
+    first = containers_of(engine, pk)[0]
+    first.kill()  # type: ignore[attr-defined]
+    submission = platform.wait_final(pk, timeout=120)
+    assert_scored_once(submission, datasets=2)
+    assert submission.attempts == 2 and submission.failure_reason == ""
+    assert quota_usage(team=submission.team, phase=submission.phase).used_total == 1  # the one run, scored
+    assert "ended killed_outside" in platform.logs()
+    assert not containers_of(engine, pk)

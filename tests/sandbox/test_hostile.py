@@ -40,7 +40,8 @@ TIME_LIMITS = {"runc": 20, "runsc": 40}
 # What each expected outcome looks like to the team: the status and words of the reason.
 REASONS = {
     "timeout": "timed out: still running after",
-    "oom": ("ran out of memory", "was killed (signal 9"),
+    # Only on the engine's evidence (its OOM flag, or the peak at the limit): a bare SIGKILL is the platform's.
+    "oom": "ran out of memory",
     "output_too_large": ("to /output (the output limit); nothing of it is scored", "larger than the output limit"),
     "invalid_output": "invalid output",
     "output_missing": "output missing",

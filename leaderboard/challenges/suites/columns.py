@@ -9,6 +9,9 @@ from leaderboard.challenges.suites.base import Column, Suite
 from leaderboard.challenges.suites.mrqa import MRQA_AGGREGATE
 from scoring.dialogs import DIALOG_FORMATS, Mode
 
+# One rule for the board and a participant's local harness (python -m scoring converse).
+from scoring.protocol import TURN_BUCKETS, turn_metric
+
 if TYPE_CHECKING:
     from leaderboard.challenges.models import Phase
 
@@ -32,12 +35,6 @@ def phase_aggregate_columns(suite: Suite, phase: Phase) -> list[Column]:
 
 
 # F1 by turn position (errors compound along a dialog, Siblini et al.): turns 1..6, then 7 and later.
-TURN_BUCKETS = 6
-
-
-def turn_metric(position: int) -> str:
-    """The metric of F1 at a turn position (1 for a dialog's first turn)."""
-    return f"turn_{TURN_BUCKETS + 1}plus_f1" if position > TURN_BUCKETS else f"turn_{position}_f1"
 
 
 def turn_columns(prefix: str = "Turn") -> list[Column]:
