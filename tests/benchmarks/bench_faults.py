@@ -102,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", choices=SCENARIOS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    # Stopped from outside (kill, ^C), it still stops what it started: its processes, namespaces, mounts.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tmp = Path(tempfile.mkdtemp(prefix="bench-faults-"))
     os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings.dev"
     os.environ["READERBOARD_VAR_DIR"] = str(tmp / "var")
