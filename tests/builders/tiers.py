@@ -24,6 +24,7 @@ FIXTURE_TIERS = {
     "browser": "e2e",
     "engine": "sandbox",
     "platform": "sandbox",
+    "platform_on_hosts": "sandbox",
     "redis_server": "processes",
     "real_broker": "processes",
 }
@@ -32,6 +33,7 @@ FIXTURE_MARKERS = {
     "browser": {"browser"},
     "engine": {"docker"},
     "platform": {"docker", "processes"},
+    "platform_on_hosts": {"docker", "processes"},
     "redis_server": {"processes"},
     "real_broker": {"processes"},
 }
