@@ -26,7 +26,7 @@ import socket
 import struct
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import docker
@@ -34,19 +34,17 @@ import docker.errors
 
 from leaderboard.sandbox.answers_json import answer_refusal
 from scoring.dialogs import ProtocolError, Session
-from scoring.protocol import EXIT_GRACE_S, MAX_LINE_BYTES, play
+from scoring.protocol import EXIT_GRACE_S, MAX_LINE_BYTES, Played, play
 from workers import runner
 
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass
-class Conversation:
-    verdict: str = "finished"
-    reason: str = ""  # in the platform's words; never quotes what the system wrote
-    latencies_s: list[float] = field(default_factory=list)  # per answered request, send -> answer
-    turns_answered: int = 0
+class Conversation(Played):
+    """A whole interactive run: what the protocol's turn loop found (``Played``: verdict, reason,
+    latencies, turns) and what the container left (time, log, exit status, memory)."""
+
     duration_s: float = 0.0
     log: str = ""
     exit_code: int | None = None

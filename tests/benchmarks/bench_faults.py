@@ -186,6 +186,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     def restart(worker: ComputeWorker) -> None:
         worker.start()
 
+    def life_of(container: Any) -> dict[str, Any]:
+        """Once it stops: how long it lived by the engine's own clock (the limit counts from its start)."""
+        wait(lambda: container.reload() or container.status != "running", 900, "the never-ending container to stop")
+        state = container.attrs["State"]
+        lived = (dt.datetime.fromisoformat(state["FinishedAt"][:26].rstrip("Z"))
+                 - dt.datetime.fromisoformat(state["StartedAt"][:26].rstrip("Z"))).total_seconds()
+        return {"limit_s": 60, "container_lived_s": round(lived, 1), "past_limit_s": round(lived - 60, 1),
+                "exit_code": state.get("ExitCode")}
+
     def scored_once(pk: int) -> bool:
         return Score.objects.filter(submission_id=pk, dataset__isnull=True, metric="macro_f1").count() == 1
 
@@ -211,13 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             victim = running_on(pk)
             orphan = containers(pk)[0]
             victim.kill()
-            wait(lambda: orphan.reload() or orphan.status != "running", 900, "the never-ending container to stop")
-            # The engine's own clock of the container's life: the limit counts from its start.
-            state = orphan.attrs["State"]
-            lived = (dt.datetime.fromisoformat(state["FinishedAt"][:26].rstrip("Z"))
-                     - dt.datetime.fromisoformat(state["StartedAt"][:26].rstrip("Z"))).total_seconds()
-            report["never-ends"] = {"limit_s": 60, "container_lived_s": round(lived, 1),
-                                    "past_limit_s": round(lived - 60, 1), "exit_code": state.get("ExitCode")}
+            report["never-ends"] = life_of(orphan)
             wait(lambda: row(pk).is_final, 900, "the never-ending run to end")
             report["never-ends"].update(status=row(pk).status, verdict=row(pk).verdict, attempts=row(pk).attempts)
             restart(victim)
@@ -229,12 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             orphan = containers(pk)[0]
             for worker in computes:
                 worker.kill()
-            wait(lambda: orphan.reload() or orphan.status != "running", 900, "the never-ending container to stop")
-            state = orphan.attrs["State"]
-            lived = (dt.datetime.fromisoformat(state["FinishedAt"][:26].rstrip("Z"))
-                     - dt.datetime.fromisoformat(state["StartedAt"][:26].rstrip("Z"))).total_seconds()
-            report["never-ends-alone"] = {"limit_s": 60, "container_lived_s": round(lived, 1),
-                                          "past_limit_s": round(lived - 60, 1), "exit_code": state.get("ExitCode")}
+            report["never-ends-alone"] = life_of(orphan)
             for worker in computes:
                 restart(worker)
             wait(lambda: row(pk).is_final, 900, "the never-ending run to end")
