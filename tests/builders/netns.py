@@ -19,8 +19,10 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-# 10.213.0.0/16: a /30 per host, out of the ranges Docker's bridges and this machine's network use.
-_PREFIX = "10.213"
+# A /16 per test process (10.64.0.0 to 10.127.0.0, by its pid), a /30 per host in it: two test runs
+# (or a benchmark beside the suite) on one machine never route each other's hosts; out of the ranges
+# Docker's bridges (172.16/12) use.
+_PREFIX = f"10.{64 + os.getpid() % 64}"
 
 
 def _ip(*argv: str) -> None:

@@ -21,13 +21,14 @@ def test_a_dead_workers_run_of_another_instance_is_left_to_it(engine: docker.Doc
     """A container of a dead worker of this host is removed by a worker of its own instance only."""
     try:
         foreign = foreign_run(engine, 1, dead_worker=True)
-        assert leftovers_remove(ComputeConfig(work_dir=tmp_path, run_image_repository=instance()),
-                                starting=True) == []
+        # What else it removes (a dead worker of this test run, found by its owner lock) is its own.
+        mine = leftovers_remove(ComputeConfig(work_dir=tmp_path, run_image_repository=instance()), starting=True)
+        assert not [entry for entry in mine if foreign.name in entry], mine
         assert still_running(foreign)
         # The probe: without the instance in the filter, as the other platform's worker sees it, it goes.
         other = foreign.labels[runner.LABEL_INSTANCE]
         removed = leftovers_remove(ComputeConfig(work_dir=tmp_path, run_image_repository=other), starting=True)
-        assert removed == [f"container {foreign.name} of {foreign.labels['readerboard.worker']}"]
+        assert f"container {foreign.name} of {foreign.labels['readerboard.worker']}" in removed, removed
     finally:
         foreign_runs_remove(engine)
 
