@@ -112,21 +112,27 @@ def fresh_postgres() -> str:
     return f"{base}/{name}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    rng = random.Random(args.seed)
-    tmp = Path(tempfile.mkdtemp(prefix="bench-rush-"))
+def platform_settings(prefix: str, *, postgres: bool, log_level: str) -> Path:
+    """Set Django up for a benchmark's own platform: a fresh folder (returned) for its private storage
+    and logs, and a fresh database (SQLite there, or with ``postgres`` one on deploy/postgres.sh's cluster)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings.dev"
     os.environ["READERBOARD_VAR_DIR"] = str(tmp / "var")
     os.environ["READERBOARD_PRIVATE_ROOT"] = str(tmp / "private")
-    os.environ["READERBOARD_LOG_LEVEL"] = "WARNING"
-    if args.postgres:
+    os.environ["READERBOARD_LOG_LEVEL"] = log_level
+    if postgres:
         os.environ["READERBOARD_DATABASE_URL"] = fresh_postgres()
     else:
         os.environ.pop("READERBOARD_DATABASE_URL", None)
         os.environ["READERBOARD_DB_PATH"] = str(tmp / "db.sqlite3")
-
     django.setup()
+    return tmp
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    rng = random.Random(args.seed)
+    tmp = platform_settings("bench-rush-", postgres=args.postgres, log_level="WARNING")
     from django.conf import settings  # noqa: PLC0415 - after django.setup()
     from django.contrib.auth.models import User  # noqa: PLC0415 - after django.setup()
     from django.core.management import call_command  # noqa: PLC0415 - after django.setup()

@@ -31,7 +31,6 @@ import argparse
 import datetime as dt
 import io
 import json
-import os
 import random
 import shutil
 import signal
@@ -43,11 +42,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import django
 import docker
 import requests
 
-from tests.benchmarks.bench_deadline_rush import fresh_postgres, predictions
+from tests.benchmarks.bench_deadline_rush import platform_settings, predictions
 from workers import runner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,17 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Stopped from outside (kill, ^C), it still stops what it started: its processes, namespaces, mounts.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    tmp = Path(tempfile.mkdtemp(prefix="bench-faults-"))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard.settings.dev"
-    os.environ["READERBOARD_VAR_DIR"] = str(tmp / "var")
-    os.environ["READERBOARD_PRIVATE_ROOT"] = str(tmp / "private")
-    os.environ["READERBOARD_LOG_LEVEL"] = "INFO"
-    if args.postgres:
-        os.environ["READERBOARD_DATABASE_URL"] = fresh_postgres()
-    else:
-        os.environ.pop("READERBOARD_DATABASE_URL", None)
-        os.environ["READERBOARD_DB_PATH"] = str(tmp / "db.sqlite3")
-    django.setup()
+    tmp = platform_settings("bench-faults-", postgres=args.postgres, log_level="INFO")
     from django.conf import settings  # noqa: PLC0415 - after django.setup()
     from django.contrib.auth.models import User  # noqa: PLC0415 - after django.setup()
     from django.core.management import call_command  # noqa: PLC0415 - after django.setup()
