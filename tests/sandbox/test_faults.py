@@ -26,6 +26,19 @@ def containers_of(engine: docker.DockerClient, pk: int) -> list[object]:
     return list(our_containers(engine, f"readerboard.submission={pk}"))
 
 
+def kill_one_running(engine: docker.DockerClient, pk: int) -> bool:
+    """Kill one running container of submission ``pk``; False when none was running to be killed."""
+    for container in our_containers(engine, f"readerboard.submission={pk}", stopped=False):
+        try:
+            container.kill()
+        except docker.errors.APIError as error:
+            if error.status_code != 409:  # 409: it was no longer running
+                raise
+            continue
+        return True
+    return False
+
+
 def assert_scored_once(submission: Submission, datasets: int) -> None:
     assert submission.status == Status.FINISHED, f"{submission.failure_reason}\n{submission.log}"
     assert QuestionScores.objects.filter(submission=submission).count() == datasets
@@ -93,11 +106,11 @@ def test_a_redis_restart_loses_messages_yet_every_submission_finishes_once(
 
 def test_a_docker_kill_from_outside_is_retried_not_charged(platform: Platform, engine: docker.DockerClient) -> None:
     pk = platform.submit(slow_bundle())
-    wait_for(lambda: Submission.objects.get(pk=pk).status == Status.RUNNING and containers_of(engine, pk),
-             60, "the run to start", platform)
     # An operator's `docker kill` (SIGKILL, exit 137): neither the runner's limit nor the engine's OOM flag.
-    first = containers_of(engine, pk)[0]
-    first.kill()  # type: ignore[attr-defined]
+    # Only a running container can be killed; one listed a moment ago may be created but not yet
+    # started, or have just ended (409 from the engine), so the kill is tried until one lands.
+    wait_for(lambda: Submission.objects.get(pk=pk).status == Status.RUNNING and kill_one_running(engine, pk),
+             60, "a running container of the run to kill", platform)
     submission = platform.wait_final(pk, timeout=120)
     assert_scored_once(submission, datasets=2)
     assert submission.attempts == 2 and submission.failure_reason == ""
