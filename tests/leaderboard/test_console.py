@@ -354,3 +354,24 @@ def test_a_team_with_a_later_deadline_is_still_invited_to_submit_on_the_challeng
     shown = page(w, "alice", "/c/demo/")
     assert "This challenge is closed" not in shown and "/c/demo/submit/" in shown
     assert "This challenge is closed" in page(w, "charlie", "/c/demo/")
+
+
+def test_the_overview_counts_platform_errors_apart_from_the_teams_failures(console_world: ConsoleWorld) -> None:  # noqa: F811
+    w = console_world
+    before = Submission.objects.filter(phase__challenge=w.cast.challenge, status=Status.FAILED).count()
+    for i in range(8):
+        Submission.objects.create(team=w.cast.charlies, phase=w.cast.dev, kind="code_bundle", status="failed",
+                                  failure_cause="platform", failure_reason="the platform could not run it",
+                                  description=f"engine down {i}")
+    shown = page(w, "oscar", "/c/demo/console/")
+    counts = dict(re.findall(r'<li data-count="(\w+)">.*?<strong>(\d+)</strong>', shown))
+    # The eight are the platform's, in words; the teams' own failures are counted on their own.
+    assert counts["platform"] == "8" and counts["failed"] == str(before)
+    assert "platform errors (not the teams' fault, not counted)" in shown
+    assert "failed (the submission's fault)" in shown
+    listed = page(w, "oscar", "/c/demo/console/submissions/?status=failed&cause=platform")
+    assert "8 submissions" in listed and f"/c/demo/submissions/{w.charlie_run.pk}/" not in listed
+    own = page(w, "oscar", "/c/demo/console/submissions/?status=failed&cause=participant")
+    assert f"/c/demo/submissions/{w.charlie_run.pk}/" in own and "engine down" not in own
+    refused = w.client("oscar").get("/c/demo/console/submissions/?cause=weather")
+    assert refused.status_code == 400 and "cause must be one of" in html.unescape(refused.content.decode())
