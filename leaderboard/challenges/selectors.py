@@ -289,12 +289,23 @@ class PhaseStatus:
 
     @property
     def text(self) -> str:
-        """For the phase table: open, 3 days 4 h left / opens in 2 days 1 h / closed."""
+        """For the phase table and the home page: open, 3 days 4 h left / open until 2030-12-31 /
+        open, no closing date set / opens in 2 days 1 h / opens on 2027-03-01 / closed."""
+        if self.state == PhaseState.CLOSED:
+            return "closed"
+        left = self.left or dt.timedelta()
         if self.state == PhaseState.OPEN:
-            return f"open, {duration_text(self.left)} left"
-        if self.state == PhaseState.UPCOMING:
-            return f"opens in {duration_text(self.left)}"
-        return "closed"
+            if left >= NO_DATE_AFTER:
+                return "open, no closing date set"
+            return f"open until {self.at:%Y-%m-%d}" if left >= DATE_AFTER else f"open, {duration_text(left)} left"
+        return f"opens on {self.at:%Y-%m-%d}" if left >= DATE_AFTER else f"opens in {duration_text(left)}"
+
+
+# Further away than this, a count of days is noise ("1,490 days left"): the date says more.
+DATE_AFTER = dt.timedelta(days=60)
+# A close this far off is a placeholder for "none" (specs must give one; organizers write 2099):
+# "26,327 days left" would be a promise nobody made.
+NO_DATE_AFTER = dt.timedelta(days=3650)
 
 
 def phase_status(phase: Phase, *, now: dt.datetime) -> PhaseStatus:
@@ -303,6 +314,30 @@ def phase_status(phase: Phase, *, now: dt.datetime) -> PhaseStatus:
     if now < phase.closes_at:
         return PhaseStatus(PhaseState.OPEN, phase.closes_at, phase.closes_at - now)
     return PhaseStatus(PhaseState.CLOSED, phase.closes_at, None)
+
+
+@dataclass(frozen=True)
+class ChallengeStatus:
+    """Where a challenge stands, for the home page: from its phases' ``phase_status``, the one rule."""
+
+    state: PhaseState
+    # "Development: open, 3 days 4 h left"; "closed on 2019-08-12".
+    text: str
+
+
+def challenge_status(phases: Iterable[Phase], *, now: dt.datetime) -> ChallengeStatus:
+    """Open while a phase is open, with the next deadline (the open phase that closes first); else
+    upcoming, with the first opening; else closed, with the last close."""
+    statuses = [(p, phase_status(p, now=now)) for p in phases]
+    for state in (PhaseState.OPEN, PhaseState.UPCOMING):
+        of_state = [(p, st) for p, st in statuses if st.state == state]
+        if of_state:
+            phase, status = min(of_state, key=lambda ps: ps[1].at)
+            return ChallengeStatus(state, f"{phase.name}: {status.text}")
+    if not statuses:
+        return ChallengeStatus(PhaseState.UPCOMING, "no phase yet")
+    last = max(st.at for _, st in statuses)
+    return ChallengeStatus(PhaseState.CLOSED, f"closed on {last:%Y-%m-%d}")
 
 
 def duration_text(delta: dt.timedelta | None) -> str:
