@@ -34,7 +34,8 @@ from leaderboard.challenges.models import (
     TeamPhaseOverride,
 )
 from leaderboard.challenges.suites import suite_for
-from leaderboard.challenges.suites.base import Suite
+from leaderboard.challenges.suites.base import Column, Suite
+from leaderboard.challenges.suites.columns import phase_aggregate_columns
 from leaderboard.core.enqueue import DEFAULT_RUN_QUEUE
 from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import SystemSettings
@@ -268,6 +269,56 @@ def aggregates_published(
         averages.append(Average(metric, family, frozenset(ds.pk for ds in over)))
     strict = challenge.sealed_aggregates == SealedAggregates.ALL
     return averages_to_publish(averages, sealed=sealed, strict=strict)
+
+
+def aggregate_applies(metric: str, datasets: Sequence[Dataset]) -> bool:
+    """Whether a board shows the aggregate column ``metric``: a per-split macro only where the phase
+    has datasets of that split."""
+    split = metric_split(metric)
+    return split is None or any(ds.split == split for ds in datasets)
+
+
+def averages_covered(*, suite: Suite, columns: Sequence[Column], datasets: Sequence[Dataset],
+                     ranked: Sequence[Dataset], reveal: bool) -> list[str]:
+    """Which datasets each average column covers, one sentence each, from the suite's own definition
+    of it (``averaged_over``, what ``aggregate`` computes), and the phase's datasets it leaves out.
+
+    The one wording of it: the board's header, the submission page and the starting kit's README
+    all say this ("Macro F1: the mean of F1 over ... ; SQuAD (Split I) is not in it.")."""
+    labels = {c.metric: c.label for c in suite.dataset_columns}
+
+    def named(group: Sequence[Dataset]) -> str:
+        return _and_words([f"{dataset_label(ds, reveal_sealed=reveal)} (Split {ds.split})" for ds in group])
+
+    lines = []
+    for column in columns:
+        averaged = suite.averaged_over(column.metric, datasets, ranked=ranked)
+        if averaged is None or not averaged[1] or not column.label:
+            continue
+        metric, covered = averaged
+        line = f"{column.label}: the mean of {labels.get(metric, metric)} over {named(covered)}"
+        left_out = [ds for ds in datasets if ds not in covered]
+        if left_out:
+            line += f"; {named(left_out)} {'is' if len(left_out) == 1 else 'are'} not in it"
+        lines.append(line + ".")
+    return lines
+
+
+def phase_averages_covered(*, phase: Phase, reveal: bool = False) -> list[str]:
+    """``averages_covered`` for the averages a phase's board shows, over the datasets it shows (a
+    sealed one by its alias unless ``reveal``): what a submission page and a starting kit say."""
+    challenge = phase.challenge
+    suite = suite_for(challenge)
+    datasets = [ds for ds in Dataset.objects.filter(challenge_id=phase.challenge_id).order_by("order", "slug")
+                if phase.portion in ds.portions]
+    datasets = datasets_ordered(datasets, reveal_sealed=reveal)
+    scope = ranking_scope_get(challenge=challenge, datasets=datasets, reveal_sealed=reveal)
+    columns = [c for c in phase_aggregate_columns(suite, phase) if aggregate_applies(c.metric, datasets)]
+    return averages_covered(suite=suite, columns=columns, datasets=datasets, ranked=scope.datasets, reveal=reveal)
+
+
+def _and_words(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 class PhaseState(StrEnum):

@@ -20,6 +20,7 @@ from leaderboard.challenges.selectors import (
     batch_system_phases,
     interactive_phases,
     kinds_text,
+    phase_averages_covered,
     phase_takes,
     sealed_input_example,
 )
@@ -230,6 +231,8 @@ def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "report": submission_run_report(submission=submission, is_organizer=is_organizer),
             "attempts": run_attempts_of(submission=submission, is_organizer=is_organizer),
             "scores": submission_visible_scores(submission=submission, is_organizer=is_organizer),
+            # In the board's words: which datasets each average is the mean of (and which it leaves out).
+            "averages": phase_averages_covered(phase=submission.phase, reveal=is_organizer),
             "score_history": submission_score_history(submission=submission, is_organizer=is_organizer),
             "breakdowns": submission_breakdowns(submission=submission, viewer_is_organizer=is_organizer),
             "breakdown_method": BREAKDOWN_METHOD,
