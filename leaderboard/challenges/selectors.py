@@ -339,6 +339,11 @@ class PhaseStatus:
     left: dt.timedelta | None
 
     @property
+    def no_closing_date(self) -> bool:
+        """An open phase whose close is a placeholder (``NO_DATE_AFTER`` away): none is shown."""
+        return self.state == PhaseState.OPEN and (self.left or dt.timedelta()) >= NO_DATE_AFTER
+
+    @property
     def text(self) -> str:
         """For the phase table and the home page: open, 3 days 4 h left / open until 2030-12-31 /
         open, no closing date set / opens in 2 days 1 h / opens on 2027-03-01 / closed."""
@@ -346,7 +351,7 @@ class PhaseStatus:
             return "closed"
         left = self.left or dt.timedelta()
         if self.state == PhaseState.OPEN:
-            if left >= NO_DATE_AFTER:
+            if self.no_closing_date:
                 return "open, no closing date set"
             return f"open until {self.at:%Y-%m-%d}" if left >= DATE_AFTER else f"open, {duration_text(left)} left"
         return f"opens on {self.at:%Y-%m-%d}" if left >= DATE_AFTER else f"opens in {duration_text(left)}"

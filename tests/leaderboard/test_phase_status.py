@@ -129,7 +129,9 @@ def test_the_home_page_shows_each_challenges_status_and_next_deadline(cast: Cast
     Phase.objects.filter(pk=cast.test.pk).update(closes_at=dt.datetime(2099, 1, 1, tzinfo=dt.UTC))
     home = cast.client(None).get("/").content.decode()
     assert "Dev: open, no closing date set" in home and "days left" not in home
-    assert "no closing date set" in cast.client(None).get(f"/c/{slug}/").content.decode()
+    challenge_page = cast.client(None).get(f"/c/{slug}/").content.decode()
+    assert "open, no closing date set" in challenge_page and "2099-01-01 00:00</td>" not in challenge_page
+    assert "none set</span>" in challenge_page
     Phase.objects.filter(challenge=cast.challenge).update(opens_at=now + dt.timedelta(days=2, hours=1, minutes=5))
     assert "Dev: opens in 2 days 1 h" in cast.client(None).get("/").content.decode()
     Phase.objects.filter(challenge=cast.challenge).update(opens_at=now - dt.timedelta(days=30),
