@@ -373,7 +373,7 @@ def _json(document: Any) -> bytes:
 
 
 def baseline_bundle_bytes() -> bytes:
-    """The baseline as a code bundle: a zip with run.py at its top (README "Submitting a system")."""
+    """The baseline as a code bundle: a zip with run.py at its top (docs/participants/systems.md)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as bundle:
         bundle.writestr(_info("run.py", executable=True), BASELINE.read_bytes())

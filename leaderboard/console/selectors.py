@@ -418,7 +418,7 @@ class RevealPreview:
     boards: list[RevealedBoard]
     # Submissions with scores on the dataset: their teams see those scores on their own pages.
     submissions_scored: int
-    # Other Split III datasets that stay sealed: a partial reveal can give away a value (README).
+    # Other Split III datasets that stay sealed: a partial reveal can give away a value (docs/organizers/boards.md).
     still_sealed: list[str]
     # Systems running now: their runs read the dataset under the seal (see dataset_seal_change_check).
     runs_in_progress: int
