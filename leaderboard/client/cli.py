@@ -38,6 +38,7 @@ from .remote import Remote
 from .terminal import (
     fit_columns,
     kinds_text,
+    limits_text,
     moment,
     phase_state,
     quota_text,
@@ -135,11 +136,11 @@ def _challenge_print(ctx: Context, detail: dict[str, Any], now: dt.datetime) -> 
         closes = moment(phase.get("closes_at"))
         if quota and quota.get("closes_at"):
             closes, extended = moment(quota["closes_at"]) + " *", True
-        left = quota_text(quota) if team else "-"
+        left = quota_text(quota) if team else limits_text(phase.get("quota") or {})
         rows.append([phase["slug"], phase["name"], phase_state(phase, now), moment(phase.get("opens_at")), closes,
                      _takes(phase), left])
-    ctx.say(table(["phase", "name", "state", "opens (UTC)", "closes (UTC)", "takes", "quota left"], rows,
-                  indent="  "))
+    ctx.say(table(["phase", "name", "state", "opens (UTC)", "closes (UTC)", "takes",
+                   "quota left" if team else "quota"], rows, indent="  "))
     if extended:
         ctx.say("  * the organizers extended this phase for your team")
 

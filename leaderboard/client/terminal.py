@@ -85,6 +85,13 @@ def quota_text(quota: dict[str, Any] | None) -> str:
     return text
 
 
+def limits_text(quota: dict[str, Any]) -> str:
+    """A phase's own limits, for a caller in no team: "20 a day, 500 in all"."""
+    parts = [f"{quota['per_day']} a day" if quota.get("per_day") is not None else "",
+             f"{quota['total']} in all" if quota.get("total") is not None else ""]
+    return ", ".join(p for p in parts if p) or "no limit"
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, indent: str = "",
           right: Sequence[int] = ()) -> str:
     """Columns padded to their widest cell; the columns in ``right`` (indices) aligned right."""

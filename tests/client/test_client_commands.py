@@ -23,7 +23,7 @@ from leaderboard.client.cli import board_table, kind_guess, main, parser_build, 
 from leaderboard.client.credentials import config_path, login_load, login_save, url_clean
 from leaderboard.client.errors import ClientError, NotLoggedIn
 from leaderboard.client.remote import MultipartBody, Remote
-from leaderboard.client.terminal import moment, phase_state, quota_text, size_text
+from leaderboard.client.terminal import limits_text, moment, phase_state, quota_text, size_text
 
 # --- the command line -----------------------------------------------------------------------------------
 
@@ -78,6 +78,8 @@ def test_quota_left_says_what_the_team_may_still_submit() -> None:
     assert quota_text(quota) == "19 of 20 today, 499 of 500 in all (1 of 3 being evaluated)"
     assert quota_text({"per_day": None, "total": None, "active": 0}) == "no limit"
     assert quota_text(None) == "-"
+    assert limits_text({"per_day": 2, "total": 10, "concurrent": 1}) == "2 a day, 10 in all"
+    assert limits_text({"per_day": None, "total": None}) == "no limit"
 
 
 def test_a_phase_is_open_closed_or_not_open_yet_and_an_extension_counts() -> None:
