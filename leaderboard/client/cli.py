@@ -53,6 +53,8 @@ KIND_FOLDERS = {"dev": "dev", "test-inputs": "test", "train": "train"}
 # Board fields that are not scores (rankings.selectors.board_as_records): every other one is a column.
 BOARD_FIELDS = ("rank", "team", "affiliation", "baseline", "status", "excluded", "coverage", "submitted_at",
                 "ci95_low", "ci95_high", "p_vs_leader", "rank_group", "rank_low", "rank_high", "significance_note")
+# How long ``follow`` keeps looking while the server cannot be reached.
+UNREACHABLE_PATIENCE_S = 60.0
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2")
 
 
@@ -330,7 +332,7 @@ def cmd_submit(ctx: Context, args: argparse.Namespace) -> int:
     remote = ctx.remote()
     created = _submit(ctx, remote, slug=args.slug, phase_slug=args.phase, file=file, kind=kind,
                       description=args.description, dataset=args.dataset)
-    return _follow(ctx, remote, created["id"], interval=args.interval) if args.follow else _hint(ctx, created)
+    return follow_until_final(ctx, remote, created["id"], interval=args.interval) if args.follow else _hint(ctx, created)
 
 
 def _hint(ctx: Context, created: dict[str, Any]) -> int:
@@ -356,7 +358,7 @@ def cmd_submit_image(ctx: Context, args: argparse.Namespace) -> int:
         filename = "".join(c if c.isalnum() or c in "-_." else "-" for c in args.image) + ".tar"
         created = _submit(ctx, remote, slug=args.slug, phase_slug=args.phase, file=archive, kind="docker_image",
                           description=args.description, filename=filename)
-    return _follow(ctx, remote, created["id"], interval=args.interval) if args.follow else _hint(ctx, created)
+    return follow_until_final(ctx, remote, created["id"], interval=args.interval) if args.follow else _hint(ctx, created)
 
 
 def cmd_submissions(ctx: Context, args: argparse.Namespace) -> int:
@@ -436,12 +438,27 @@ def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _follow(ctx: Context, remote: Remote, pk: int, *, interval: float, timeout: float | None = None,
+def follow_until_final(ctx: Context, remote: Remote, pk: int, *, interval: float, timeout: float | None = None,
             sleep: Callable[[float], None] = time.sleep) -> int:
     started = time.monotonic()
     last = ""
+    unreachable_since: float | None = None
     while True:
-        sub = _submission_get(remote, pk)
+        try:
+            sub = _submission_get(remote, pk)
+        except Refused:
+            raise
+        except ClientError as exc:
+            # A server restarting (a deployment) is not the end of a run: look again for a while.
+            now = time.monotonic()
+            unreachable_since = unreachable_since or now
+            if now - unreachable_since > UNREACHABLE_PATIENCE_S:
+                raise
+            if now == unreachable_since:
+                ctx.say(f"{dt.datetime.now(dt.UTC):%H:%M:%S} {exc}; trying again for {UNREACHABLE_PATIENCE_S:g} s")
+            sleep(interval)
+            continue
+        unreachable_since = None
         line = _state_line(sub)
         if line != last:
             ctx.say(f"{dt.datetime.now(dt.UTC):%H:%M:%S} {line}")
@@ -459,7 +476,7 @@ def _follow(ctx: Context, remote: Remote, pk: int, *, interval: float, timeout: 
 
 
 def cmd_follow(ctx: Context, args: argparse.Namespace) -> int:
-    return _follow(ctx, ctx.remote(), args.id, interval=args.interval, timeout=args.timeout)
+    return follow_until_final(ctx, ctx.remote(), args.id, interval=args.interval, timeout=args.timeout)
 
 
 def cmd_log(ctx: Context, args: argparse.Namespace) -> int:

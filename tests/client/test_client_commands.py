@@ -19,9 +19,17 @@ from typing import Any
 
 import pytest
 
-from leaderboard.client.cli import board_table, kind_guess, main, parser_build, status_text
+from leaderboard.client.cli import (
+    Context,
+    board_table,
+    follow_until_final,
+    kind_guess,
+    main,
+    parser_build,
+    status_text,
+)
 from leaderboard.client.credentials import config_path, login_load, login_save, url_clean
-from leaderboard.client.errors import ClientError, NotLoggedIn
+from leaderboard.client.errors import ClientError, NotLoggedIn, Refused
 from leaderboard.client.remote import MultipartBody, Remote
 from leaderboard.client.terminal import limits_text, moment, phase_state, quota_text, size_text
 
@@ -269,3 +277,43 @@ def test_an_upload_is_one_multipart_form_streamed_and_a_refusal_gives_the_server
     boundary = content_type.split("boundary=", 1)[1]
     assert sent.startswith(f'--{boundary}\r\nContent-Disposition: form-data; name="phase"\r\n\r\ndev\r\n'.encode())
     assert sent.endswith(f"\r\n--{boundary}--\r\n".encode()) and sent.count(b"{oops") == 100_000
+
+
+class _Scripted(Remote):
+    """A server whose answers to a submission's address are played in order (an exception is raised)."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        super().__init__("http://rb.invalid", "good")
+        self.answers = answers
+
+    def get(self, path: str) -> Any:
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def _sub(status: str, **more: Any) -> dict[str, Any]:
+    return {"id": 9, "kind": "predictions", "phase": "dev", "team": "Alpha", "status": status, "scores": [],
+            "created_at": "2026-12-02T18:00:00Z", **more}
+
+
+def test_follow_prints_each_change_waits_out_a_restart_and_ends_with_the_scores() -> None:
+    out, slept = io.StringIO(), []
+    remote = _Scripted([_sub("queued", queue_position=2), _sub("queued", queue_position=2),
+                        _sub("queued", queue_position=1), ClientError("cannot reach the server at x: refused"),
+                        _sub("scoring"), _sub("finished", primary_score=87.5)])
+    assert follow_until_final(Context(out=out, env={}), remote, 9, interval=0.5, sleep=slept.append) == 0
+    lines = [line.split(" ", 1)[1] for line in out.getvalue().splitlines()[:4]]
+    assert lines == ["queued, position 2 in the queue", "queued, position 1 in the queue",
+                     "cannot reach the server at x: refused; trying again for 60 s", "scoring"]
+    assert "ranking score: 87.50" in out.getvalue() and slept == [0.5] * 5
+
+
+def test_follow_of_a_failed_submission_says_why_and_exits_non_zero() -> None:
+    remote = _Scripted([_sub("failed", failure_reason="squad.json: not valid JSON")])
+    with pytest.raises(ClientError, match=r"^submission 9 failed: squad.json: not valid JSON$"):
+        follow_until_final(Context(out=io.StringIO(), env={}), remote, 9, interval=0.5, sleep=lambda s: None)
+    refused = _Scripted([Refused("refused the API token", status=401)])
+    with pytest.raises(Refused):  # a refusal is not waited out
+        follow_until_final(Context(out=io.StringIO(), env={}), refused, 9, interval=0.5, sleep=lambda s: None)
