@@ -418,7 +418,8 @@ def status_text(sub: dict[str, Any]) -> str:
         lines.append(f"  reason: {sub['failure_reason']}")
     if sub.get("run_seconds") is not None:
         memory = f", peak memory {sub['peak_memory_mb']} MB" if sub.get("peak_memory_mb") is not None else ""
-        lines.append(f"  run: {sub['run_seconds']:g} s{memory}, exit {sub.get('exit') or '-'}")
+        seconds = f"{sub['run_seconds']:.2f}".rstrip("0").rstrip(".")
+        lines.append(f"  run: {seconds} s{memory}, exit {sub.get('exit') or '-'}")
     scores = sub.get("scores") or []
     if scores:
         rows = [[s.get("dataset") or "(overall)", s.get("label") or s.get("metric", ""),

@@ -49,7 +49,8 @@ def _detail(body: bytes) -> str:
     except ValueError:
         return ""
     detail = data.get("detail") if isinstance(data, dict) else None
-    return " ".join(str(detail).split()) if detail else ""
+    # One line: an upload refused for several datasets names each on a line of its own.
+    return "; ".join(" ".join(line.split()) for line in str(detail or "").splitlines() if line.strip())
 
 
 class MultipartBody(io.RawIOBase):

@@ -142,6 +142,7 @@ def test_a_submission_shows_its_queue_position_scores_and_reason() -> None:
     assert "status: failed (timed_out)" in text and "reason: timed out after 300 s" in text
     assert "submitted 2026-12-02 18:00:00, started 18:00:05, finished 18:05:05 (UTC)" in text
     assert "run: 300 s, peak memory 40 MB, exit killed" in text
+    assert "run: 0.57 s" in status_text({**failed, "run_seconds": 0.56907})
     scored = {**queued, "status": "finished", "queue_position": None, "primary_score": 23.514,
               "scores": [{"dataset": "SQuAD", "metric": "f1", "label": "F1", "value": 35.97, "sealed": False},
                          {"dataset": "Hidden-07", "metric": "f1", "label": "F1", "value": None, "sealed": True}]}
@@ -211,7 +212,8 @@ class _Stand(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         body = self.rfile.read(int(self.headers["Content-Length"]))
         type(self).uploads.append((self.headers["Content-Type"], body))
-        self._answer(400, {"detail": "preds.json: not valid JSON: Expecting value at line 1, column 1"})
+        self._answer(400, {"detail": "preds.json [squad]: 2 question(s) have no prediction\n"
+                                     "preds.json [quac]:   1 id(s) are not questions of this dataset"})
 
 
 @pytest.fixture
@@ -271,8 +273,8 @@ def test_an_upload_is_one_multipart_form_streamed_and_a_refusal_gives_the_server
     _Stand.uploads.clear()
     with pytest.raises(ClientError) as refused:
         Remote(stand_in, "good").post_file("/api/v1/challenges/demo/submissions/", fields={"phase": "dev"}, file=file)
-    assert str(refused.value) == ("refused by the server (HTTP 400): preds.json: not valid JSON: Expecting value "
-                                  "at line 1, column 1")
+    assert str(refused.value) == ("refused by the server (HTTP 400): preds.json [squad]: 2 question(s) have no "
+                                  "prediction; preds.json [quac]: 1 id(s) are not questions of this dataset")
     [(content_type, sent)] = _Stand.uploads
     boundary = content_type.split("boundary=", 1)[1]
     assert sent.startswith(f'--{boundary}\r\nContent-Disposition: form-data; name="phase"\r\n\r\ndev\r\n'.encode())
