@@ -17,6 +17,7 @@ from leaderboard.challenges.selectors import (
     Viewer,
     announcements_shown,
     batch_system_phases,
+    challenge_status,
     dataset_label,
     datasets_public_order,
     interactive_phases,
@@ -32,7 +33,9 @@ from leaderboard.sandbox.contract import SystemSettings
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    challenges = Challenge.objects.filter(is_public=True)
+    now = timezone.now()
+    challenges = [(c, challenge_status(c.phases.all(), now=now))
+                  for c in Challenge.objects.filter(is_public=True).prefetch_related("phases")]
     return render(request, "challenges/home.html", {"challenges": challenges})
 
 
