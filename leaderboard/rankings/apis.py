@@ -124,8 +124,8 @@ class ChallengeDetailOutput(serializers.Serializer[Challenge]):
 
     @extend_schema_field(DatasetStateOutput(many=True))
     def get_datasets(self, challenge: Challenge) -> list[dict[str, Any]]:
-        ordered = datasets_public_order(challenge.datasets.all())
-        return list(DatasetStateOutput(ordered, many=True, context=self.context).data)
+        return [dict(DatasetStateOutput(d, context=self.context).data)
+                for d in datasets_public_order(challenge.datasets.all())]
 
 
 class ChallengeDetailApi(APIView):
