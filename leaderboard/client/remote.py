@@ -95,6 +95,17 @@ class MultipartBody(io.RawIOBase):
         super().close()
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: urllib would send the token on to wherever one points (another host
+    included), and the API itself never redirects.  The 3xx is said to the user instead."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 class Remote:
     """One server and, optionally, the token to call it with."""
 
@@ -121,7 +132,7 @@ class Remote:
         for name, value in (headers or {}).items():
             request.add_header(name, value)
         try:
-            return urllib.request.urlopen(request, timeout=timeout or self.timeout)
+            return _OPENER.open(request, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as exc:
             with exc:
                 raise self._refusal(exc.code, exc.read(), exc.headers, path) from None
@@ -154,6 +165,10 @@ class Remote:
             wait = headers.get("Retry-After")
             return Refused(f"{detail or 'too many requests'}{f' (try again in {wait} s)' if wait else ''}",
                            status=status, detail=detail)
+        if 300 <= status < 400:
+            where = headers.get("Location") or "another address"
+            return ClientError(f"the server sends {path} on to {where}: if the site moved (to https://, say), "
+                               "run `readerboard login --url` with its address")
         if status >= 500:
             return ClientError(f"the server failed on {path} (HTTP {status}); try again later, or tell the organizers")
         if status == 404 and not detail:

@@ -204,6 +204,8 @@ class _Stand(BaseHTTPRequestHandler):
             self._answer(401, {"detail": "Invalid token."})
         elif self.path == "/api/v1/submissions/1/":
             self._answer(500, b"<h1>Server Error</h1>")
+        elif self.path == "/api/v1/submissions/3/":
+            self._answer(302, b"", {"Location": "https://elsewhere.invalid/api/v1/submissions/3/"})
         elif self.path == "/api/v1/submissions/2/":
             self._answer(429, {"detail": "slow down"}, {"Retry-After": "30"})
         else:
@@ -241,6 +243,10 @@ def _run(argv: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[str
     (["status", "1"], "good", "readerboard: the server failed on /api/v1/submissions/1/ (HTTP 500); try again "
                               "later, or tell the organizers"),
     (["status", "2"], "good", "readerboard: slow down (try again in 30 s)"),
+    # The token is not carried on to another host: the redirect is said, not followed.
+    (["status", "3"], "good", "readerboard: the server sends /api/v1/submissions/3/ on to "
+                              "https://elsewhere.invalid/api/v1/submissions/3/: if the site moved (to https://, say), "
+                              "run `readerboard login --url` with its address"),
     (["log", "5"], "good", "readerboard: no submission 5 of your team's on {url}"),
 ])
 def test_each_failure_is_one_line_and_exit_status_1(stand_in: str, argv: list[str], token: str, said: str,
