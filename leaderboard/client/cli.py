@@ -100,7 +100,7 @@ def cmd_login(ctx: Context, args: argparse.Namespace) -> int:
             raise ClientError("which server? run `readerboard login --url https://...`") from None
     url = url_clean(url)
     token = _token_read(args)
-    remote = Remote(url, token, token_from="the token given")
+    remote = Remote(url, token, token_from="the prompt" if sys.stdin.isatty() else "stdin")
     tokens = remote.get("/api/v1/auth/tokens/")  # needs a valid token: a wrong one is refused here
     name = next((t["name"] for t in tokens if isinstance(t, dict) and token.startswith(t.get("prefix") or "\0")), "")
     path = login_save(url=url, token=token, token_name=name, env=ctx.env)
