@@ -14,11 +14,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-echo "== mypy --strict scoring, the run contract (leaderboard/sandbox) and the compute worker"
+echo "== mypy --strict scoring, the run contract (leaderboard/sandbox), the participants' client and the compute worker"
 .venv/bin/mypy --strict scoring
 # The compute worker's files are the source modules of its forbidden contract in pyproject.toml.
 .venv/bin/mypy --strict --follow-imports=silent --ignore-missing-imports \
-  leaderboard/sandbox workers/compute.py workers/run_system.py workers/internal_api.py workers/runner.py \
+  leaderboard/sandbox leaderboard/client workers/compute.py workers/run_system.py workers/internal_api.py workers/runner.py \
   workers/converse.py workers/celery_settings.py
 echo "== mypy with django-stubs and the DRF plugin over the web app and the workers (pyproject.toml)"
 .venv/bin/mypy leaderboard workers

@@ -1,9 +1,12 @@
-"""The distributions this repository ships, built and installed as a user would (issue 26).
+"""The distributions this repository ships, built and installed as a user would.
 
 The scoring library (``deploy/packages/scoring``) is built into a wheel, installed with its
 dependencies into a fresh virtual environment of the system's Python 3.11, and its command is run from
 a folder outside the repository: the scores it prints equal the repository's own ``python -m scoring``.
 Installing pulls numpy and rapidfuzz from the package index: hence ``slow``.
+
+The participants' client (``deploy/packages/client``) is a wheel of its one package and nothing else: no
+dependency, no file of the platform; tests/processes/test_client_installed.py runs it installed.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from pathlib import Path
 import pytest
 
 import scoring
+from leaderboard import client
 
 REPO = Path(__file__).resolve().parents[1]
 SCORING_PACKAGE = REPO / "deploy" / "packages" / "scoring"
+CLIENT_PACKAGE = REPO / "deploy" / "packages" / "client"
 
 pytestmark = pytest.mark.slow
 
@@ -93,6 +98,21 @@ def test_installed_on_a_plain_python_its_command_scores_as_the_repository_does(w
     # A bad file is one line that says so, not a traceback.
     bad = installed("squad1", "dev.json", "missing.json")
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and "missing.json" in bad.stderr, bad.stderr
+
+
+def test_the_client_wheel_holds_its_package_and_its_command_and_needs_nothing(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(CLIENT_PACKAGE)],
+                   check=True, timeout=600, capture_output=True, text=True)
+    (wheel,) = tmp_path.glob("readerboard_client-*.whl")
+    assert wheel.name.startswith(f"readerboard_client-{client.__version__}-py3-none-any")
+    names = zipfile.ZipFile(wheel).namelist()
+    sources = {p.name for p in (REPO / "leaderboard" / "client").glob("*.py")}
+    assert {n.split("/", 1)[1] for n in names if n.startswith("readerboard_client/")} == sources
+    assert not [n for n in names if n.split("/")[0] not in ("readerboard_client", wheel.name.split("-py3")[0] + ".dist-info")]
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/METADATA"))).decode()
+    assert "Requires-Dist" not in metadata, metadata
+    entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/entry_points.txt"))).decode()
+    assert "readerboard = readerboard_client.cli:main" in entry_points
 
 
 @pytest.fixture(scope="module")

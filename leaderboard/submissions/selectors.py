@@ -98,6 +98,16 @@ class QuotaUsage:
     # The team's own deadline when an organizer extended it (TeamPhaseOverride); None: the phase's.
     closes_at: dt.datetime | None = None
 
+    @property
+    def left_today(self) -> int | None:
+        """Submissions the team may still make in the last 24 hours' window; None: no daily limit."""
+        return None if self.per_day is None else max(0, self.per_day - self.used_today)
+
+    @property
+    def left_total(self) -> int | None:
+        """Submissions the team may still make in the phase; None: no total limit."""
+        return None if self.total is None else max(0, self.total - self.used_total)
+
     def refusal(self) -> str | None:
         if self.per_day is not None and self.used_today >= self.per_day:
             return f"daily quota reached: {self.used_today} of {self.per_day} submissions in the last 24 hours"
