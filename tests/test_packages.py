@@ -160,3 +160,12 @@ def test_the_platform_installs_and_checks_outside_the_checkout(platform_wheel: P
     score = subprocess.run([str(venv / "bin" / "readerboard-score"), "--help"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
     assert score.returncode == 0 and "mrc2018" in score.stdout, score.stderr
+
+
+def test_every_distribution_carries_the_one_version() -> None:
+    """One scheme (calendar, YEAR.MONTH.N), one number: the client's copy (it may import nothing of the
+    platform) equals the scoring library's, which the platform's and the scoring wheel read."""
+    assert re.fullmatch(r"20\d\d\.(1[0-2]|[1-9])\.\d+", scoring.__version__), scoring.__version__
+    assert client.__version__ == scoring.__version__
+    for project in (REPO / "pyproject.toml", SCORING_PACKAGE / "pyproject.toml"):
+        assert 'path = "' in project.read_text() and "scoring/__init__.py" in project.read_text(), project

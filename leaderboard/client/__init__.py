@@ -8,4 +8,5 @@ own, as ``readerboard_client`` (``pip install ./deploy/packages/client``), and r
 ``python -m leaderboard.client`` in a checkout.
 """
 
-__version__ = "0.1.0"
+# The one version of the repository (scoring/__init__.py says the scheme); tests/test_packages.py keeps them equal.
+__version__ = "2026.12.0"
