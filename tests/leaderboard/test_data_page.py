@@ -510,8 +510,8 @@ def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, dja
 
 ONE_DOCUMENT_KITS = {
     # suite: (gold file, where the kit's command prints the F1 the board shows)
-    "quac": (DEMO_DATA / "quac" / "val_v0.2.json", ("f1",)),
-    "coqa": (DEMO_DATA / "coqa" / "coqa-dev-v1.0.json", ("overall", "f1")),
+    "quac": (DEMO_DATA / "quac" / "quac-dev.json", ("f1",)),
+    "coqa": (DEMO_DATA / "coqa" / "coqa-dev.json", ("overall", "f1")),
     "squad2": (None, ("f1",)),
 }
 
