@@ -16,19 +16,16 @@ from leaderboard.challenges.selectors import (
     PhaseState,
     Viewer,
     announcements_shown,
-    batch_system_phases,
     dataset_label,
     datasets_public_order,
-    interactive_phases,
     kinds_text,
     phase_status,
     phase_takes,
-    sealed_input_example,
     storage_budget_bytes,
+    system_contract_of,
     team_extension_open,
 )
 from leaderboard.core.display import size_text
-from leaderboard.sandbox.contract import SystemSettings
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -73,10 +70,9 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "is_organizer": is_organizer,
             # The organizers' words, for everyone: the only text of theirs this page shows as written.
             "announcements": announcements_shown(challenge=challenge),
-            "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
-        "interactive": interactive_phases(phases),
-        "batch": batch_system_phases(phases),
-        "sealed_input_example": sealed_input_example(challenge=challenge),
+            **system_contract_of(challenge=challenge, phases=phases),
+            # No contract where no phase runs a system.
+            **({} if takes_systems else {"system": None}),
             "storage_budget": size_text(storage_budget_bytes(challenge=challenge)),
         },
     )

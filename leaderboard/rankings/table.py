@@ -20,8 +20,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
+from leaderboard.core.display import fixed  # one rounding for the site and the paper's tables
 from leaderboard.rankings.board_significance import RowSignificance, Significance
-from leaderboard.rankings.paper_tables import fixed  # one rounding for the site and the paper's tables
 from leaderboard.rankings.selectors import (
     DATASET_SEALED_NOTE,
     WITHHELD_SIGNIFICANCE,
