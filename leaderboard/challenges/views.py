@@ -9,7 +9,7 @@ from django.views.decorators.http import require_safe
 
 from leaderboard.accounts.selectors import viewer_of
 from leaderboard.challenges.data_page import data_file_get, data_listing_get, starting_kit_get
-from leaderboard.challenges.downloads import NO_FILE_MESSAGE
+from leaderboard.challenges.downloads import NO_FILE_MESSAGE, data_catalogue
 from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, SubmissionKind
 from leaderboard.challenges.selectors import (
@@ -66,6 +66,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "is_closed": bool(statuses) and all(s.state == PhaseState.CLOSED for s in statuses) and not extended,
             "closed_at": max((p.closes_at for p in phases), default=None),
             "datasets": datasets,
+            "has_data": data_catalogue(challenge).has_data,
             "team": team,
             "is_organizer": is_organizer,
             # The organizers' words, for everyone: the only text of theirs this page shows as written.
