@@ -194,7 +194,7 @@ def test_each_row_keeps_its_original_submission_time(phase: Phase, client, tmp_p
     # Every row's submission time (its sort key) is from 2019, none from the time of the import.
     years = re.findall(r'data-v="(\d{4})-\d\d-\d\dT', page)
     assert len(years) == 15 and set(years) == {"2019"}
-    assert 'id="published-note"' not in page
+    assert 'id="published-note"' not in page and ">Submitted (UTC)</th>" in page
 
 
 def test_with_the_mappings_publication_date_every_row_is_dated_as_published_and_the_board_says_so(
@@ -215,6 +215,7 @@ def test_with_the_mappings_publication_date_every_row_is_dated_as_published_and_
     assert data["rows"][0]["team"] == "D-NET" and data["rows"][0]["submitted_at"].startswith("2019-09-30")
     page = client.get("/c/mrqa2019/board/test/").content.decode()
     assert "dates marked published are the publication dates of the results, not upload times" in page
+    assert ">Date (UTC)</th>" in page and ">Submitted (UTC)</th>" not in page
     assert page.count('<td class="when published" data-v="2019-11-04"') == len(data["rows"])
     assert "2019-09-30" not in page and "2019-07-27" not in page  # no upload time is shown as the date
 
