@@ -138,3 +138,13 @@ def test_the_page_says_why_a_quac_score_counts_fewer_questions_than_the_dataset_
     assert (f"F1 counts {len(records) - left_out} of its {len(records)} questions: {left_out} "
             f"{'is' if left_out == 1 else 'are'} left out by QuAC's human-agreement filter, as in its official "
             "scorer: its annotators' own answers to them agree below the threshold (human F1 below 0.4).") in page
+
+
+def test_no_page_formats_a_metric_value_but_by_its_column() -> None:
+    """One rule for a value's digits (``columns.metric_decimals`` through ``core.display.fixed``): a
+    template that formats a stored metric value itself would print a count with two decimals again."""
+    templates = REPO / "leaderboard" / "core" / "templates"
+    offenders = [f"{path.relative_to(templates)}: {line.strip()[:80]}"
+                 for path in templates.rglob("*.html") for line in path.read_text(encoding="utf-8").splitlines()
+                 if re.search(r"\b(s|row|score)\.value\|floatformat", line)]
+    assert not offenders, offenders
