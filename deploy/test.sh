@@ -25,6 +25,8 @@ echo "== import layering: packages, apps, submission stages, the pure run contra
 .venv/bin/lint-imports
 echo "== ruff over the whole tree"
 .venv/bin/ruff check .
+echo "== the documentation site, --strict: a broken link, snippet or page left out of the navigation fails"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -f docs/mkdocs.yml  # not --quiet: it hides the warnings --strict counts
 # The suite, in two passes: the whole suite once on PostgreSQL (production's database; deploy/postgres.sh
 # installs and starts a local one and prints its URL), and again on SQLite (the demo's, embedded) only
 # the tests that touch the database (marker "database", added at collection), without the sandbox and

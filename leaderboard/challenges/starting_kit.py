@@ -48,7 +48,7 @@ from leaderboard.challenges.downloads import (
     file_fingerprint,
 )
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, PhaseKind, SubmissionKind
-from leaderboard.challenges.selectors import dataset_run_key, modes_text
+from leaderboard.challenges.selectors import dataset_run_key, modes_text, phase_averages_covered
 from leaderboard.challenges.spec import suite_options_of
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import SuiteOptions, options_as
@@ -197,6 +197,8 @@ class KitPlan:
     # A test phase taking prediction files: its slug, and the test inputs of the Data page.
     test_phase: str = ""
     test_files: tuple[KitDevFile, ...] = ()
+    # What each average of the dev board covers, in the board's words (``phase_averages_covered``).
+    dev_averages: tuple[str, ...] = ()
 
     @property
     def takes_files(self) -> bool:
@@ -274,7 +276,8 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
     suite = suite_for(challenge)
     options = suite_options_of(challenge)
     phases = list(challenge.phases.all())
-    dev_phase = next((p.slug for p in phases if p.portion == PhaseKind.DEV), "dev")
+    dev = next((p for p in phases if p.portion == PhaseKind.DEV), None)
+    dev_phase = dev.slug if dev else "dev"
     dev_files = []
     sample: tuple[int, int, str, str, str, str] | None = None
     for order, (record, filename) in enumerate(dev_downloads(challenge=challenge)):
@@ -328,6 +331,7 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
         interactive_modes=tuple(first_interactive.protocol_modes) if first_interactive else (),
         test_phase=test_phase,
         test_files=tuple(test_files),
+        dev_averages=tuple(phase_averages_covered(phase=dev)) if dev else (),
     )
 
 
@@ -371,7 +375,7 @@ def _json(document: Any) -> bytes:
 
 
 def baseline_bundle_bytes() -> bytes:
-    """The baseline as a code bundle: a zip with run.py at its top (README "Submitting a system")."""
+    """The baseline as a code bundle: a zip with run.py at its top (docs/participants/systems.md)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as bundle:
         bundle.writestr(_info("run.py", executable=True), BASELINE.read_bytes())

@@ -16,6 +16,7 @@ from leaderboard.challenges.selectors import (
     PhaseState,
     Viewer,
     announcements_shown,
+    challenge_status,
     dataset_label,
     datasets_public_order,
     kinds_text,
@@ -29,7 +30,9 @@ from leaderboard.core.display import size_text
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    challenges = Challenge.objects.filter(is_public=True)
+    now = timezone.now()
+    challenges = [(c, challenge_status(c.phases.all(), now=now))
+                  for c in Challenge.objects.filter(is_public=True).prefetch_related("phases")]
     return render(request, "challenges/home.html", {"challenges": challenges})
 
 

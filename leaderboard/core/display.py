@@ -24,3 +24,10 @@ def fixed(value: float, decimals: int) -> str:
     metric (a count, milliseconds) has 0 decimals: its column says so (``Column.decimals``).
     """
     return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
+
+
+def interval_text(low: float, high: float, decimals: int = 2) -> str:
+    """An interval as "17.63–24.63"; "" where its ends read the same ("42.11–42.11" says nothing a
+    single number does not: a slice of one question, or questions that all scored alike)."""
+    low_text, high_text = fixed(low, decimals), fixed(high, decimals)
+    return "" if low_text == high_text else f"{low_text}–{high_text}"

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -46,10 +45,11 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.selectors import (
     AGGREGATE_SEALED_NOTE,
+    aggregate_applies,
     aggregates_published,
+    averages_covered,
     dataset_label,
     datasets_public_order,
-    metric_split,
     ranking_scope_get,
     user_is_organizer,
 )
@@ -276,7 +276,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
         and any(ds.is_sealed for ds in scope.datasets)
     )
 
-    aggregate_columns = [c for c in phase_aggregate_columns(suite, phase) if _aggregate_applies(c.metric, datasets)]
+    aggregate_columns = [c for c in phase_aggregate_columns(suite, phase) if aggregate_applies(c.metric, datasets)]
     primary_label = next((c.label for c in aggregate_columns if c.metric == suite.primary_metric), suite.primary_metric)
     columns = []
     if shown_only:
@@ -408,7 +408,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
         phase=phase, columns=columns, rows=_ranked(rows), primary_key=primary, view=view, ranked_by=ranked_by,
         withheld=[c.label for c in aggregate_columns if c.metric in withheld], incomplete=scope.incomplete,
     )
-    board.averages = _averages_covered(suite=suite, columns=aggregate_columns, datasets=datasets,
+    board.averages = averages_covered(suite=suite, columns=aggregate_columns, datasets=datasets,
                                        ranked=scope.datasets, reveal=reveal)
     # The average the rows rank on, as a mean of one per-dataset metric over these datasets.
     averaged = suite.averaged_over(
@@ -424,31 +424,6 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
     if significance:
         board.significance = board_significance_get(board.significance_inputs)
     return board
-
-
-def _averages_covered(*, suite: Suite, columns: Sequence[Any], datasets: list[Dataset],
-                      ranked: Sequence[Dataset], reveal: bool) -> list[str]:
-    """Which datasets each average column covers, from the suite's own definition of it
-    (``averaged_over``, what ``aggregate`` computes), and the board's datasets it leaves out."""
-    labels = {c.metric: c.label for c in suite.dataset_columns}
-    lines = []
-    for column in columns:
-        averaged = suite.averaged_over(column.metric, datasets, ranked=ranked)
-        if averaged is None or not averaged[1] or not column.label:
-            continue
-        metric, covered = averaged
-        def named(group: Sequence[Dataset]) -> str:
-            return _and_words([f"{dataset_label(ds, reveal_sealed=reveal)} (Split {ds.split})" for ds in group])
-        line = f"{column.label}: the mean of {labels.get(metric, metric)} over {named(covered)}"
-        left_out = [ds for ds in datasets if ds not in covered]
-        if left_out:
-            line += f"; {named(left_out)} {'is' if len(left_out) == 1 else 'are'} not in it"
-        lines.append(line + ".")
-    return lines
-
-
-def _and_words(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _ranked(rows: list[BoardRow]) -> list[BoardRow]:
@@ -478,12 +453,6 @@ def _shown_average(
     if not shown or not scored:
         return None  # a row without scores (a failed run) has no average to rank on
     return suite.aggregate({ds: scored[ds] for ds in shown if ds in scored}, ranked=shown).get(suite.primary_metric)
-
-
-def _aggregate_applies(metric: str, datasets: list[Dataset]) -> bool:
-    # Per-split macro columns appear only when the phase has datasets of that split.
-    split = metric_split(metric)
-    return split is None or any(ds.split == split for ds in datasets)
 
 
 def _moderated(entry: Any) -> str:

@@ -20,7 +20,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
-from leaderboard.core.display import fixed  # one rounding for the site and the paper's tables
+from leaderboard.core.display import fixed, interval_text  # one rounding for the site and the paper
 from leaderboard.rankings.board_significance import RowSignificance, Significance
 from leaderboard.rankings.selectors import (
     DATASET_SEALED_NOTE,
@@ -175,7 +175,7 @@ def _significance_cells(row: BoardRow, board: Board) -> str:
     ranks = f"{low}" if low == high else f"{low}–{high}"
     range_cell = f'<td class="num" data-v="{low}">{ranks}</td>'
     decimals = next((c.decimals for c in board.columns if c.key == board.primary_key), 2)
-    ci = f'<td class="num ci" data-v="{sig.ci[0]:.6f}">{fixed(sig.ci[0], decimals)}–{fixed(sig.ci[1], decimals)}</td>'
+    ci = f'<td class="num ci" data-v="{sig.ci[0]:.6f}">{interval_text(*sig.ci, decimals) or "—"}</td>'
     p = ('<td class="num" data-v="-1">leader</td>' if sig.p_value is None
          else f'<td class="num" data-v="{sig.p_value:.6f}">{_p_text(sig.p_value)}</td>')
     return ci + p + range_cell
@@ -220,7 +220,5 @@ def _interval_title(column: BoardColumn, sig: RowSignificance | None, board: Boa
         return ""
     ds_pk, _, metric = rest.partition(":")
     interval = sig.datasets.get(int(ds_pk)) if metric == board.ranked_metric else None
-    if interval is None:
-        return ""
-    return (f' title="{LEVEL_LABEL} {fixed(interval[0], column.decimals)}–{fixed(interval[1], column.decimals)}"'
-            )
+    text = "" if interval is None else interval_text(*interval, column.decimals)
+    return f' title="{LEVEL_LABEL} {text}"' if text else ""

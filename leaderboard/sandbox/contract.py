@@ -8,7 +8,7 @@ given (``RunTicket``, ``TicketFile``) and the outcome it hands back (``RunOutcom
 imports nothing from Django, from the rest of ``leaderboard`` or from ``workers`` (an import-linter
 contract checks it).
 
-The contract a system follows (README "Submitting a system"):
+The contract a system follows (docs/participants/systems.md):
 
 * it reads ``/input/manifest.json`` and the files it lists (``/input/<name>.jsonl.gz``,
   MRQA format with every answer field removed; Split III datasets under their

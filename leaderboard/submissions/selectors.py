@@ -84,6 +84,15 @@ def submissions_counting_against_quota(*, team: Team, phase: Phase) -> QuerySet[
     )
 
 
+def submission_duplicate_of(*, team: Team, phase: Phase, sha256: str) -> Submission | None:
+    """The team's latest submission to ``phase`` of the very same file (by its sha256) that counted
+    against its quota, if any: the same prediction file scores the same, so uploading it again would
+    only spend quota.  Cancelled ones and failures the platform caused cost nothing and gave no
+    score, so sending their file again is no duplicate."""
+    return (submissions_counting_against_quota(team=team, phase=phase).filter(sha256=sha256)
+            .order_by("-created_at", "-pk").first())
+
+
 @dataclass(frozen=True)
 class QuotaUsage:
     used_today: int

@@ -78,7 +78,7 @@ class NoOptions(SuiteOptions):
 
 def option(default: Any, meaning: str, *, choices: tuple[str, ...] = (),
            bounds: tuple[float, float] | None = None) -> Any:
-    """An options field: its default, what it means (README), and what ``suite_options_parse`` accepts."""
+    """An options field: its default, what it means (the organizers' spec page, generated from it), and what ``suite_options_parse`` accepts."""
     return field(default=default, metadata={"meaning": meaning, "choices": choices, "bounds": bounds})
 
 

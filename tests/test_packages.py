@@ -1,0 +1,95 @@
+"""The distributions this repository ships, built and installed as a user would (issue 26).
+
+The scoring library (``deploy/packages/scoring``) is built into a wheel, installed with its
+dependencies into a fresh virtual environment of the system's Python 3.11, and its command is run from
+a folder outside the repository: the scores it prints equal the repository's own ``python -m scoring``.
+Installing pulls numpy and rapidfuzz from the package index: hence ``slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import scoring
+
+REPO = Path(__file__).resolve().parents[1]
+SCORING_PACKAGE = REPO / "deploy" / "packages" / "scoring"
+
+pytestmark = pytest.mark.slow
+
+SQUAD = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+    "context": "The Normans gave their name to Normandy, a region in France.",
+    "qas": [{"id": "q1", "question": "Where?", "answers": [{"text": "Normandy", "answer_start": 27}]},
+            {"id": "q2", "question": "Who?", "answers": [{"text": "The Normans", "answer_start": 0}]}]}]}]}
+SQUAD_PREDICTIONS = {"q1": "Normandy, a region", "q2": "Normans"}
+# MRC2018's ROUGE-L runs through rapidfuzz: a score from it proves the dependency came with the install.
+MRC_REFERENCES = [{"question_id": 1, "question_type": "DESCRIPTION", "yesno_answers": [], "entity_answers": [[]],
+                   "answers": ["the answer is a long sentence about rivers"], "source": "search"}]
+MRC_PREDICTIONS = [{"question_id": 1, "question_type": "DESCRIPTION", "yesno_answers": [], "entity_answers": [[]],
+                    "answers": ["a long sentence about rivers"]}]
+
+
+def _wheel(tmp: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp), str(SCORING_PACKAGE)],
+                   check=True, timeout=600, capture_output=True, text=True)
+    (wheel,) = tmp.glob("readerboard_scoring-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _wheel(tmp_path_factory.mktemp("wheel"))
+
+
+def test_the_scoring_wheel_holds_the_package_its_version_and_its_types_only(wheel: Path) -> None:
+    assert wheel.name.startswith(f"readerboard_scoring-{scoring.__version__}-py3-none-any")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "scoring/py.typed" in names and "scoring/cli.py" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")], names
+    assert not [n for n in names if n.split("/")[0] not in ("scoring", wheel.name.split("-py3")[0] + ".dist-info")]
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/METADATA"))).decode()
+    required = sorted(re.findall(r"^Requires-Dist: ([a-z]+)", metadata, re.M))
+    assert required == ["nltk", "numpy", "rapidfuzz"], metadata  # nltk as the cjk extra only
+    assert "Requires-Dist: nltk>=3.8; extra == 'cjk'" in metadata
+
+
+def test_installed_on_a_plain_python_its_command_scores_as_the_repository_does(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, timeout=900,
+                   capture_output=True, text=True)
+    work = tmp_path / "elsewhere"  # not the repository: the installed package, not the checkout
+    work.mkdir()
+    (work / "dev.json").write_text(json.dumps(SQUAD))
+    (work / "pred.json").write_text(json.dumps(SQUAD_PREDICTIONS))
+    (work / "ref.jsonl").write_text("".join(json.dumps(r) + "\n" for r in MRC_REFERENCES))
+    (work / "pred.jsonl").write_text("".join(json.dumps(p) + "\n" for p in MRC_PREDICTIONS))
+
+    def installed(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(venv / "bin" / "readerboard-score"), *args], cwd=work, capture_output=True,
+                              text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+
+    def repository(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "scoring", *args], cwd=REPO, capture_output=True, text=True,
+                              timeout=120)
+
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import scoring; print(scoring.__file__)"],
+                           cwd=work, capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(venv)), where
+    usage = installed("--help")
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: readerboard-score"), usage
+    for args in (("squad1", "dev.json", "pred.json"), ("mrc2018", "pred.jsonl", "ref.jsonl")):
+        got = installed(*args)
+        assert got.returncode == 0, got.stderr
+        want = repository(*(str(work / a) if a.endswith(("json", "jsonl")) else a for a in args))
+        assert json.loads(got.stdout) == json.loads(want.stdout), (got.stdout, want.stdout)
+    # A bad file is one line that says so, not a traceback.
+    bad = installed("squad1", "dev.json", "missing.json")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and "missing.json" in bad.stderr, bad.stderr
