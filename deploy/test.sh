@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
-# The test-only requirements (the manifest validators), on top of setup.sh's, once per change of the file.
+# The test-only requirements (pytest, the checkers, the manifest validators, MkDocs), on top of
+# setup.sh's, once per change of the file.
 stamp=.venv/.requirements-dev.sha256
 want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

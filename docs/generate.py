@@ -128,6 +128,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|") or "-"
 
 
+SECTIONS = (
+    ("The web app and the control worker (`leaderboard/settings/base.py`)", "`settings/base.py`"),
+    ("In production (`leaderboard/settings/prod.py`), over those", "`settings/prod.py`"),
+    ("The demo (`leaderboard/settings/dev.py`)", "`settings/dev.py`"),
+    ("The tests (`leaderboard/settings/test.py`)", "`settings/test.py`"),
+    ("The compute worker (`workers/compute.py`: no Django settings)", "compute worker"),
+    ("gunicorn (`deploy/gunicorn.conf.py`)", "gunicorn"),
+    ("`deploy/serve.sh`", "`deploy/serve.sh`"),
+)
+
+
 def settings_page() -> str:
     rows = settings_variables()  # in the order the code reads them: a paragraph's settings stay together
     lines = [
@@ -136,14 +147,16 @@ def settings_page() -> str:
         BEGIN,
         "",
         f"Every `READERBOARD_*` environment variable the platform reads ({len({v.name for v in rows})} names), "
-        "generated from the code that reads it: the settings modules, the compute worker, gunicorn's "
-        "configuration and `deploy/serve.sh`. *What it is for* is the comment above the line that reads "
-        "it; [Production](index.md) says which a deployment must set.",
-        "",
-        "| variable | read by | default | what it is for |",
-        "|---|---|---|---|",
+        "generated from the code that reads it, in its order. *What it is for* is the comment at the line that "
+        "reads it, or the one that opens its paragraph; [Production](index.md) says which a deployment must set.",
     ]
-    lines += [f"| `{v.name}` | {v.read_by} | `{_cell(v.default)}` | {_cell(v.meaning)} |" for v in rows]
+    for title, reader in SECTIONS:
+        section = [v for v in rows if reader in v.read_by]
+        if not section:
+            continue
+        lines += ["", f"## {title}"]
+        for v in section:  # a definition list: long names and defaults stay readable on a phone
+            lines += ["", f"`{v.name}` (default `{v.default}`)", f":   {v.meaning or '-'}"]
     lines += ["", END]
     return "\n".join(lines) + "\n"
 

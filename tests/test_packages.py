@@ -93,3 +93,50 @@ def test_installed_on_a_plain_python_its_command_scores_as_the_repository_does(w
     # A bad file is one line that says so, not a traceback.
     bad = installed("squad1", "dev.json", "missing.json")
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and "missing.json" in bad.stderr, bad.stderr
+
+
+@pytest.fixture(scope="module")
+def platform_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("platform-wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(where), str(REPO)],
+                   check=True, timeout=600, capture_output=True, text=True)
+    (wheel,) = where.glob("readerboard-*.whl")
+    return wheel
+
+
+def _pins() -> list[str]:
+    lines = (REPO / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return sorted(line.split("#")[0].strip().lower() for line in lines if line.split("#")[0].strip())
+
+
+def test_the_platform_wheel_holds_its_packages_files_and_pinned_requirements(platform_wheel: Path) -> None:
+    assert platform_wheel.name.startswith(f"readerboard-{scoring.__version__}-py3-none-any")
+    zipped = zipfile.ZipFile(platform_wheel)
+    names = zipped.namelist()
+    for member in ("leaderboard/core/templates/base.html", "leaderboard/submissions/migrations/0001_initial.py",
+                   "workers/compute.py", "scoring/py.typed"):
+        assert member in names, member
+    assert not [n for n in names if n.split("/")[0] in ("tests", "docs", "deploy", "var") or "__pycache__" in n]
+    metadata = zipped.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    required = sorted(line.removeprefix("Requires-Dist: ").lower() for line in metadata.splitlines()
+                      if line.startswith("Requires-Dist: "))
+    # One list: the wheel's dependencies are requirements.txt's pins (test tools are requirements-dev.txt's).
+    assert required == [pin.replace("_", "-") if "==" in pin else pin for pin in _pins()], (required, _pins())
+
+
+def test_the_platform_installs_and_checks_outside_the_checkout(platform_wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(platform_wheel)], check=True, timeout=1200,
+                   capture_output=True, text=True)
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "DJANGO_SETTINGS_MODULE": "leaderboard.settings.dev",
+           "READERBOARD_VAR_DIR": str(tmp_path / "var")}
+    check = subprocess.run([str(venv / "bin" / "python"), "-m", "django", "check"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0 and "no issues" in check.stdout, check.stdout + check.stderr
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import leaderboard; print(leaderboard.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(venv)), where
+    score = subprocess.run([str(venv / "bin" / "readerboard-score"), "--help"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert score.returncode == 0 and "mrc2018" in score.stdout, score.stderr
