@@ -70,7 +70,7 @@ for name, extra in (("converse-baseline", ""), ("converse-filter", ', "--filter"
         archive.writestr("readerboard.json", '{"protocol": "interactive"}')
 PY
   for challenge in quac-demo coqa-demo; do
-    for phase in gold-history own-history; do
+    for phase in dev gold-history own-history; do
       $PY manage.py system_submit "$challenge" "$phase" var/converse-baseline.zip --once \
         --team "Baseline: no history" --description "converse_baseline.py: best-overlap sentence, history ignored"
       $PY manage.py system_submit "$challenge" "$phase" var/converse-filter.zip --once \

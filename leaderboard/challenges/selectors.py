@@ -38,7 +38,7 @@ from leaderboard.challenges.suites.base import Column, Suite
 from leaderboard.challenges.suites.columns import phase_aggregate_columns
 from leaderboard.core.enqueue import DEFAULT_RUN_QUEUE
 from leaderboard.core.errors import NotFound
-from leaderboard.sandbox.contract import SystemSettings
+from leaderboard.sandbox.contract import SystemSettings, limits_stated
 from scoring.dialogs import Mode
 
 SPLITS = ("I", "II", "III")
@@ -411,10 +411,24 @@ def duration_text(delta: dt.timedelta | None) -> str:
     return f"{minutes} min" if minutes else "less than a minute"
 
 
+def modes_text(labels: Sequence[str]) -> str:
+    """A turn-by-turn phase's modes in words, the first one marked as its board's ranking mode:
+    "gold history (ranks its board), own history, adversarial history".  Said apart from the
+    phase's name (a phase may be called as a mode is), on the challenge page and in the kit."""
+    if not labels:
+        return ""
+    first, *rest = labels
+    return ", ".join([f"{first} (ranks its board)", *rest])
+
+
 @dataclass(frozen=True)
 class InteractivePhase:
     name: str
     modes: list[Mode]
+
+    @property
+    def modes_text(self) -> str:
+        return modes_text([m.label for m in self.modes])
 
 
 def interactive_phases(phases: Iterable[Phase]) -> list[InteractivePhase]:
@@ -451,6 +465,18 @@ def phase_refusal(phase: Phase, kind: str) -> str:
 def batch_system_phases(phases: Iterable[Phase]) -> bool:
     """Whether any phase runs systems in batch (reading /input, writing /output), for the contract."""
     return any(not p.protocol_modes and any(k in SYSTEM_KINDS for k in p.allowed_kinds) for p in phases)
+
+
+def system_contract_of(*, challenge: Challenge, phases: Sequence[Phase]) -> dict[str, object]:
+    """What the contract section ("How your system runs") shows, for the challenge page and the
+    system upload page alike: the settings, which protocols the phases run, and the limits that
+    bind those protocols (``limits_stated``: no output size for a protocol that writes none)."""
+    system = SystemSettings.from_json(challenge.system_settings)
+    interactive = interactive_phases(phases)
+    batch = batch_system_phases(phases)
+    return {"system": system, "interactive": interactive, "batch": batch,
+            "limits_terms": limits_stated(system.limits, batch=batch or not interactive, interactive=bool(interactive)),
+            "sealed_input_example": sealed_input_example(challenge=challenge)}
 
 
 # --------------------------------------------------------------------------- what the challenge page shows

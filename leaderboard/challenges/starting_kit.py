@@ -48,14 +48,14 @@ from leaderboard.challenges.downloads import (
     file_fingerprint,
 )
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, PhaseKind, SubmissionKind
-from leaderboard.challenges.selectors import dataset_run_key, phase_averages_covered
+from leaderboard.challenges.selectors import dataset_run_key, modes_text, phase_averages_covered
 from leaderboard.challenges.spec import suite_options_of
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import SuiteOptions, options_as
 from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
 from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.challenges.suites.quac import QuacOptions
-from leaderboard.sandbox.contract import BUNDLE_DECLARATION, Limits, SystemSettings
+from leaderboard.sandbox.contract import BUNDLE_DECLARATION, Limits, SystemSettings, limits_stated
 from scoring.dialogs import DIALOG_FORMATS, Mode
 
 # Bump when the kit's layout changes without any of its inputs changing.
@@ -296,6 +296,8 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
 
     prediction_phases = tuple((p.slug, p.name) for p in phases if takes(p, (SubmissionKind.PREDICTIONS,)))
     batch_phases = tuple((p.slug, p.name) for p in phases if not p.protocol_modes and takes(p, SYSTEM_KINDS))
+    if not (prediction_phases or batch_phases):
+        sample = None  # what /input holds for a batch run: nothing a turn-by-turn system reads
     first_interactive = next((p for p in phases if p.protocol_modes), None)
     test_phase = next((p.slug for p in phases if p.portion == PhaseKind.TEST
                        and takes(p, (SubmissionKind.PREDICTIONS,))), "")
@@ -418,6 +420,10 @@ def readme_text(plan: KitPlan) -> str:
     return render_to_string("challenges/starting_kit_README.md", {
         "plan": plan,
         "limits": plan.system.limits,
+        # The limits that bind the protocols this kit's phases run (the challenge page says the same).
+        "limits_terms": ", ".join(limits_stated(plan.system.limits, batch=plan.takes_files or not plan.interactive,
+                                                interactive=bool(plan.interactive))),
+        "interactive_modes": [(name, modes_text(labels)) for name, labels in plan.interactive],
         "sample_manifest": json.dumps(sample_manifest, indent=2) if sample_manifest else "",
         "needs_requirements": plan.suite != "mrqa" or plan.suite_options == MrqaOptions(tokenization="cjk"),
         "docker_run": " ".join(docker_run_args(plan.system.limits, base_image=plan.system.base_image)),

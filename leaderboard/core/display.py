@@ -16,11 +16,12 @@ def size_text(n: int) -> str:
 
 
 def fixed(value: float, decimals: int) -> str:
-    """The digits the ``floatformat`` filter shows elsewhere on the site (the submission page).
+    """A score with ``decimals`` digits, as every page, export and paper table shows it.
 
     It rounds half up the shortest decimal form of the float (84.285 -> "84.29"), where
     ``f"{value:.2f}"`` rounds the binary value (84.28499... -> "84.28"): a team must see
-    the same digits on its submission page, on the board and in the paper.
+    the same digits on its submission page, on the board and in the paper.  A whole-number
+    metric (a count, milliseconds) has 0 decimals: its column says so (``Column.decimals``).
     """
     return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
 

@@ -108,6 +108,8 @@ class BoardRow:
     failure_reason: str
     submitted_at: Any
     values: dict[str, float | None] = field(default_factory=dict)
+    # A published result's publication day (Submission.published_on): its date on the board.
+    published_on: Any = None
     # Cells withheld in a shown column: aggregates from which a sealed score would follow.
     sealed_keys: set[str] = field(default_factory=set)
     # What the row ranks on; never shown, since it may be a withheld aggregate.
@@ -175,6 +177,11 @@ class Board:
     @property
     def has_excluded(self) -> bool:
         return any(row.excluded_reason for row in self.rows)
+
+    @property
+    def has_published(self) -> bool:
+        """Some row is a published result dated by its publication (the header says so)."""
+        return any(row.published_on is not None for row in self.rows)
 
     @cached_property  # asked once per row while a page is rendered
     def significance_withheld(self) -> bool:
@@ -303,6 +310,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
         .values_list(
             "team_id", "team__name", "team__affiliation", "team__kind", "team__is_anonymous",
             "submission_id", "submission__status", "submission__failure_reason", "submission__created_at",
+            "submission__published_on",
             "submission__excluded_reason", "submission__kind", "submission__verdict",
             "submission__verdict_dataset_id", "submission__failure_cause",
             "team__hidden", "team__disqualified_reason", "submission__hidden_reason", named=True,
@@ -384,6 +392,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
                 status=entry.submission__status,
                 failure_reason=_public_failure(entry, by_pk) if entry.submission__status == Status.FAILED else "",
                 submitted_at=entry.submission__created_at,
+                published_on=entry.submission__published_on,
                 values=values,
                 sealed_keys=sealed_keys,
                 rank_value=rank_value,
@@ -483,6 +492,8 @@ def board_as_records(board: Board) -> list[dict[str, Any]]:
             # Only where the row answered fewer than all of the ranked datasets: "2 of 3 datasets".
             "coverage": row.coverage or None,
             "submitted_at": row.submitted_at.isoformat() if row.submitted_at else None,
+            # A published result: the day its results were published (the date its board shows).
+            "published_on": row.published_on.isoformat() if row.published_on else None,
         }
         for column in board.columns:
             name = f"{column.group} {column.label}" if column.group != "Overall" else column.label

@@ -37,6 +37,9 @@ def _sealed_cell(note: str) -> str:
 
 SEALED_CELL = _sealed_cell(DATASET_SEALED_NOTE)
 WITHHELD_CELL = _sealed_cell(AGGREGATE_SEALED_NOTE)
+# One sentence for a published result's date: the board header, its cell's title and the tests.
+PUBLISHED_NOTE = "dates marked published are the publication dates of the results, not upload times"
+PUBLISHED_TITLE = "the day these results were published (not an upload time)"
 COVERAGE_NOTE = "answered only some of the ranked datasets; each one it did not answer counts 0 in its average"
 UNRANKED_SORT_KEY = 99999  # the page's script sorts rows without a rank after every ranked one
 # A board's page shows this many rows: a thousand rows of thirty columns is a page no phone (and
@@ -129,7 +132,11 @@ def _row_html(row: BoardRow, board: Board) -> str:
     if row.excluded_reason:
         # Shown in full (it wraps), not in a tooltip: why a row is not ranked is part of the board.
         system.append(f'<div class="excluded-reason">{escape(row.excluded_reason)}</div>')
-    if row.submitted_at is not None:
+    if row.published_on is not None:
+        # A published result is dated as published (the header says so), not by its upload.
+        when = (f'<td class="when published" data-v="{row.published_on.isoformat()}" title="{PUBLISHED_TITLE}">'
+                f'{row.published_on:%Y-%m-%d} <span class="muted">published</span></td>')
+    elif row.submitted_at is not None:
         submitted = timezone.localtime(row.submitted_at)
         when = f'<td class="when" data-v="{submitted.isoformat()}">{submitted:%Y-%m-%d %H:%M}</td>'
     else:

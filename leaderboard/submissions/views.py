@@ -17,17 +17,14 @@ from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_members_at, team_of_user
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, Phase, SubmissionKind
 from leaderboard.challenges.selectors import (
-    batch_system_phases,
-    interactive_phases,
     kinds_text,
     phase_averages_covered,
     phase_takes,
-    sealed_input_example,
+    system_contract_of,
 )
 from leaderboard.core.errors import DuplicateUpload, NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
 from leaderboard.core.signed_in import authenticated_user
-from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.intake import (
     DUPLICATE_CONFIRM_LABEL,
     submission_create_predictions,
@@ -145,10 +142,7 @@ def _upload_page(
         "form": form,
         "quotas": [(p, quota_usage(team=team, phase=p)) for p in form.phases],
         "storage": team_storage_usage(team=team),
-        "system": SystemSettings.from_json(challenge.system_settings),
-        "interactive": interactive_phases(phases),
-        "batch": batch_system_phases(phases),
-        "sealed_input_example": sealed_input_example(challenge=challenge),
+        **system_contract_of(challenge=challenge, phases=phases),
         "takes_predictions": any(phase_takes(p, UploadForm.kinds) for p in phases),
     }
     return render(request, template, context, status=status)

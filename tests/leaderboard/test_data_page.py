@@ -510,8 +510,8 @@ def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, dja
 
 ONE_DOCUMENT_KITS = {
     # suite: (gold file, where the kit's command prints the F1 the board shows)
-    "quac": (DEMO_DATA / "quac" / "val_v0.2.json", ("f1",)),
-    "coqa": (DEMO_DATA / "coqa" / "coqa-dev-v1.0.json", ("overall", "f1")),
+    "quac": (DEMO_DATA / "quac" / "quac-dev.json", ("f1",)),
+    "coqa": (DEMO_DATA / "coqa" / "coqa-dev.json", ("overall", "f1")),
     "squad2": (None, ("f1",)),
 }
 
@@ -581,3 +581,27 @@ def test_an_interactive_challenges_kit_states_the_protocol_and_carries_the_conve
     answer = subprocess.run([sys.executable, str(script)], input=json.dumps(request) + "\n", capture_output=True,
                             text=True, timeout=60, check=True).stdout
     assert json.loads(answer) == {"id": "q0", "answer": "Ann went to the park.", "yesno": "x", "followup": "y"}
+
+
+@pytest.mark.django_db
+def test_a_challenge_without_data_offers_no_starting_kit_and_says_why() -> None:
+    """The MRQA 2019 archive (published results, no data file): no kit on the page, in the API or at
+    its address, even for its organizer; a challenge with data keeps its kit (the same rule decides)."""
+    organizer = User.objects.create_user("organizer")
+    archive = challenge_load(spec_path=REPO / "deploy" / "demo" / "mrqa2019-archive.yaml")
+    client = Client()
+    client.force_login(organizer)
+    page = client.get("/c/mrqa2019/data/").content.decode()
+    assert 'id="starting-kit"' not in page and "starting-kit.zip" not in page
+    assert "This challenge has no data files, so it has no starting kit either." in page
+    assert client.get("/api/v1/challenges/mrqa2019/data/").json()["starting_kit"] is None
+    assert client.get("/c/mrqa2019/data/starting-kit.zip").status_code == 404
+    assert client.get("/api/v1/challenges/mrqa2019/data/starting-kit.zip").status_code == 404
+    detail = client.get("/c/mrqa2019/").content.decode()
+    assert ">Data</a>" in detail and "Data and starting kit" not in detail
+    assert not archive.datasets.filter(files__isnull=False).exists()
+
+    challenge_load(spec_path=REPO / "deploy" / "demo" / "quac-demo.yaml")
+    listing = client.get("/api/v1/challenges/quac-demo/data/").json()
+    assert listing["starting_kit"]["filename"] == "quac-demo-starting-kit.zip"
+    assert "Data and starting kit" in client.get("/c/quac-demo/").content.decode()

@@ -51,11 +51,15 @@ class DatasetResult:
     per_example: list[dict[str, Any]]
 
 
+# Digits of a score (F1, EM) on every page: a column of whole numbers says 0.
+DEFAULT_DECIMALS = 2
+
+
 @dataclass(frozen=True)
 class Column:
     metric: str
     label: str
-    decimals: int = 2
+    decimals: int = DEFAULT_DECIMALS
 
 
 # --------------------------------------------------------------------------- options
