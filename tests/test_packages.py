@@ -11,6 +11,7 @@ dependency, no file of the platform; tests/processes/test_client_installed.py ru
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -169,3 +170,29 @@ def test_every_distribution_carries_the_one_version() -> None:
     assert client.__version__ == scoring.__version__
     for project in (REPO / "pyproject.toml", SCORING_PACKAGE / "pyproject.toml"):
         assert 'path = "' in project.read_text() and "scoring/__init__.py" in project.read_text(), project
+
+
+@pytest.mark.django_db
+def test_the_starting_kits_wheel_is_the_scoring_wheel(wheel: Path) -> None:
+    """The kit builds its wheel itself (no build tool on the platform's hosts): the same files, the same
+    dependencies and extras, the same command as ``pip wheel`` of deploy/packages/scoring."""
+    from leaderboard.challenges.starting_kit import scoring_wheel  # noqa: PLC0415 - Django set up by the test
+
+    name, data = scoring_wheel()
+    assert name == wheel.name
+    ours, theirs = zipfile.ZipFile(io.BytesIO(data)), zipfile.ZipFile(wheel)
+    content = [n for n in theirs.namelist() if not n.endswith((".dist-info/RECORD", ".dist-info/WHEEL"))
+               and ".dist-info/licenses/" not in n]
+    assert sorted(n for n in ours.namelist() if not n.endswith((".dist-info/RECORD", ".dist-info/WHEEL"))) \
+        == sorted(content)
+    for member in content:
+        if member.endswith("/METADATA"):
+            def fields(text: str) -> list[str]:
+                return sorted(line for line in text.splitlines()
+                              if line.split(":")[0] in ("Name", "Version", "Requires-Python", "Requires-Dist",
+                                                        "Provides-Extra"))
+            assert fields(ours.read(member).decode()) == fields(theirs.read(member).decode())
+        elif member.endswith("entry_points.txt"):
+            assert ours.read(member).split() == theirs.read(member).split()
+        else:
+            assert ours.read(member) == theirs.read(member), member

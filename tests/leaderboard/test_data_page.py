@@ -36,7 +36,7 @@ from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, FileD
 from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.challenges.services import dataset_file_put, dataset_reveal
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.starting_kit import starting_kit_build
+from leaderboard.challenges.starting_kit import scoring_wheel, starting_kit_build
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.archives import bundle_inspect
 from leaderboard.submissions.intake import submission_create_predictions
@@ -177,11 +177,24 @@ def test_no_test_gold_and_nothing_sealed_is_ever_served(data_cast: Cast, role: s
         for name, content in secret.items():
             assert content not in served, (role, url, name)
         if url.endswith(".zip") and response.status_code == 200:
-            with zipfile.ZipFile(io.BytesIO(served)) as kit:
-                for member in kit.namelist():
-                    inner = kit.read(member)
-                    assert not any(content == inner for content in secret.values()), (member,)
-                    assert b"coqa" not in inner.lower() or member.endswith(".py"), member
+            _assert_no_secret_inside(served, secret)
+
+
+def _assert_no_secret_inside(archive: bytes, secret: dict[str, bytes], where: str = "") -> None:
+    """No member of the archive, nor of an archive inside it (the bundles), holds a secret or names the
+    sealed dataset; the scoring library's source names every suite (coqa.py), and its wheel is the
+    same for every challenge, byte for byte."""
+    wheel_name, wheel = scoring_wheel()
+    with zipfile.ZipFile(io.BytesIO(archive)) as kit:
+        for member in kit.namelist():
+            inner = kit.read(member)
+            assert not any(content == inner for content in secret.values()), (where, member)
+            if member.endswith(f"/{wheel_name}"):
+                assert inner == wheel, member
+            elif member.endswith(".zip"):
+                _assert_no_secret_inside(inner, secret, f"{where}{member}/")
+            else:
+                assert b"coqa" not in inner.lower() or member.endswith(".py"), (where, member)
 
 
 @pytest.mark.parametrize("role", ["anonymous", "dave", "erin", "bob", "charlie"])
@@ -428,7 +441,11 @@ def test_the_starting_kit_is_built_from_the_challenge_and_is_reproducible(data_c
     assert all(name.startswith(root) for name in members)
     names = {name.removeprefix(root) for name in members}
     assert {"README.md", "system/run.py", "baseline-bundle.zip", "dev/manifest.json", "sample/input/manifest.json",
-            "scoring/__main__.py", "scoring/mrqa.py", "requirements.txt"} <= names
+            "requirements.txt"} <= names
+    # The scoring library comes as its wheel, named in requirements.txt, never as a copy of its files.
+    [wheel] = [name for name in names if name.startswith("readerboard_scoring-") and name.endswith(".whl")]
+    assert f"./{wheel}\n" in members[root + "requirements.txt"].decode()
+    assert not [name for name in names if name.startswith("scoring/")]
     readme = members[root + "README.md"].decode()
     assert "777 MiB of memory" in readme and "123 s of wall-clock time" in readme and "2 CPU" in readme
     assert "python -m scoring mrqa dev/demo-squad-dev.jsonl.gz out/squad.json" in readme
