@@ -162,14 +162,20 @@ def cmd_challenges(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _challenge_get(remote: Remote, slug: str) -> dict[str, Any]:
+def _get_or(remote: Remote, path: str, *, not_found: str) -> dict[str, Any]:
+    """The API's answer at ``path``; its 404 said in the participant's words."""
     try:
-        detail: dict[str, Any] = remote.get(f"/api/v1/challenges/{_slug(slug)}/")
+        answer: dict[str, Any] = remote.get(path)
     except Refused as exc:
         if exc.status == 404:
-            raise ClientError(f"no challenge {slug!r} on {remote.url} (`readerboard challenges` lists them)") from None
+            raise ClientError(not_found) from None
         raise
-    return detail
+    return answer
+
+
+def _challenge_get(remote: Remote, slug: str) -> dict[str, Any]:
+    return _get_or(remote, f"/api/v1/challenges/{_slug(slug)}/",
+                   not_found=f"no challenge {slug!r} on {remote.url} (`readerboard challenges` lists them)")
 
 
 def _phase_get(remote: Remote, slug: str, phase_slug: str) -> dict[str, Any]:
@@ -234,12 +240,8 @@ def _sha256_of(path: Path) -> str:
 
 def cmd_download(ctx: Context, args: argparse.Namespace) -> int:
     remote = ctx.remote()
-    try:
-        listing = remote.get(f"/api/v1/challenges/{_slug(args.slug)}/data/")
-    except Refused as exc:
-        if exc.status == 404:
-            raise ClientError(f"no challenge {args.slug!r} on {remote.url}") from None
-        raise
+    listing = _get_or(remote, f"/api/v1/challenges/{_slug(args.slug)}/data/",
+                      not_found=f"no challenge {args.slug!r} on {remote.url}")
     if not listing.get("may_download"):
         raise ClientError(f"{args.slug}: {listing.get('message') or 'you may not download its files'}")
     where = Path(args.dir)
@@ -377,13 +379,7 @@ def cmd_submissions(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _submission_get(remote: Remote, pk: int) -> dict[str, Any]:
-    try:
-        found: dict[str, Any] = remote.get(f"/api/v1/submissions/{pk}/")
-    except Refused as exc:
-        if exc.status == 404:
-            raise ClientError(f"no submission {pk} of your team's on {remote.url}") from None
-        raise
-    return found
+    return _get_or(remote, f"/api/v1/submissions/{pk}/", not_found=f"no submission {pk} of your team's on {remote.url}")
 
 
 def _state_line(sub: dict[str, Any]) -> str:
