@@ -22,7 +22,7 @@ from leaderboard.submissions import selectors
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.lifecycle import submission_cancel, submissions_reap
-from leaderboard.submissions.models import RunAttempt, Status, Submission
+from leaderboard.submissions.models import RunAttempt, Submission
 from leaderboard.submissions.selectors import submission_run_plan
 from leaderboard.submissions.worker_api import worker_token_create
 from tests.builders.canary import CANARY
