@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import secrets
 import time
+from pathlib import Path
 
+import docker
 import pytest
 
+from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE
 from leaderboard.submissions.models import Status, Submission
+from scoring.dialogs import Mode, Session
 from tests.builders.canary import CANARY
+from tests.builders.converse import LIMITS, dialog
 from tests.builders.systems import Platform, printing_bundle, wait_for
-
-pytestmark = pytest.mark.django_db(transaction=True)
+from workers import runner
+from workers.converse import converse
 
 RUNNING_STATUS = 'class="status-running"'
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_running_dev_systems_page_shows_what_it_printed_and_a_hidden_runs_shows_nothing(platform: Platform) -> None:
     cast = platform.cast
     slug = cast.challenge.slug
@@ -63,3 +69,28 @@ def test_a_running_dev_systems_page_shows_what_it_printed_and_a_hidden_runs_show
     assert Submission.objects.get(pk=hidden).status == Status.FINISHED, platform.logs()
     for url in team_urls:
         assert CANARY not in alice.get(url).content.decode(), f"the canary reached the team through {url} after"
+
+
+def test_an_interactive_system_sends_what_it_prints_to_stderr_while_it_plays(engine: docker.DockerClient,
+                                                                             tmp_path: Path) -> None:
+    """The turn-by-turn run's container: its stderr (stdout is its answers) goes out while it plays."""
+    script = ("import json, sys, time\n"
+              "sys.stderr.write('warming up the reader\\n'); sys.stderr.flush()\n"
+              "for line in sys.stdin:\n"
+              "    time.sleep(2)\n"
+              "    request = json.loads(line)\n"
+              "    print(json.dumps({'id': request['id'], 'answer': 'x', 'yesno': 'x', 'followup': 'y'}), flush=True)\n")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    spec = runner.RunSpec(image=DEFAULT_BASE_IMAGE, command=["python3", "-u", "-c", script],
+                          input_dir=tmp_path / "in", output_dir=tmp_path / "out", limits=LIMITS,
+                          labels={"readerboard.test": "live-log"})
+    sessions = [Session(dialog(), Mode.OWN)]
+    sent: list[tuple[float, str]] = []
+    started = time.monotonic()
+    talk = converse(engine, spec, sessions, turn_limit_s=5,
+                    live_log=lambda log, notes: sent.append((time.monotonic() - started, log)))
+    assert talk.verdict == "finished", talk.reason
+    assert sent and sent[0][1] == "warming up the reader\n", sent
+    # While it played (three turns of 2 s each), not at its end: and once, as nothing more was printed.
+    assert sent[0][0] < talk.duration_s - 1 and len(sent) == 1, (sent, talk.duration_s)
