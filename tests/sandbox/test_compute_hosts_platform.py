@@ -97,7 +97,7 @@ def test_a_run_in_a_queue_no_worker_consumes_stays_visibly_queued_not_failed(
     systems = next(q for q in queue_report(challenge=challenge).queues if q.key == "systems")
     assert systems.name == "Systems (queue gpu, in the order workers start them)"
     assert [w.submission.pk for w in systems.waiting] == [pk]
-    assert "whose messages were lost" not in platform.logs()
+    assert "whose messages were lost" not in platform.logs(tail=None)
 
 
 @pytest.mark.django_db(transaction=True)
