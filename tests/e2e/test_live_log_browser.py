@@ -7,6 +7,7 @@ service its internal API calls (no engine in this lane: tests/sandbox/test_live_
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,13 @@ def test_the_running_dev_systems_page_follows_what_it_prints(cast: Cast, live_se
         assert "under way" in driver.find_element(By.ID, "run").text
         assert "as of" in driver.find_element(By.ID, "log-live-at").text
         assert driver.find_element(By.ID, "status").text == "running"
+        # Nothing new printed: the polls leave the page's copy alone (a reader's selection stays), the
+        # copy the page came with too.
+        driver.refresh()
+        driver.execute_script("window.notReloaded = true;")
+        driver.execute_script("window.copyShown = document.getElementById('log').firstChild;")
+        time.sleep(5)
+        assert driver.execute_script("return document.getElementById('log').firstChild === window.copyShown;")
         screenshot_widths(driver, SHOTS / "running")
 
         # The run ends: a new status reloads the page, with the whole log and no "live" mark.

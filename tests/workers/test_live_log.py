@@ -10,8 +10,10 @@ tests/e2e/test_live_log_browser.py.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -187,6 +189,17 @@ def test_what_a_hidden_run_prints_while_it_runs_never_reaches_its_team(cast: Cas
     leaked = team_reads(cast, probe["submission_id"])
     assert CANARY in leaked[f"/c/{cast.challenge.slug}/submissions/{probe['submission_id']}/"]
     assert CANARY in leaked[f"/api/v1/submissions/{probe['submission_id']}/log/"]
+
+
+def test_the_live_log_is_read_in_one_place_only() -> None:
+    """What of a live log a viewer reads is ``submission_run_report``'s to say, so no other module or
+    template of the web app touches its fields: models declares them, attempts writes them, the
+    report's selector reads them."""
+    root = Path(__file__).resolve().parents[2] / "leaderboard"
+    field = re.compile(r"\blive_log(_notes|_at)?\b")
+    touching = {str(path.relative_to(root)) for path in [*root.rglob("*.py"), *root.rglob("*.html")]
+                if "migrations" not in path.parts and field.search(path.read_text(encoding="utf-8"))}
+    assert touching == {"submissions/models.py", "submissions/attempts.py", "submissions/selectors.py"}
 
 
 # --------------------------------------------------------------------------- the worker's side
