@@ -70,7 +70,7 @@ for name, extra in (("converse-baseline", ""), ("converse-filter", ', "--filter"
         archive.writestr("readerboard.json", '{"protocol": "interactive"}')
 PY
   for challenge in quac-demo coqa-demo; do
-    for phase in gold-history own-history; do
+    for phase in dev gold-history own-history; do
       $PY manage.py system_submit "$challenge" "$phase" var/converse-baseline.zip --once \
         --team "Baseline: no history" --description "converse_baseline.py: best-overlap sentence, history ignored"
       $PY manage.py system_submit "$challenge" "$phase" var/converse-filter.zip --once \
@@ -97,5 +97,5 @@ MSG
 # DEBUG is off (leaderboard/settings/dev.py), so visitors get the site's error pages, never Django's
 # debug page; WhiteNoise serves the collected static files (--nostatic: not Django's static view).
 # On 127.0.0.1 only: this one process also serves the compute workers' internal API (/internal/),
-# which the demo's compute worker reaches here; a deployment serves it apart (README, "Production").
+# which the demo's compute worker reaches here; a deployment serves it apart (docs/operators/index.md).
 $PY manage.py runserver "127.0.0.1:${PORT}" --noreload --nostatic

@@ -34,12 +34,12 @@ def binds_parse(text: str) -> list[str]:
 
 
 wsgi_app = "leaderboard.wsgi:application"
-bind = binds_parse(os.environ.get("READERBOARD_WEB_BIND", "0.0.0.0:8000"))
+bind = binds_parse(os.environ.get("READERBOARD_WEB_BIND", "0.0.0.0:8000"))  # where it listens: addresses, by spaces or commas
 worker_class = "gthread"
 # Processes for CPU work (a page, the check of a 50 MiB prediction file holds the GIL for about a
 # second); threads for waiting on clients.
 workers = _env_int("WORKERS", 2 * (os.cpu_count() or 1))
-threads = _env_int("THREADS", 8)
+threads = _env_int("THREADS", 8)  # per process: uploads and pages waiting on the network or the database
 # Only a worker that stopped reporting at all: never an upload that is slow (see above).
 timeout = _env_int("TIMEOUT_S", 120)
 # On a restart (a deploy, SIGTERM), requests in flight get this long to finish: an upload begun

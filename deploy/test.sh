@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
-# The test-only requirements (the manifest validators), on top of setup.sh's, once per change of the file.
+# The test-only requirements (pytest, the checkers, the manifest validators, MkDocs), on top of
+# setup.sh's, once per change of the file.
 stamp=.venv/.requirements-dev.sha256
 want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
@@ -13,11 +14,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-echo "== mypy --strict scoring, the run contract (leaderboard/sandbox) and the compute worker"
+echo "== mypy --strict scoring, the run contract (leaderboard/sandbox), the participants' client and the compute worker"
 .venv/bin/mypy --strict scoring
 # The compute worker's files are the source modules of its forbidden contract in pyproject.toml.
 .venv/bin/mypy --strict --follow-imports=silent --ignore-missing-imports \
-  leaderboard/sandbox workers/compute.py workers/run_system.py workers/internal_api.py workers/runner.py \
+  leaderboard/sandbox leaderboard/client workers/compute.py workers/run_system.py workers/internal_api.py workers/runner.py \
   workers/converse.py workers/celery_settings.py
 echo "== mypy with django-stubs and the DRF plugin over the web app and the workers (pyproject.toml)"
 .venv/bin/mypy leaderboard workers
@@ -25,6 +26,8 @@ echo "== import layering: packages, apps, submission stages, the pure run contra
 .venv/bin/lint-imports
 echo "== ruff over the whole tree"
 .venv/bin/ruff check .
+echo "== the documentation site, --strict: a broken link, snippet or page left out of the navigation fails"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -f docs/mkdocs.yml  # not --quiet: it hides the warnings --strict counts
 # The suite, in two passes: the whole suite once on PostgreSQL (production's database; deploy/postgres.sh
 # installs and starts a local one and prints its URL), and again on SQLite (the demo's, embedded) only
 # the tests that touch the database (marker "database", added at collection), without the sandbox and

@@ -94,6 +94,9 @@ class Breakdown:
     families: tuple[Family, ...]
     score: float = math.nan  # the mean over every question that counts (the dataset's score)
     unavailable: str = ""
+    # Questions of the dataset the score leaves out (QuAC's human-agreement filter), and why.
+    left_out: int = 0
+    left_out_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class _Format:
     label: str
     counts: Callable[[Mapping[str, Any]], bool]
     families: Callable[[Mapping[str, Any], Mapping[str, str] | None], dict[str, str | None]]
+    # Why a question ``counts`` refuses is not in the score, in a reader's words.
+    left_out_why: str = ""
 
 
 def words(text: str, *, cjk: bool = False) -> int:
@@ -177,7 +182,9 @@ FORMATS: dict[str, _Format] = {
     "mrqa": _Format("f1", "F1", _always, _mrqa_families),
     "squad2": _Format("f1", "F1", _always, _squad2_families),
     # QuAC's F1 leaves out the questions whose human F1 is below min_f1 (filtered): so do its slices.
-    "quac": _Format("model_f1", "F1", lambda r: not r.get("filtered"), _quac_families),
+    "quac": _Format("model_f1", "F1", lambda r: not r.get("filtered"), _quac_families,
+                    "QuAC's human-agreement filter, as in its official scorer: its annotators' own answers "
+                    "to them agree below the threshold"),
     "coqa": _Format("f1", "F1", _always, _coqa_families),
     "mrc2018": _Format("rouge_l", "ROUGE-L", _always, _mrc2018_families),
 }
@@ -273,7 +280,8 @@ def dataset_breakdown(fmt: str, records: Sequence[Mapping[str, Any]], *,
                                  samples=samples, seed=seed, level=level)
         families.append(Family(name=name, slices=tuple(slices), labels=tuple(str(label) for label in labels)))
     return Breakdown(metric=spec.label, questions=len(values), families=tuple(families),
-                     score=math.fsum(values) / len(values))
+                     score=math.fsum(values) / len(values), left_out=len(records) - len(kept),
+                     left_out_why=spec.left_out_why if len(records) > len(kept) else "")
 
 
 def smallest_joint_cell(families: Sequence[Family]) -> int:

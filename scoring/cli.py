@@ -76,10 +76,10 @@ def add_common_options(parser: argparse.ArgumentParser, *, rounding: bool = True
     )
 
 
-def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None, *, prog: str = "python -m scoring") -> argparse.ArgumentParser:
     """The parser; with ``argv`` naming a command, only that command's module is imported."""
     parser = argparse.ArgumentParser(
-        prog="python -m scoring",
+        prog=prog,
         description="Machine reading comprehension metrics, identical to the official scripts.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -98,7 +98,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             needs = f"needs the {missing[module]} package: {INSTALL_HINT}"
             stub = sub.add_parser(command_name, help=f"({needs})", add_help=False)
             stub.add_argument("rest", nargs=argparse.REMAINDER)
-            stub.set_defaults(run=None, needs_package=f"python -m scoring {command_name} {needs}")
+            stub.set_defaults(run=None, needs_package=f"{prog} {command_name} {needs}")
     return parser
 
 
@@ -121,10 +121,10 @@ def write_json(path: str, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m scoring") -> int:
     if argv is None:
         argv = sys.argv[1:]
-    parser = build_parser(argv)
+    parser = build_parser(argv, prog=prog)
     args = parser.parse_args(argv)
     if getattr(args, "needs_package", None):
         print(f"error: {args.needs_package}", file=sys.stderr)
@@ -146,3 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     return 0
 
+
+def main_script() -> int:
+    """The installed command (``readerboard-score``, deploy/packages/scoring): the same, by its name."""
+    return main(prog="readerboard-score")

@@ -419,7 +419,7 @@ class DeepReadGold(NamedTuple):
 
 
 def load_deepread_gold(path: str | os.PathLike[str]) -> DeepReadGold:
-    """A Deep Read gold file checked as a leaderboard needs it (README, "Deep Read challenges").
+    """A Deep Read gold file checked as a leaderboard needs it (docs/organizers/data.md, "Deep Read challenges").
 
     Beyond :func:`load_deepread_data`: every question is asked about a story (systems answer
     with one of its sentences), has its text, a HumSent key (``answer_sentences``; ``[]`` where

@@ -107,7 +107,7 @@ def describe_format(raw: bytes) -> str | None:
 def not_mrqa_hint(raw: bytes) -> str | None:
     """A sentence for an organizer whose MRQA gold file is in another benchmark's format, or None.
 
-    Says what the file is and how to get MRQA JSON lines from it (README, "Preparing data").
+    Says what the file is and how to get MRQA JSON lines from it (docs/organizers/data.md).
     """
     kind = describe_format(raw)
     if kind is None:
@@ -119,7 +119,7 @@ def not_mrqa_hint(raw: bytes) -> str | None:
         f"this is {kind}, not MRQA JSON lines. Convert it: a first line "
         '{"header": {"dataset": NAME, "split": PORTION}}, then one line per paragraph, {"id", "context", '
         '"qas": [{"qid": its id, "question", "answers": [each answer\'s text], "detected_answers": [{"text", '
-        '"char_spans": [[start, end]]}]}]}, gzipped as .jsonl.gz (README, "Preparing data")'
+        '"char_spans": [[start, end]]}]}]}, gzipped as .jsonl.gz (docs/organizers/data.md)'
     )
     if "2.0" in kind:
         hint += ("; MRQA has no unanswerable questions: leave out those with is_impossible, or use "
@@ -133,7 +133,7 @@ def not_deepread_hint(raw: bytes) -> str | None:
     if kind is None or "Deep Read" in kind:
         return None
     hint = (f"this is {kind}, not a Deep Read file (an object with 'stories', each with its 'sentences', and "
-            "'questions' with their answer keys; README, \"Deep Read challenges\")")
+            "'questions' with their answer keys; docs/organizers/data.md, \"Deep Read challenges\")")
     suite = next((name for label, name in _SUITE_OF.items() if label in kind), None)
     if suite is None:  # SQuAD 1.1
         return f"{hint}; converted with `python -m scoring mrqa-build`, it makes a metric_suite: mrqa challenge"

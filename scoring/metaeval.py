@@ -55,16 +55,38 @@ Choices the paper leaves open:
 * **Sweeps** recompute the adapted metrics' correlations for each value of
   alpha (beta fixed) or beta (alpha fixed), as the paper's Figures 1 and 2.
 
+* **Agreement between annotators** (the paper's Table 1): where candidates
+  carry each annotator's score (``scores``), the PCC between the first and the
+  second annotator's scores over those candidates, per group.  With judges
+  assigned per item (a platform's round), "first" and "second" are the
+  item's first and second judgment, the usual reading for more than two
+  people.
+* **Overall score level** (the paper's Table 3): where candidates name their
+  ``system``, each of ``overall_samples`` rounds (default 100) draws
+  ``overall_questions`` questions (default 30) without replacement among the
+  group's questions that every system answered, the same questions for every
+  system; each system's overall metric score on them and its overall human
+  score (the mean of its candidates' human scores, as the paper defines it)
+  make one pair, so 100 rounds of 5 systems give 500 pairs.  An overall
+  score is what the metric's official script reports for a set of questions:
+  the mean of the per-question scores, except BLEU-4, which is the corpus
+  BLEU of the sample's summed n-gram statistics (the "decomposability" the
+  paper names as the reason BLEU behaves differently here).  Deep Read's mean
+  leaves out questions where it is undefined.  A group with fewer common
+  questions than a sample needs gets no correlation, with a warning.  Seeded
+  (each group from the same seed): same seed, same numbers.
+
 Input.  Judgments: JSON lines, or CSV with a header row (by the ``.csv``
 suffix), one candidate per line, fields ``question_id``, ``answer``,
-``score`` (a number in [1, 5]; a mean of annotators is fine), optionally
-``question_type`` (must agree with the reference's) and ``yesno_answer``
-(the candidate's opinion: ``Yes``, ``No`` or ``Depends``).  Other fields are
-ignored.  References: an MRC2018 reference file, or a released DuReader file
-(``search.dev.json``: its ``source`` is then ``search``).
-
-Not done here: Yang et al.'s "overall score level" PCC (Table 3), which needs
-candidates from several systems on the same questions.
+``score`` (a number in [1, 5]; a mean of annotators is fine) or ``scores``
+(each annotator's, in [1, 5]: a JSON list, or in CSV numbers separated by
+``;``; ``score`` is then their mean unless given), optionally ``system`` (who
+gave the answer: every candidate names one, or none does; a system answers a
+question once), ``question_type`` (must agree with the reference's) and
+``yesno_answer`` (the candidate's opinion: ``Yes``, ``No`` or ``Depends``).
+Other fields are ignored.  References: an MRC2018 reference file, or a
+released DuReader file (``search.dev.json``: its ``source`` is then
+``search``).
 """
 
 from __future__ import annotations
@@ -104,6 +126,9 @@ ADAPTED: tuple[str, ...] = ("ROUGE-L-adapted", "BLEU-4-adapted")
 PAPER_ALPHA = 2.0
 PAPER_BETA = 1.0
 PAPER_SAMPLES = 100
+# Section 4.2, overall score level: 30 questions per sample, sampled 100 times.
+PAPER_OVERALL_QUESTIONS = 30
+PAPER_OVERALL_SAMPLES = 100
 GAMMA = 1.2
 # The paper's paired tests: each adapted metric against its original.
 DEFAULT_COMPARE: tuple[tuple[str, str], ...] = (("ROUGE-L-adapted", "ROUGE-L"), ("BLEU-4-adapted", "BLEU-4"))
@@ -163,6 +188,8 @@ class Judgment:
     question_type: str | None = None
     yesno: str | None = None
     line: int = 0
+    system: str | None = None
+    annotator_scores: tuple[float, ...] = ()  # each annotator's, when the file gives them
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,15 +219,46 @@ def _judgment(obj: Mapping[str, Any], *, path: str, line: int) -> Judgment:
         raise InputFormatError("field 'question_id' should be a string or an integer, found a boolean",
                                path=path, line=line)
     answer = require(obj, "answer", str, path=path, line=line, qid=qid)
-    score = require(obj, "score", (int, float), path=path, line=line, qid=qid)
-    if isinstance(score, bool) or not 1.0 <= score <= 5.0:  # the comparison also refuses NaN
-        raise InputFormatError(f"score {score!r} is outside the 1-5 scale", path=path, line=line, qid=qid)
+    annotator_scores = _annotator_scores(obj, path=path, line=line, qid=qid)
+    if "score" in obj or not annotator_scores:
+        score = _on_scale(require(obj, "score", (int, float), path=path, line=line, qid=qid), "score",
+                          path=path, line=line, qid=qid)
+    else:
+        score = sum(annotator_scores) / len(annotator_scores)
+    system = obj.get("system")
+    if system is not None and (isinstance(system, bool) or not isinstance(system, (str, int)) or system == ""):
+        raise InputFormatError(f"field 'system' should be a non-empty string, found {json_type(system)}", path=path,
+                               line=line, qid=qid)
     yesno = _optional_text(obj, "yesno_answer", path=path, line=line, qid=qid)
     if yesno is not None and yesno not in YESNO_LABELS:
         raise InputFormatError(f"yesno_answer {yesno!r} should be one of Yes, No, Depends", path=path, line=line,
                                qid=qid)
     qtype = _optional_text(obj, "question_type", path=path, line=line, qid=qid)
-    return Judgment(qid, answer, float(score), qtype, yesno, line)
+    return Judgment(qid, answer, float(score), qtype, yesno, line, None if system is None else str(system),
+                    annotator_scores)
+
+
+def _on_scale(value: Any, name: str, *, path: str, line: int, qid: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1.0 <= value <= 5.0:
+        # The comparison also refuses NaN.
+        raise InputFormatError(f"{name} {value!r} is outside the 1-5 scale", path=path, line=line, qid=qid)
+    return float(value)
+
+
+def _annotator_scores(obj: Mapping[str, Any], *, path: str, line: int, qid: str) -> tuple[float, ...]:
+    raw = obj.get("scores")
+    if raw is None:
+        return ()
+    if isinstance(raw, str):  # a CSV cell: "4;5"
+        try:
+            raw = [float(v) for v in raw.split(";") if v.strip()]
+        except ValueError:
+            raise InputFormatError(f"scores {raw!r} should be numbers separated by ';'", path=path, line=line,
+                                   qid=qid) from None
+    if not isinstance(raw, list) or not raw:
+        raise InputFormatError(f"field 'scores' should be a non-empty list of numbers, found {json_type(raw)}",
+                               path=path, line=line, qid=qid)
+    return tuple(_on_scale(v, "an annotator's score", path=path, line=line, qid=qid) for v in raw)
 
 
 def _csv_object(row: Mapping[str | None, Any]) -> dict[str, Any]:
@@ -287,6 +345,7 @@ class Candidate:
     yn_label: str | None  # the yes/no bonus applies (YES_NO and the candidate states an opinion)
     yn_refs: tuple[Any, ...]
     fixed: Mapping[str, float]  # every metric that does not depend on alpha and beta
+    bleu: BleuStats  # plain BLEU-4's statistics, summed with others' for an overall (corpus) score
 
 
 def sentence_bleu4(stats: BleuStats) -> float:
@@ -298,12 +357,19 @@ def adapted_scores(candidate: Candidate, *, alpha: float, beta: float, gamma: fl
     """``ROUGE-L-adapted`` and ``BLEU-4-adapted`` of a candidate at these bonus weights."""
 
     c = candidate
-    bonus: dict[str, Any] = {"yn_label": c.yn_label, "yn_refs": c.yn_refs, "entities": c.entities,
-                             "alpha": alpha, "beta": beta}
     return {
-        "ROUGE-L-adapted": rouge_l_with_bonus(c.cand, c.refs, gamma=gamma, **bonus),
-        "BLEU-4-adapted": sentence_bleu4(bleu_stats_with_bonus(c.cand, c.refs, **bonus)),
+        "ROUGE-L-adapted": rouge_l_with_bonus(c.cand, c.refs, gamma=gamma, **_bonus(c, alpha=alpha, beta=beta)),
+        "BLEU-4-adapted": sentence_bleu4(adapted_bleu_stats(c, alpha=alpha, beta=beta)),
     }
+
+
+def _bonus(c: Candidate, *, alpha: float, beta: float) -> dict[str, Any]:
+    return {"yn_label": c.yn_label, "yn_refs": c.yn_refs, "entities": c.entities, "alpha": alpha, "beta": beta}
+
+
+def adapted_bleu_stats(candidate: Candidate, *, alpha: float, beta: float) -> BleuStats:
+    """The BLEU statistics of ``BLEU-4-adapted`` (bonuses weighted in), to sum over questions."""
+    return bleu_stats_with_bonus(candidate.cand, candidate.refs, **_bonus(candidate, alpha=alpha, beta=beta))
 
 
 _HAN = re.compile("([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
@@ -348,9 +414,10 @@ def prepare(judgment: Judgment, reference: Reference, *, level: Level, gamma: fl
         raise InputFormatError(
             f"the reference has {len(reference.answers)} answers but {len(reference.yesno_answers)} yes/no labels; "
             "the yes/no bonus needs one label per answer", path=path, line=judgment.line, qid=judgment.qid)
+    bleu = bleu_stats_with_bonus(cand, refs)
     fixed: dict[str, float] = {
         "ROUGE-L": rouge_l_with_bonus(cand, refs, gamma=gamma),
-        "BLEU-4": sentence_bleu4(bleu_stats_with_bonus(cand, refs)),
+        "BLEU-4": sentence_bleu4(bleu),
     }
     if level == "char":
 
@@ -361,7 +428,8 @@ def prepare(judgment: Judgment, reference: Reference, *, level: Level, gamma: fl
     fixed["EM"], fixed["F1"] = float(em), f1
     pr = deepread_precision_recall(judgment.answer, reference.answers, level=level)
     fixed["DeepRead-P"], fixed["DeepRead-R"] = pr if pr is not None else (math.nan, math.nan)
-    return Candidate(judgment, level, qtype, cand, refs, entities, yn_label, tuple(reference.yesno_answers), fixed)
+    return Candidate(judgment, level, qtype, cand, refs, entities, yn_label, tuple(reference.yesno_answers), fixed,
+                     bleu)
 
 
 # --------------------------------------------------------------------------- correlation
@@ -524,6 +592,104 @@ def sweep(candidates: Sequence[Candidate], *, parameter: Literal["alpha", "beta"
     return rows
 
 
+def annotator_agreement(candidates: Sequence[Candidate]) -> dict[str, dict[str, Any]]:
+    """Per group, Pearson's r between the first and second annotator's scores (Table 1), over the
+    candidates that have both; ``{}`` when no candidate has two."""
+    judged = [c for c in candidates if len(c.judgment.annotator_scores) >= 2]
+    if not judged:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for group, idx in _groups(judged).items():
+        first = [judged[i].judgment.annotator_scores[0] for i in idx]
+        second = [judged[i].judgment.annotator_scores[1] for i in idx]
+        out[group] = {"candidates": len(idx), "pearson": pearson(first, second)}
+    return out
+
+
+def _systems_by_question(candidates: Sequence[Candidate], path: str) -> dict[str, dict[str, Candidate]]:
+    """``{system: {question id: candidate}}``; every candidate names a system, once per question."""
+    out: dict[str, dict[str, Candidate]] = {}
+    for c in candidates:
+        j = c.judgment
+        if j.system is None:
+            raise InputFormatError("field 'system' is missing while other candidates name theirs; the overall "
+                                   "score level needs every candidate's system", path=path, line=j.line, qid=j.qid)
+        answers = out.setdefault(j.system, {})
+        if j.qid in answers:
+            raise InputFormatError(f"system {j.system!r} answers this question twice (first on line "
+                                   f"{answers[j.qid].judgment.line})", path=path, line=j.line, qid=j.qid)
+        answers[j.qid] = c
+    return out
+
+
+BLEU_METRICS = frozenset({"BLEU-4", "BLEU-4-adapted"})
+
+
+def _overall_mean(values: Iterable[float]) -> float:
+    """A mean-type metric's overall score (Deep Read's leaves out questions where it is undefined)."""
+    defined = [v for v in values if not math.isnan(v)]
+    return sum(defined) / len(defined) if defined else math.nan
+
+
+def overall_level(candidates: Sequence[Candidate], *, alpha: float = PAPER_ALPHA, beta: float = PAPER_BETA,
+                  gamma: float = GAMMA, questions: int = PAPER_OVERALL_QUESTIONS,
+                  samples: int = PAPER_OVERALL_SAMPLES, seed: int | None = 0,
+                  path: str = "judgments") -> tuple[dict[str, Any], list[str]]:
+    """Yang et al.'s overall score level (Table 3; module notes): ``({...}, warnings)``.
+
+    ``pearson``: ``{metric: {group: r}}`` over the (sample, system) pairs; ``pairs`` and
+    ``common_questions`` per group; ``systems`` in first-seen order.
+    """
+    if questions < 1 or samples < 1:
+        raise ScoringError("the overall score level needs at least 1 question per sample and 1 sample")
+    by_system = _systems_by_question(candidates, path)
+    systems = list(by_system)
+    # Per candidate, what an overall score is made from: its per-question scores, and for BLEU (a
+    # corpus score, not a mean) its statistics.
+    per_question: dict[tuple[str, str], dict[str, float]] = {}
+    bleu: dict[tuple[str, str], dict[str, BleuStats]] = {}
+    for system, answers in by_system.items():
+        for qid, c in answers.items():
+            per_question[system, qid] = {**c.fixed, **adapted_scores(c, alpha=alpha, beta=beta, gamma=gamma)}
+            bleu[system, qid] = {"BLEU-4": c.bleu, "BLEU-4-adapted": adapted_bleu_stats(c, alpha=alpha, beta=beta)}
+    groups: dict[str, list[str]] = {}  # question ids every system answered, first-seen order
+    for c in candidates:
+        if all(c.judgment.qid in answers for answers in by_system.values()):
+            for group in (c.question_type, OVERALL):
+                if c.judgment.qid not in groups.setdefault(group, []):
+                    groups[group].append(c.judgment.qid)
+    warnings: list[str] = []
+    pearsons: dict[str, dict[str, float | None]] = {m: {} for m in METRICS}
+    pairs: dict[str, int] = {}
+    for group, qids in groups.items():
+        if len(qids) < questions:
+            warnings.append(f"overall score level, {group}: {len(qids)} question(s) answered by every system, "
+                            f"fewer than the {questions} a sample draws; no correlation")
+            pairs[group] = 0
+            for m in METRICS:
+                pearsons[m][group] = None
+            continue
+        rng = np.random.default_rng(seed)
+        human: list[float] = []
+        metric_values: dict[str, list[float]] = {m: [] for m in METRICS}
+        for _ in range(samples):
+            drawn = [qids[i] for i in rng.choice(len(qids), size=questions, replace=False)]
+            for system in systems:
+                human.append(sum(by_system[system][qid].judgment.score for qid in drawn) / len(drawn))
+                for m in METRICS:
+                    if m in BLEU_METRICS:
+                        totals = sum_bleu_stats(bleu[system, qid][m] for qid in drawn)
+                        metric_values[m].append(mrc_bleu(totals, lic2019_guards=True))
+                    else:
+                        metric_values[m].append(_overall_mean(per_question[system, qid][m] for qid in drawn))
+        pairs[group] = len(human)
+        for m in METRICS:
+            pearsons[m][group] = pearson(human, metric_values[m])
+    return {"systems": systems, "questions_per_sample": questions, "samples": samples, "seed": seed,
+            "common_questions": {g: len(q) for g, q in groups.items()}, "pairs": pairs,
+            "pearson": pearsons}, warnings
+
+
 def _check_weight(name: str, value: float) -> None:
     if not math.isfinite(value) or value < 0:
         raise ScoringError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -555,12 +721,17 @@ def evaluate_metaeval(
     seed: int | None = 0,
     sweep_alpha: Sequence[float] = (),
     sweep_beta: Sequence[float] = (),
+    overall_questions: int = PAPER_OVERALL_QUESTIONS,
+    overall_samples: int = PAPER_OVERALL_SAMPLES,
+    path: str = "judgments",
 ) -> EvalResult:
     """Correlations per group, paired bootstraps of ``compare`` in every group, and the requested sweeps.
 
     ``metrics``: ``candidates`` (count per group), ``pearson`` (``{metric:
     {group: r}}``), ``bootstrap`` (a list of :meth:`CorrelationDifference.to_dict`),
-    ``sweeps`` (when asked), and the settings.  One per-example record per
+    ``sweeps`` (when asked), ``agreement`` (when candidates carry two annotators'
+    scores, :func:`annotator_agreement`), ``overall_level`` (when they name their
+    systems, :func:`overall_level`) and the settings.  One per-example record per
     candidate with the human score and every metric.
     """
     _check_weight("alpha", alpha)
@@ -600,8 +771,17 @@ def evaluate_metaeval(
         sweeps["beta"] = sweep(candidates, parameter="beta", values=sweep_beta, alpha=alpha, beta=beta, gamma=gamma)
     if sweeps:
         metrics["sweeps"] = sweeps
+    agreement = annotator_agreement(candidates)
+    if agreement:
+        metrics["agreement"] = agreement
+    if any(c.judgment.system is not None for c in candidates):
+        metrics["overall_level"], overall_warnings = overall_level(
+            candidates, alpha=alpha, beta=beta, gamma=gamma, questions=overall_questions, samples=overall_samples,
+            seed=seed, path=path)
+        warnings += overall_warnings
     records = [
         {"id": c.judgment.qid, "line": c.judgment.line, "question_type": c.question_type, "human": c.judgment.score,
+         **({"system": c.judgment.system} if c.judgment.system is not None else {}),
          **{m: (None if math.isnan(float(scores[m][i])) else float(scores[m][i])) for m in METRICS}}
         for i, c in enumerate(candidates)
     ]
@@ -634,6 +814,21 @@ def format_table(metrics: Mapping[str, Any]) -> str:
             low, high = t["ci"]
             lines.append(f"| {t['a']} | {t['b']} | {t['group']} | {_r(t['difference'])} | "
                          f"[{_r(low)}, {_r(high)}] | {t['wins']}/{t['samples']} | {t['p_value']:.3f} |")
+    if "agreement" in metrics:
+        agreement = metrics["agreement"]
+        lines += ["", "Agreement between the first and second annotator (Pearson r)", "",
+                  "| " + " | ".join(f"{g} (n={a['candidates']})" for g, a in agreement.items()) + " |",
+                  "|" + "---:|" * len(agreement),
+                  "| " + " | ".join(_r(a["pearson"]) for a in agreement.values()) + " |"]
+    if "overall_level" in metrics:
+        level = metrics["overall_level"]
+        pairs = level["pairs"]
+        lines += ["", f"Overall score level: {level['questions_per_sample']} questions per sample, "
+                      f"{level['samples']} samples, {len(level['systems'])} systems (seed {level['seed']})", "",
+                  "| metric | " + " | ".join(f"{g} (pairs={pairs[g]})" for g in pairs) + " |",
+                  "|---|" + "---:|" * len(pairs)]
+        for metric, row in level["pearson"].items():
+            lines.append(f"| {metric} | " + " | ".join(_r(row[g]) for g in pairs) + " |")
     for parameter, rows in metrics.get("sweeps", {}).items():
         lines += ["", f"Sweep of {parameter}", "",
                   f"| {parameter} | " + " | ".join(f"{m} {g}" for m in ADAPTED for g in groups) + " |",
@@ -665,15 +860,16 @@ def _pair(text: str) -> tuple[str, str]:
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "metaeval",
-        help="correlation of each metric with human judgments (Yang et al. 2018), paired bootstrap, sweeps",
+        help="correlation of each metric with human judgments (Yang et al. 2018): per question, per system "
+             "overall, annotator agreement, paired bootstrap, sweeps",
         description="Question-level Pearson correlation of ROUGE-L, BLEU-4 (plain and with the yes/no and "
                     "entity bonuses), EM/F1 and Deep Read P/R with 1-5 human scores, per question type and "
                     "overall; the paired bootstrap of the difference of two metrics' correlations; sweeps "
                     "of alpha and beta.",
     )
     parser.add_argument("judgments", metavar="JUDGMENTS",
-                        help="JSON lines or .csv: question_id, answer, score (1-5), [question_type], "
-                             "[yesno_answer]")
+                        help="JSON lines or .csv: question_id, answer, score (1-5) or scores (each "
+                             "annotator's), [system], [question_type], [yesno_answer]")
     parser.add_argument("references", metavar="REF.jsonl",
                         help="MRC2018 reference file, or a released DuReader file (search.dev.json)")
     parser.add_argument("--level", choices=LEVELS, default="char",
@@ -690,6 +886,10 @@ def register(subparsers: Any) -> None:
                         help="correlations of the adapted metrics at each alpha (beta fixed)")
     parser.add_argument("--sweep-beta", type=_floats, default=[], metavar="V,V,...",
                         help="correlations of the adapted metrics at each beta (alpha fixed)")
+    parser.add_argument("--overall-questions", type=int, default=PAPER_OVERALL_QUESTIONS, metavar="N",
+                        help="overall score level (candidates with a system): questions per sample (default 30)")
+    parser.add_argument("--overall-samples", type=int, default=PAPER_OVERALL_SAMPLES, metavar="N",
+                        help="overall score level: samples (default 100)")
     parser.add_argument("--table", metavar="OUT.md", help="also write the results as Markdown tables")
     parser.add_argument("--per-example", metavar="OUT.json",
                         help="write each candidate's human score and metric values to this JSON file")
@@ -705,6 +905,7 @@ def run(args: argparse.Namespace) -> EvalResult:
     result = evaluate_metaeval(
         candidates, alpha=args.alpha, beta=args.beta, compare=args.compare or DEFAULT_COMPARE,
         samples=args.samples, seed=args.seed, sweep_alpha=args.sweep_alpha, sweep_beta=args.sweep_beta,
+        overall_questions=args.overall_questions, overall_samples=args.overall_samples, path=args.judgments,
     )
     if args.table:
         with open(args.table, "w", encoding="utf-8") as fh:

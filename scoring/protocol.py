@@ -202,7 +202,7 @@ def speed(latencies_ms: Sequence[float]) -> dict[str, float | None]:
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
 
     # Whole numbers: they are published, and on hidden data a timing is a channel a system could
-    # modulate; rounded, each carries at most about 14 bits (README's threat model).
+    # modulate; rounded, each carries at most about 14 bits (docs/explanation/threat-model.md).
     total_s = sum(latencies) / 1000
     return {"latency_p50_ms": float(round(at(0.5))), "latency_p95_ms": float(round(at(0.95))),
             "questions_per_s": float(round(len(latencies) / total_s)) if total_s > 0 else None}

@@ -25,6 +25,7 @@ from django.conf import settings
 
 from leaderboard.core.enqueue import DEFAULT_RUN_QUEUE, TASK_QUEUES
 from leaderboard.submissions.management.commands.demo_setup import DEMO_USERS
+from tests.builders.settings_names import compute_variables_read, variables_read
 from workers.celery_app import REAP, app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -90,24 +91,6 @@ def demo_workers() -> list[tuple[dict[str, str] | None, list[str]]]:
                 environment[name] = value
         workers.append((environment, words))
     return workers
-
-
-def variables_read() -> set[str]:
-    """READERBOARD_* names the settings and the production scripts read."""
-    names = set()
-    for path in (REPO / "leaderboard" / "settings").glob("*.py"):
-        names |= {f"READERBOARD_{n}" for n in re.findall(r"\benv(?:_bool|_int)?\(\s*\"([A-Z0-9_]+)\"", path.read_text())}
-    gunicorn = (DEPLOY / "gunicorn.conf.py").read_text()
-    names |= {f"READERBOARD_WEB_{n}" for n in re.findall(r"_env_int\(\"([A-Z0-9_]+)\"", gunicorn)}
-    for path in (DEPLOY / "gunicorn.conf.py", DEPLOY / "serve.sh"):
-        names |= set(re.findall(r"READERBOARD_[A-Z0-9_]+", path.read_text()))
-    return names
-
-
-def compute_variables_read() -> set[str]:
-    """READERBOARD_* names the compute worker reads (workers/compute.py: no Django settings there)."""
-    text = (REPO / "workers" / "compute.py").read_text()
-    return {f"READERBOARD_{n}" for n in re.findall(r"\b_env\(\s*\"([A-Z0-9_]+)\"", text)}
 
 
 def compute_command(command: list[str]) -> bool:

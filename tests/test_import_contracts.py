@@ -1,10 +1,14 @@
-"""The two import contracts that keep the run contract apart list every other part of ``leaderboard``.
+"""The import contracts that keep the run contract and the participants' client apart list every other
+part of ``leaderboard``.
 
 ``leaderboard.sandbox`` (the run contract, archive checks, the answer rule) is the only part of the web
 app a compute worker may import, and it imports no other part.  import-linter's ``forbidden``
 contracts name what may not be imported, one module at a time: a new app or top-level module of
 ``leaderboard`` that is not added to both lists would slip past them.  Pure Python: pyproject.toml and
 the folder, no Django.
+
+``leaderboard.client`` (the participants' command-line client) is installed on its own, without the
+platform: its contract forbids it every other part of ``leaderboard``, ``scoring``, ``workers`` and Django.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PURE = "The run contract is pure"
 COMPUTE = "The compute worker holds no Django, no database, no platform settings"
+CLIENT = "The participants' client stands alone"
 
 
 def _contracts() -> dict[str, dict[str, Any]]:
@@ -55,3 +60,13 @@ def test_the_run_contract_imports_no_worker_and_the_compute_worker_no_control_si
     assert contracts[PURE]["source_modules"] == ["leaderboard.sandbox"]
     assert "workers" in contracts[PURE]["forbidden_modules"]
     assert {"workers.celery_app", "workers.control_runs", "workers.tasks"} <= set(contracts[COMPUTE]["forbidden_modules"])
+
+
+def test_the_client_may_import_nothing_of_the_platform() -> None:
+    contract = _contracts()[CLIENT]
+    assert contract["type"] == "forbidden"
+    assert contract["source_modules"] == ["leaderboard.client"]
+    forbidden = set(contract["forbidden_modules"])
+    missing = sorted(_leaderboard_top_level() - {"leaderboard.client"} - forbidden)
+    assert not missing, f"{CLIENT!r}: add {', '.join(missing)} to its forbidden_modules"
+    assert {"django", "rest_framework", "scoring", "workers", "leaderboard.sandbox"} <= forbidden

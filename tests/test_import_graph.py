@@ -27,6 +27,7 @@ ROLE_NAMES = {
     "apis.py",
     "apps.py",
     "base.py",  # the module its siblings build on (base settings, the suite protocol)
+    "cli.py",  # a package's command line (scoring's, the participants' client's)
     "errors.py",
     "forms.py",
     "models.py",

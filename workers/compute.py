@@ -68,7 +68,7 @@ BACKOFF_MAX_S = 60.0
 def _env(name: str, default: str | None = None) -> str:
     value = os.environ.get(f"READERBOARD_{name}", default)
     if value is None:
-        raise SystemExit(f"the compute worker needs READERBOARD_{name} (README, 'Compute workers on other hosts')")
+        raise SystemExit(f"the compute worker needs READERBOARD_{name} (docs/operators/compute-hosts.md)")
     return value
 
 
@@ -78,9 +78,9 @@ _HIDDEN_DEFAULTS = HiddenRuns()
 @cache
 def config() -> ComputeConfig:
     return ComputeConfig(
-        work_dir=Path(_env("WORK_DIR", "/var/lib/readerboard-compute")),
-        run_image_repository=_env("RUN_IMAGE_REPOSITORY", "readerboard-run"),
-        runtime=_env("CONTAINER_RUNTIME", ""),
+        work_dir=Path(_env("WORK_DIR", "/var/lib/readerboard-compute")),  # its run folders
+        run_image_repository=_env("RUN_IMAGE_REPOSITORY", "readerboard-run"),  # where run images are loaded; also the platform instance its labels name
+        runtime=_env("CONTAINER_RUNTIME", ""),  # runc or runsc; empty: the hidden runtime for every run
         # Each default is HiddenRuns' own (the run contract's, which the web app's settings read too).
         hidden=HiddenRuns(runtime=_env("HIDDEN_RUNTIME", _HIDDEN_DEFAULTS.runtime),
                           isolate=_env("HIDDEN_ISOLATION", "1" if _HIDDEN_DEFAULTS.isolate else "0").lower()
@@ -90,14 +90,14 @@ def config() -> ComputeConfig:
 
 
 def queues() -> list[str]:
-    names = [q.strip() for q in _env("COMPUTE_QUEUES", "cpu").split(",") if q.strip()]
+    names = [q.strip() for q in _env("COMPUTE_QUEUES", "cpu").split(",") if q.strip()]  # the run queues it claims from, comma separated
     if not names:
         raise SystemExit("READERBOARD_COMPUTE_QUEUES names no queue (a comma list, such as cpu or cpu,gpu)")
     return list(dict.fromkeys(names))
 
 
 def transport(queue: str) -> HttpTransport:
-    return HttpTransport(_env("API_URL"), _env("WORKER_TOKEN"), queue=queue, instance=worker_name())
+    return HttpTransport(_env("API_URL"), _env("WORKER_TOKEN"), queue=queue, instance=worker_name())  # the web app's internal API, and a token from manage.py worker_token_create
 
 
 def jittered(seconds: float) -> float:

@@ -115,7 +115,7 @@ class RunSpec:
 # A run on hidden data (``RunTicket.hidden_data``, decided on the platform's side by
 # ``phase_runs_on_hidden_data``) must leave nothing that a run whose output its team reads (a dev
 # run's log, figures, outputs) can read later or at the same time.  Measured (tests/benchmarks/
-# README.md, "Page-cache channel"): the files of the image a system runs on are the same host inodes
+# docs/explanation/threat-model.md, "Page-cache channel"): the files of the image a system runs on are the same host inodes
 # for every container started from it (overlay lower layer), so their page-cache state carries a
 # bit per file from one run to the next, and gVisor alone does not stop it (a hidden run under runsc
 # cannot evict, but its reads still fill the host's cache of the shared files: 254 of 256 bits).

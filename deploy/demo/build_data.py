@@ -24,6 +24,7 @@ import gzip
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "data"
@@ -68,10 +69,56 @@ def build(shared: Path) -> None:
         )
     (OUT / "mrqa2019").mkdir(parents=True, exist_ok=True)
     shutil.copy(shared / "data" / "mrqa-results" / "ood-test-results.json", OUT / "mrqa2019" / "ood-test-results.json")
-    # The conversational demos (issue 11): the QuAC and CoQA excerpts as they are, whole.
-    for folder, name in (("quac", "val_v0.2.json"), ("coqa", "coqa-dev-v1.0.json")):
-        (OUT / folder).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shared / "data" / f"{folder}-excerpt" / name, OUT / folder / name)
+    _conversational(shared)
+
+
+def _halves(items: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The first half (public dev) and the rest (hidden test), as the MRQA files above are cut."""
+    half = max(1, len(items) // 2) if len(items) > 1 else 1
+    return items[:half], items[half:] or items[:half]
+
+
+def _conversational(shared: Path) -> None:
+    """The conversational demos' dev and test portions, the same dialogs public and hidden as in
+    the MRQA demo (whose QuAC and CoQA files come from the same excerpts):
+
+    - QuAC: the excerpt's dialogs in order, halved as the MRQA files are (dev: the first two).
+    - CoQA: dev is the excerpt's one story, whole (with its additional answers), the one the MRQA
+      demo's CoQA dev half holds; test is the story of that file's hidden test half, turned back
+      into CoQA's format: each question's first answer is the free-form answer, its second the
+      rationale span; one turn the mini file left out (no verbatim answer) is skipped, and the turns
+      renumbered from 1, as CoQA's scorer expects.
+    """
+    quac = json.loads((shared / "data" / "quac-excerpt" / "val_v0.2.json").read_text(encoding="utf-8"))
+    dialogs = [(article, paragraph) for article in quac["data"] for paragraph in article["paragraphs"]]
+    (OUT / "quac").mkdir(parents=True, exist_ok=True)
+    for portion, part in zip(("dev", "test"), _halves(dialogs), strict=True):
+        articles: list[dict[str, Any]] = []
+        for article, paragraph in part:
+            if not articles or articles[-1]["title"] != article["title"]:
+                articles.append({**{k: v for k, v in article.items() if k != "paragraphs"}, "paragraphs": []})
+            articles[-1]["paragraphs"].append(paragraph)
+        (OUT / "quac" / f"quac-{portion}.json").write_text(
+            json.dumps({**quac, "data": articles}, ensure_ascii=False), encoding="utf-8")
+
+    (OUT / "coqa").mkdir(parents=True, exist_ok=True)
+    shutil.copy(shared / "data" / "coqa-excerpt" / "coqa-dev-v1.0.json", OUT / "coqa" / "coqa-dev.json")
+    lines = gzip.open(shared / "data" / "mrqa-mini" / "CoQA.jsonl.gz", "rt", encoding="utf-8").read().splitlines()
+    stories = []
+    for line in _halves(lines[1:])[1]:
+        context = json.loads(line)
+        story_id = context["qas"][0]["qid"].rpartition("_")[0]
+        questions, answers = [], []
+        for turn, qa in enumerate(context["qas"], start=1):
+            free, rationale = qa["answers"][0], qa["answers"][-1]
+            start = context["context"].find(rationale)
+            questions.append({"input_text": qa["question"], "turn_id": turn})
+            answers.append({"input_text": free, "span_text": rationale, "span_start": start,
+                            "span_end": start + len(rationale) if start >= 0 else -1, "turn_id": turn})
+        stories.append({"source": "wikipedia", "id": story_id, "filename": "", "story": context["context"],
+                        "questions": questions, "answers": answers})
+    (OUT / "coqa" / "coqa-test.json").write_text(json.dumps({"version": "1.0", "data": stories}, ensure_ascii=False),
+                                                 encoding="utf-8")
 
 
 if __name__ == "__main__":

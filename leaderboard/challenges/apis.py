@@ -80,7 +80,8 @@ class DataListingOutput(serializers.Serializer[DataListing]):
     may_download = serializers.BooleanField()
     message = serializers.SerializerMethodField()
     sections = DataSectionOutput(many=True)
-    starting_kit = DataFileOutput(source="kit")
+    starting_kit = DataFileOutput(source="kit", allow_null=True,
+                                  help_text="null where the challenge has no data (a board of published results)")
 
     def get_message(self, obj: DataListing) -> str:
         return VIEWER_MESSAGES[obj.viewer]

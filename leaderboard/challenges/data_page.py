@@ -73,7 +73,7 @@ class DataListing:
     challenge: Challenge
     viewer: Viewer
     sections: list[DataSection]
-    kit: DataFile
+    kit: DataFile | None  # None where the challenge has no data (DataCatalogue.has_data)
     kit_description: str = ""
 
     @property
@@ -142,6 +142,8 @@ def data_listing_get(*, challenge: Challenge, viewer: Viewer, now: dt.datetime |
                 what="runs on systems only, no download",
             ))
         sections.append(DataSection(phase.name, phase, files))
+    if not offered.has_data:
+        return DataListing(challenge=challenge, viewer=viewer, sections=sections, kit=None)
     built = starting_kit_build(challenge=challenge)
     opens = kit_opens_at(challenge.phases.all())
     count = counts.get(KIT_KEY)
@@ -186,6 +188,8 @@ def data_file_get(
 def starting_kit_get(*, challenge: Challenge, viewer: Viewer, now: dt.datetime | None = None) -> ServedFile | None:
     """The starting kit if this viewer may download it now (same rule as the dev data); None otherwise."""
     if not may_download(viewer, kit_opens_at(challenge.phases.all()), now or timezone.now()):
+        return None
+    if not data_catalogue(challenge).has_data:
         return None
     built = starting_kit_build(challenge=challenge)
     return ServedFile(key=KIT_KEY, filename=built.filename, content_type="application/zip", path=str(built.path))

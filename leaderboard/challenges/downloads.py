@@ -9,7 +9,8 @@ reads, which add the starting kit, are ``data_page``; the kit builder reads ``de
 * **answer-free inputs of a hidden test portion** (``DatasetFile.inputs``, the very file a system
   run reads) for a phase that takes prediction files on it, for exactly the datasets that phase
   scores (``phase_prediction_targets``): once that phase opens;
-* **the starting kit** (``challenges/starting_kit.py``): when the dev data opens;
+* **the starting kit** (``challenges/starting_kit.py``): when the dev data opens, if the challenge has
+  data at all (``DataCatalogue.has_data``);
 * **never**: test gold, or anything of a Split III dataset.  A sealed one is listed under its
   alias only, as "runs on systems only", with no size, hash or question count that could
   identify it.
@@ -110,6 +111,13 @@ class DataCatalogue:
     training: list[str]  # keys of the training files, in dataset order
     # Per phase: each dataset file of its portion, with its key ("" = nothing to download).
     phase_rows: list[tuple[Phase, list[tuple[DatasetFile, str]]]]
+
+    @property
+    def has_data(self) -> bool:
+        """Whether the challenge has any data file, downloadable or run on by systems only: the one
+        rule behind a phase's "no dataset has data" and the starting kit (none for a board of
+        published results, which has no data to start from)."""
+        return bool(self.training) or any(rows for _, rows in self.phase_rows)
 
 
 def content_type_for(filename: str) -> str:

@@ -34,10 +34,11 @@ from leaderboard.challenges.models import (
     TeamPhaseOverride,
 )
 from leaderboard.challenges.suites import suite_for
-from leaderboard.challenges.suites.base import Suite
+from leaderboard.challenges.suites.base import Column, Suite
+from leaderboard.challenges.suites.columns import phase_aggregate_columns
 from leaderboard.core.enqueue import DEFAULT_RUN_QUEUE
 from leaderboard.core.errors import NotFound
-from leaderboard.sandbox.contract import SystemSettings
+from leaderboard.sandbox.contract import SystemSettings, limits_stated
 from scoring.dialogs import Mode
 
 SPLITS = ("I", "II", "III")
@@ -270,6 +271,56 @@ def aggregates_published(
     return averages_to_publish(averages, sealed=sealed, strict=strict)
 
 
+def aggregate_applies(metric: str, datasets: Sequence[Dataset]) -> bool:
+    """Whether a board shows the aggregate column ``metric``: a per-split macro only where the phase
+    has datasets of that split."""
+    split = metric_split(metric)
+    return split is None or any(ds.split == split for ds in datasets)
+
+
+def averages_covered(*, suite: Suite, columns: Sequence[Column], datasets: Sequence[Dataset],
+                     ranked: Sequence[Dataset], reveal: bool) -> list[str]:
+    """Which datasets each average column covers, one sentence each, from the suite's own definition
+    of it (``averaged_over``, what ``aggregate`` computes), and the phase's datasets it leaves out.
+
+    The one wording of it: the board's header, the submission page and the starting kit's README
+    all say this ("Macro F1: the mean of F1 over ... ; SQuAD (Split I) is not in it.")."""
+    labels = {c.metric: c.label for c in suite.dataset_columns}
+
+    def named(group: Sequence[Dataset]) -> str:
+        return _and_words([f"{dataset_label(ds, reveal_sealed=reveal)} (Split {ds.split})" for ds in group])
+
+    lines = []
+    for column in columns:
+        averaged = suite.averaged_over(column.metric, datasets, ranked=ranked)
+        if averaged is None or not averaged[1] or not column.label:
+            continue
+        metric, covered = averaged
+        line = f"{column.label}: the mean of {labels.get(metric, metric)} over {named(covered)}"
+        left_out = [ds for ds in datasets if ds not in covered]
+        if left_out:
+            line += f"; {named(left_out)} {'is' if len(left_out) == 1 else 'are'} not in it"
+        lines.append(line + ".")
+    return lines
+
+
+def phase_averages_covered(*, phase: Phase, reveal: bool = False) -> list[str]:
+    """``averages_covered`` for the averages a phase's board shows, over the datasets it shows (a
+    sealed one by its alias unless ``reveal``): what a submission page and a starting kit say."""
+    challenge = phase.challenge
+    suite = suite_for(challenge)
+    datasets = [ds for ds in Dataset.objects.filter(challenge_id=phase.challenge_id).order_by("order", "slug")
+                if phase.portion in ds.portions]
+    datasets = datasets_ordered(datasets, reveal_sealed=reveal)
+    scope = ranking_scope_get(challenge=challenge, datasets=datasets, reveal_sealed=reveal)
+    columns = [c for c in phase_aggregate_columns(suite, phase) if aggregate_applies(c.metric, datasets)]
+    return averages_covered(suite=suite, columns=columns, datasets=datasets, ranked=scope.datasets, reveal=reveal)
+
+
+def _and_words(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 class PhaseState(StrEnum):
     UPCOMING = "upcoming"
     OPEN = "open"
@@ -288,13 +339,29 @@ class PhaseStatus:
     left: dt.timedelta | None
 
     @property
+    def no_closing_date(self) -> bool:
+        """An open phase whose close is a placeholder (``NO_DATE_AFTER`` away): none is shown."""
+        return self.state == PhaseState.OPEN and (self.left or dt.timedelta()) >= NO_DATE_AFTER
+
+    @property
     def text(self) -> str:
-        """For the phase table: open, 3 days 4 h left / opens in 2 days 1 h / closed."""
+        """For the phase table and the home page: open, 3 days 4 h left / open until 2030-12-31 /
+        open, no closing date set / opens in 2 days 1 h / opens on 2027-03-01 / closed."""
+        if self.state == PhaseState.CLOSED:
+            return "closed"
+        left = self.left or dt.timedelta()
         if self.state == PhaseState.OPEN:
-            return f"open, {duration_text(self.left)} left"
-        if self.state == PhaseState.UPCOMING:
-            return f"opens in {duration_text(self.left)}"
-        return "closed"
+            if self.no_closing_date:
+                return "open, no closing date set"
+            return f"open until {self.at:%Y-%m-%d}" if left >= DATE_AFTER else f"open, {duration_text(left)} left"
+        return f"opens on {self.at:%Y-%m-%d}" if left >= DATE_AFTER else f"opens in {duration_text(left)}"
+
+
+# Further away than this, a count of days is noise ("1,490 days left"): the date says more.
+DATE_AFTER = dt.timedelta(days=60)
+# A close this far off is a placeholder for "none" (specs must give one; organizers write 2099):
+# "26,327 days left" would be a promise nobody made.
+NO_DATE_AFTER = dt.timedelta(days=3650)
 
 
 def phase_status(phase: Phase, *, now: dt.datetime) -> PhaseStatus:
@@ -303,6 +370,30 @@ def phase_status(phase: Phase, *, now: dt.datetime) -> PhaseStatus:
     if now < phase.closes_at:
         return PhaseStatus(PhaseState.OPEN, phase.closes_at, phase.closes_at - now)
     return PhaseStatus(PhaseState.CLOSED, phase.closes_at, None)
+
+
+@dataclass(frozen=True)
+class ChallengeStatus:
+    """Where a challenge stands, for the home page: from its phases' ``phase_status``, the one rule."""
+
+    state: PhaseState
+    # "Development: open, 3 days 4 h left"; "closed on 2019-08-12".
+    text: str
+
+
+def challenge_status(phases: Iterable[Phase], *, now: dt.datetime) -> ChallengeStatus:
+    """Open while a phase is open, with the next deadline (the open phase that closes first); else
+    upcoming, with the first opening; else closed, with the last close."""
+    statuses = [(p, phase_status(p, now=now)) for p in phases]
+    for state in (PhaseState.OPEN, PhaseState.UPCOMING):
+        of_state = [(p, st) for p, st in statuses if st.state == state]
+        if of_state:
+            phase, status = min(of_state, key=lambda ps: ps[1].at)
+            return ChallengeStatus(state, f"{phase.name}: {status.text}")
+    if not statuses:
+        return ChallengeStatus(PhaseState.UPCOMING, "no phase yet")
+    last = max(st.at for _, st in statuses)
+    return ChallengeStatus(PhaseState.CLOSED, f"closed on {last:%Y-%m-%d}")
 
 
 def duration_text(delta: dt.timedelta | None) -> str:
@@ -320,10 +411,24 @@ def duration_text(delta: dt.timedelta | None) -> str:
     return f"{minutes} min" if minutes else "less than a minute"
 
 
+def modes_text(labels: Sequence[str]) -> str:
+    """A turn-by-turn phase's modes in words, the first one marked as its board's ranking mode:
+    "gold history (ranks its board), own history, adversarial history".  Said apart from the
+    phase's name (a phase may be called as a mode is), on the challenge page and in the kit."""
+    if not labels:
+        return ""
+    first, *rest = labels
+    return ", ".join([f"{first} (ranks its board)", *rest])
+
+
 @dataclass(frozen=True)
 class InteractivePhase:
     name: str
     modes: list[Mode]
+
+    @property
+    def modes_text(self) -> str:
+        return modes_text([m.label for m in self.modes])
 
 
 def interactive_phases(phases: Iterable[Phase]) -> list[InteractivePhase]:
@@ -360,6 +465,18 @@ def phase_refusal(phase: Phase, kind: str) -> str:
 def batch_system_phases(phases: Iterable[Phase]) -> bool:
     """Whether any phase runs systems in batch (reading /input, writing /output), for the contract."""
     return any(not p.protocol_modes and any(k in SYSTEM_KINDS for k in p.allowed_kinds) for p in phases)
+
+
+def system_contract_of(*, challenge: Challenge, phases: Sequence[Phase]) -> dict[str, object]:
+    """What the contract section ("How your system runs") shows, for the challenge page and the
+    system upload page alike: the settings, which protocols the phases run, and the limits that
+    bind those protocols (``limits_stated``: no output size for a protocol that writes none)."""
+    system = SystemSettings.from_json(challenge.system_settings)
+    interactive = interactive_phases(phases)
+    batch = batch_system_phases(phases)
+    return {"system": system, "interactive": interactive, "batch": batch,
+            "limits_terms": limits_stated(system.limits, batch=batch or not interactive, interactive=bool(interactive)),
+            "sealed_input_example": sealed_input_example(challenge=challenge)}
 
 
 # --------------------------------------------------------------------------- what the challenge page shows

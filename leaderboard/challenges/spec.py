@@ -9,8 +9,8 @@ a key given twice, two datasets (or phases) with one slug or name, a Split III
 dataset with a dev portion, and an MRQA header naming another dataset or
 portion than the spec does.
 
-README "Running a challenge" documents every key here; a test keeps the two in
-step, so a key added to the loader is added here (or the load refuses it).
+``spec_reference`` says what every key here means (the organizers' spec page is generated from it);
+a test keeps the two in step, so a key added to the loader is documented there (or the load refuses it).
 """
 
 from __future__ import annotations

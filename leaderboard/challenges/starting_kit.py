@@ -10,7 +10,9 @@ Inside ``<slug>-starting-kit/`` (its README.md says how to use each part):
   bundle (``run.py`` at its top) that can be submitted as is;
 * ``dev/manifest.json``: a manifest over the downloaded dev files, so the baseline (or any system
   following the contract) runs on them locally;
-* ``scoring/``: the platform's scoring library, for ``python -m scoring``; plus, for mrc2018, quac
+* ``readerboard_scoring-<version>-py3-none-any.whl`` and ``requirements.txt``: the platform's scoring
+  library as a wheel (:func:`scoring_wheel`), installed with its pinned dependencies by one
+  ``pip install -r requirements.txt``, for ``python -m scoring``; plus, for mrc2018, quac
   and coqa, ``tools/<suite>_predictions.py`` (the platform's own conversion of ``{qid: answer}`` to
   the official scorer's format).
 
@@ -21,6 +23,7 @@ storage under a key over exactly those; new dev data, limits or a new baseline b
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import io
@@ -29,6 +32,7 @@ import os
 import shutil
 import tempfile
 import time
+import tomllib
 import zipfile
 from dataclasses import dataclass
 from functools import cache
@@ -48,18 +52,18 @@ from leaderboard.challenges.downloads import (
     file_fingerprint,
 )
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, PhaseKind, SubmissionKind
-from leaderboard.challenges.selectors import dataset_run_key
+from leaderboard.challenges.selectors import dataset_run_key, modes_text, phase_averages_covered
 from leaderboard.challenges.spec import suite_options_of
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import SuiteOptions, options_as
 from leaderboard.challenges.suites.mrc2018 import Mrc2018Options
 from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.challenges.suites.quac import QuacOptions
-from leaderboard.sandbox.contract import BUNDLE_DECLARATION, Limits, SystemSettings
+from leaderboard.sandbox.contract import BUNDLE_DECLARATION, Limits, SystemSettings, limits_stated
 from scoring.dialogs import DIALOG_FORMATS, Mode
 
 # Bump when the kit's layout changes without any of its inputs changing.
-KIT_FORMAT = 3
+KIT_FORMAT = 4
 BASELINE = Path(settings.BASE_DIR) / "deploy" / "images" / "baseline" / "baseline.py"
 # The conversational baseline, for challenges whose phases answer turn by turn.
 CONVERSE_BASELINE = BASELINE.parent / "converse_baseline.py"
@@ -72,6 +76,8 @@ BASE_DOCKERFILE = Path(settings.BASE_DIR) / "deploy" / "images" / "base" / "Dock
 ANSWERS_RULE = Path(settings.BASE_DIR) / "leaderboard" / "sandbox" / "answers_json.py"
 README_TEMPLATE = Path(settings.BASE_DIR) / "leaderboard" / "core" / "templates" / "challenges" / "starting_kit_README.md"
 SCORING_DIR = Path(scoring.__file__).resolve().parent
+# The scoring library's distribution (name, dependencies, command), which the kit carries as a wheel.
+SCORING_PROJECT = Path(settings.BASE_DIR) / "deploy" / "packages" / "scoring" / "pyproject.toml"
 # As the run plan names them (submissions.selectors.system_run_plan): the manifest's "format".
 INPUT_FORMATS = {"mrqa": "mrqa", "mrc2018": "dureader", "squad2": "squad2", "quac": "quac", "coqa": "coqa",
                  "deepread": "deepread"}
@@ -197,6 +203,8 @@ class KitPlan:
     # A test phase taking prediction files: its slug, and the test inputs of the Data page.
     test_phase: str = ""
     test_files: tuple[KitDevFile, ...] = ()
+    # What each average of the dev board covers, in the board's words (``phase_averages_covered``).
+    dev_averages: tuple[str, ...] = ()
 
     @property
     def takes_files(self) -> bool:
@@ -274,7 +282,8 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
     suite = suite_for(challenge)
     options = suite_options_of(challenge)
     phases = list(challenge.phases.all())
-    dev_phase = next((p.slug for p in phases if p.portion == PhaseKind.DEV), "dev")
+    dev = next((p for p in phases if p.portion == PhaseKind.DEV), None)
+    dev_phase = dev.slug if dev else "dev"
     dev_files = []
     sample: tuple[int, int, str, str, str, str] | None = None
     for order, (record, filename) in enumerate(dev_downloads(challenge=challenge)):
@@ -293,6 +302,8 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
 
     prediction_phases = tuple((p.slug, p.name) for p in phases if takes(p, (SubmissionKind.PREDICTIONS,)))
     batch_phases = tuple((p.slug, p.name) for p in phases if not p.protocol_modes and takes(p, SYSTEM_KINDS))
+    if not (prediction_phases or batch_phases):
+        sample = None  # what /input holds for a batch run: nothing a turn-by-turn system reads
     first_interactive = next((p for p in phases if p.protocol_modes), None)
     test_phase = next((p.slug for p in phases if p.portion == PhaseKind.TEST
                        and takes(p, (SubmissionKind.PREDICTIONS,))), "")
@@ -326,6 +337,7 @@ def kit_plan(*, challenge: Challenge) -> KitPlan:
         interactive_modes=tuple(first_interactive.protocol_modes) if first_interactive else (),
         test_phase=test_phase,
         test_files=tuple(test_files),
+        dev_averages=tuple(phase_averages_covered(phase=dev)) if dev else (),
     )
 
 
@@ -369,7 +381,7 @@ def _json(document: Any) -> bytes:
 
 
 def baseline_bundle_bytes() -> bytes:
-    """The baseline as a code bundle: a zip with run.py at its top (README "Submitting a system")."""
+    """The baseline as a code bundle: a zip with run.py at its top (docs/participants/systems.md)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as bundle:
         bundle.writestr(_info("run.py", executable=True), BASELINE.read_bytes())
@@ -414,8 +426,12 @@ def readme_text(plan: KitPlan) -> str:
     return render_to_string("challenges/starting_kit_README.md", {
         "plan": plan,
         "limits": plan.system.limits,
+        # The limits that bind the protocols this kit's phases run (the challenge page says the same).
+        "limits_terms": ", ".join(limits_stated(plan.system.limits, batch=plan.takes_files or not plan.interactive,
+                                                interactive=bool(plan.interactive))),
+        "interactive_modes": [(name, modes_text(labels)) for name, labels in plan.interactive],
         "sample_manifest": json.dumps(sample_manifest, indent=2) if sample_manifest else "",
-        "needs_requirements": plan.suite != "mrqa" or plan.suite_options == MrqaOptions(tokenization="cjk"),
+        "scoring_wheel": scoring_wheel()[0],
         "docker_run": " ".join(docker_run_args(plan.system.limits, base_image=plan.system.base_image)),
         "docker_converse": " ".join(docker_run_args(plan.system.limits, base_image=plan.system.base_image,
                                                     interactive=True)),
@@ -467,7 +483,8 @@ def _write_kit(plan: KitPlan, target: Path) -> None:
     if plan.suite in CONVERTERS and plan.takes_files:
         name, converter = CONVERTERS[plan.suite]
         members.append((name, converter.encode("utf-8"), True))
-    members += [(f"scoring/{p.name}", p, False) for p in SCORING_DIR.glob("*.py")]
+    wheel_name, wheel = scoring_wheel()
+    members.append((wheel_name, wheel, False))
     with zipfile.ZipFile(target, "w") as kit:
         for name, content, executable in sorted(members, key=lambda m: m[0]):
             info = _info(root + name, executable=executable)
@@ -480,12 +497,46 @@ def _write_kit(plan: KitPlan, target: Path) -> None:
 
 
 def _requirements() -> bytes:
-    # What scoring/ needs beyond the standard library (mrc2018, dureader, significance; nltk for
-    # cmrc2018 and mrqa --tokenization cjk): the platform's own pins, so local numbers match the board's.
+    # The scoring library's wheel (in this folder), and what it needs at the platform's own pins (nltk
+    # too: cmrc2018 and mrqa --tokenization cjk), so that local numbers match the board's.
     pins = [line for line in (Path(settings.BASE_DIR) / "requirements.txt").read_text().splitlines()
             if line.split("==")[0].strip() in {"numpy", "rapidfuzz", "nltk"}]
-    header = "# Only for `python -m scoring` commands other than plain mrqa: pip install -r requirements.txt\n"
-    return (header + "\n".join(pins) + "\n").encode("utf-8")
+    header = "# python -m pip install -r requirements.txt: the scoring library, at the platform's versions\n"
+    return (header + f"./{scoring_wheel()[0]}\n" + "\n".join(pins) + "\n").encode("utf-8")
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
+
+
+def scoring_wheel() -> tuple[str, bytes]:
+    """The scoring library as a wheel, built here from its own distribution's metadata
+    (``deploy/packages/scoring/pyproject.toml``) and the platform's ``scoring/`` files: the kit installs
+    the very code that scores the board, with no build tool on the platform's hosts.  The files and
+    metadata equal what ``pip wheel`` builds from that project (``tests/test_packages.py``)."""
+    project = tomllib.loads(SCORING_PROJECT.read_text(encoding="utf-8"))["project"]
+    name, version = project["name"], scoring.__version__
+    stem = f"{name.replace('-', '_')}-{version}"
+    info = f"{stem}.dist-info"
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", f"Summary: {project['description']}",
+                f"Requires-Python: {project['requires-python']}"]
+    metadata += [f"Requires-Dist: {requirement}" for requirement in project["dependencies"]]
+    for extra, requirements in project.get("optional-dependencies", {}).items():
+        metadata.append(f"Provides-Extra: {extra}")
+        metadata += [f"Requires-Dist: {requirement}; extra == '{extra}'" for requirement in requirements]
+    scripts = "".join(f"{command} = {target}\n" for command, target in project.get("scripts", {}).items())
+    files = [(f"scoring/{p.name}", p.read_bytes()) for p in sorted(SCORING_DIR.iterdir())
+             if p.is_file() and (p.suffix == ".py" or p.name == "py.typed")]
+    files += [(f"{info}/METADATA", ("\n".join(metadata) + "\n").encode("utf-8")),
+              (f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: readerboard starting kit\nRoot-Is-Purelib: true\n"
+                                b"Tag: py3-none-any\n"),
+              (f"{info}/entry_points.txt", f"[console_scripts]\n{scripts}".encode())]
+    record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files) + f"{info}/RECORD,,\n"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as wheel:
+        for path, data in [*files, (f"{info}/RECORD", record.encode("utf-8"))]:
+            wheel.writestr(_info(path), data)
+    return f"{stem}-py3-none-any.whl", buffer.getvalue()
 
 
 def _prune(cache_dir: Path, *, keep: Path) -> None:

@@ -9,30 +9,30 @@ from django.views.decorators.http import require_safe
 
 from leaderboard.accounts.selectors import viewer_of
 from leaderboard.challenges.data_page import data_file_get, data_listing_get, starting_kit_get
-from leaderboard.challenges.downloads import NO_FILE_MESSAGE
+from leaderboard.challenges.downloads import NO_FILE_MESSAGE, data_catalogue
 from leaderboard.challenges.http import download_response
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, SubmissionKind
 from leaderboard.challenges.selectors import (
     PhaseState,
     Viewer,
     announcements_shown,
-    batch_system_phases,
+    challenge_status,
     dataset_label,
     datasets_public_order,
-    interactive_phases,
     kinds_text,
     phase_status,
     phase_takes,
-    sealed_input_example,
     storage_budget_bytes,
+    system_contract_of,
     team_extension_open,
 )
 from leaderboard.core.display import size_text
-from leaderboard.sandbox.contract import SystemSettings
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    challenges = Challenge.objects.filter(is_public=True)
+    now = timezone.now()
+    challenges = [(c, challenge_status(c.phases.all(), now=now))
+                  for c in Challenge.objects.filter(is_public=True).prefetch_related("phases")]
     return render(request, "challenges/home.html", {"challenges": challenges})
 
 
@@ -69,14 +69,14 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "is_closed": bool(statuses) and all(s.state == PhaseState.CLOSED for s in statuses) and not extended,
             "closed_at": max((p.closes_at for p in phases), default=None),
             "datasets": datasets,
+            "has_data": data_catalogue(challenge).has_data,
             "team": team,
             "is_organizer": is_organizer,
             # The organizers' words, for everyone: the only text of theirs this page shows as written.
             "announcements": announcements_shown(challenge=challenge),
-            "system": SystemSettings.from_json(challenge.system_settings) if takes_systems else None,
-        "interactive": interactive_phases(phases),
-        "batch": batch_system_phases(phases),
-        "sealed_input_example": sealed_input_example(challenge=challenge),
+            **system_contract_of(challenge=challenge, phases=phases),
+            # No contract where no phase runs a system.
+            **({} if takes_systems else {"system": None}),
             "storage_budget": size_text(storage_budget_bytes(challenge=challenge)),
         },
     )

@@ -35,7 +35,7 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import challenge_run_queue
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
-from leaderboard.submissions.models import RunAttempt, Score, Status, Submission, WorkerToken
+from leaderboard.submissions.models import FailureCause, RunAttempt, Score, Status, Submission, WorkerToken
 from leaderboard.submissions.selectors import (
     phase_reads_sealed_data,
     reveal_closure,
@@ -96,16 +96,18 @@ class SubmissionFilters:
     team: Team | None = None
     status: str = ""
     kind: str = ""
+    # Among failures, whose fault: "participant" (the submission's) or "platform".
+    cause: str = ""
 
     def as_params(self) -> dict[str, str]:
         """The filters as query parameters (pagination links keep them)."""
         params = {"phase": self.phase.slug if self.phase else "", "team": str(self.team.pk) if self.team else "",
-                  "status": self.status, "kind": self.kind}
+                  "status": self.status, "kind": self.kind, "cause": self.cause}
         return {k: v for k, v in params.items() if v}
 
 
 def submission_filters_parse(*, challenge: Challenge, params: Mapping[str, str]) -> SubmissionFilters:
-    """``phase`` (slug), ``team`` (id), ``status`` and ``kind`` from a query string; an unknown value
+    """``phase`` (slug), ``team`` (id), ``status``, ``kind`` and ``cause`` from a query string; an unknown value
     is refused with the field named, not ignored (a script must not read everything for "finshed")."""
     phase = team = None
     if params.get("phase"):
@@ -121,7 +123,11 @@ def submission_filters_parse(*, challenge: Challenge, params: Mapping[str, str])
         raise ServiceError(f"status must be one of {', '.join(Status.values)}", field="status")
     if kind and kind not in SubmissionKind.values:
         raise ServiceError(f"kind must be one of {', '.join(SubmissionKind.values)}", field="kind")
-    return SubmissionFilters(phase=phase, team=team, status=status, kind=kind)
+    cause = params.get("cause", "")
+    causes = [c for c in FailureCause.values if c]
+    if cause and cause not in causes:
+        raise ServiceError(f"cause must be one of {', '.join(causes)}", field="cause")
+    return SubmissionFilters(phase=phase, team=team, status=status, kind=kind, cause=cause)
 
 
 def console_submissions(*, challenge: Challenge, filters: SubmissionFilters) -> QuerySet[Submission]:
@@ -135,14 +141,47 @@ def console_submissions(*, challenge: Challenge, filters: SubmissionFilters) -> 
         submissions = submissions.filter(status=filters.status)
     if filters.kind:
         submissions = submissions.filter(kind=filters.kind)
+    if filters.cause == FailureCause.PLATFORM:
+        submissions = submissions.filter(failure_cause=FailureCause.PLATFORM)
+    elif filters.cause:
+        # The overview's "failed (the submission's fault)" counts every failure but the platform's.
+        submissions = submissions.exclude(failure_cause=FailureCause.PLATFORM)
     return submissions.select_related("phase", "team", "submitted_by", "verdict_dataset").order_by("-created_at", "-id")
 
 
-def submission_counts(*, challenge: Challenge) -> list[tuple[str, int]]:
-    """How many of the challenge's submissions are in each status, in the lifecycle's order."""
-    counts = dict(Submission.objects.filter(phase__challenge=challenge).order_by().values("status")
-                  .annotate(n=Count("id")).values_list("status", "n"))
-    return [(status, counts.get(status, 0)) for status in Status.values]
+@dataclass(frozen=True)
+class StatusCount:
+    """One count of the console's overview: a status, or a cause of failure within ``failed``."""
+
+    key: str  # the CSS class and the filter's value
+    words: str  # what the overview reads: "failed (the submission's fault)"
+    n: int
+    query: str  # the submissions list's filter for these
+
+
+def submission_counts(*, challenge: Challenge) -> list[StatusCount]:
+    """How many of the challenge's submissions are in each status, in the lifecycle's order, with
+    ``failed`` told apart by cause: a failure the platform caused is not the team's (not counted
+    against its quota, retried), so the overview must not read "failed 8" when the platform failed all 8."""
+    rows = (Submission.objects.filter(phase__challenge=challenge).order_by().values("status", "failure_cause")
+            .annotate(n=Count("id")).values_list("status", "failure_cause", "n"))
+    by_status: dict[str, int] = {}
+    platform = 0
+    for status, cause, n in rows:
+        by_status[status] = by_status.get(status, 0) + n
+        if status == Status.FAILED and cause == FailureCause.PLATFORM:
+            platform += n
+    counts = []
+    for status in Status.values:
+        n = by_status.get(status, 0)
+        if status == Status.FAILED:
+            counts.append(StatusCount("failed", "failed (the submission's fault)", n - platform,
+                                      f"status={status}&cause={FailureCause.PARTICIPANT}"))
+            counts.append(StatusCount("platform", "platform errors (not the teams' fault, not counted)", platform,
+                                      f"status={status}&cause={FailureCause.PLATFORM}"))
+        else:
+            counts.append(StatusCount(status, status, n, f"status={status}"))
+    return counts
 
 
 # --------------------------------------------------------------------------- queue and workers
@@ -379,7 +418,7 @@ class RevealPreview:
     boards: list[RevealedBoard]
     # Submissions with scores on the dataset: their teams see those scores on their own pages.
     submissions_scored: int
-    # Other Split III datasets that stay sealed: a partial reveal can give away a value (README).
+    # Other Split III datasets that stay sealed: a partial reveal can give away a value (docs/organizers/boards.md).
     still_sealed: list[str]
     # Systems running now: their runs read the dataset under the seal (see dataset_seal_change_check).
     runs_in_progress: int

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from leaderboard.core.errors import ServiceError
+from leaderboard.core.errors import DuplicateUpload, ServiceError
 
 
 def _summary(errors: Any, prefix: str = "") -> list[str]:
@@ -29,6 +29,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         body: dict[str, Any] = {"detail": exc.message}
         if exc.field:
             body["field"] = exc.field
+        if isinstance(exc, DuplicateUpload):
+            body["duplicate_of"] = exc.duplicate_of
         refusal = Response(body, status=exc.status_code)
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:

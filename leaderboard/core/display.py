@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
+
 
 def size_text(n: int) -> str:
     """Bytes as a person reads them (binary units, as the limits are stated)."""
@@ -11,3 +13,21 @@ def size_text(n: int) -> str:
         if n < scale * 1024 or unit == "GiB":
             return f"{n / scale:.1f} {unit}"
     raise AssertionError("unreachable")
+
+
+def fixed(value: float, decimals: int) -> str:
+    """A score with ``decimals`` digits, as every page, export and paper table shows it.
+
+    It rounds half up the shortest decimal form of the float (84.285 -> "84.29"), where
+    ``f"{value:.2f}"`` rounds the binary value (84.28499... -> "84.28"): a team must see
+    the same digits on its submission page, on the board and in the paper.  A whole-number
+    metric (a count, milliseconds) has 0 decimals: its column says so (``Column.decimals``).
+    """
+    return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
+
+
+def interval_text(low: float, high: float, decimals: int = 2) -> str:
+    """An interval as "17.63–24.63"; "" where its ends read the same ("42.11–42.11" says nothing a
+    single number does not: a slice of one question, or questions that all scored alike)."""
+    low_text, high_text = fixed(low, decimals), fixed(high, decimals)
+    return "" if low_text == high_text else f"{low_text}–{high_text}"

@@ -26,6 +26,15 @@ class Conflict(ServiceError):
     status_code = 409
 
 
+class DuplicateUpload(Conflict):
+    """The same file as an earlier submission: refused unless the caller says to send it again.
+    ``duplicate_of`` is that submission's id (the API's answer carries it)."""
+
+    def __init__(self, message: str, *, duplicate_of: int, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.duplicate_of = duplicate_of
+
+
 class QuotaExceeded(ServiceError):
     status_code = 429
 

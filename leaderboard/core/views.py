@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import Resolver404
 
 
 def _plain(status: int, message: str) -> HttpResponse | None:
@@ -15,13 +16,21 @@ def _plain(status: int, message: str) -> HttpResponse | None:
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     plain = _plain(404, "Not found.")
-    return plain if plain is not None else render(request, "404.html", {"message": str(exception) or "Not found."},
+    return plain if plain is not None else render(request, "404.html", {"message": _said(exception, "Not found.")},
                                                   status=404)
+
+
+def _said(exception: Exception, default: str) -> str:
+    """What the code that refused said, in words (``Http404("No such challenge")``); never the URL
+    resolver's own argument, a mapping of every pattern it tried (internal API routes among them)."""
+    if isinstance(exception, Resolver404) or not exception.args or not isinstance(exception.args[0], str):
+        return default
+    return exception.args[0] or default
 
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     plain = _plain(403, "Forbidden.")
-    message = str(exception) or "You may not see this page."
+    message = _said(exception, "You may not see this page.")
     return plain if plain is not None else render(request, "403.html", {"message": message}, status=403)
 
 

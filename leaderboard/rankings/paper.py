@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 from leaderboard.challenges.models import Dataset, Phase, Split
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE, phase_ranking_scope
+from leaderboard.core.display import fixed
 from leaderboard.rankings.board_significance import METHOD
 from leaderboard.rankings.paper_tables import (
     Cell,
     Column,
     Table,
-    fixed,
     improvement_over_baseline,
     pearson,
     tables_csv,

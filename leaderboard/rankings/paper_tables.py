@@ -18,9 +18,10 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from leaderboard.core.csv_safe import csv_cell_safe
+from leaderboard.core.display import fixed
 
 # A cell: text (escaped when written), a whole number, a score, or None for no value.
 Cell = str | int | float | None
@@ -53,16 +54,6 @@ class Table:
     rows: tuple[tuple[Cell, ...], ...]
     # The caption's sentences after the title (what a mark means, what is withheld and why).
     notes: tuple[str, ...] = ()
-
-
-def fixed(value: float, decimals: int) -> str:
-    """The digits the ``floatformat`` filter shows elsewhere on the site (the submission page).
-
-    It rounds half up the shortest decimal form of the float (84.285 -> "84.29"), where
-    ``f"{value:.2f}"`` rounds the binary value (84.28499... -> "84.28"): a team must see
-    the same digits on its submission page, on the board and in the paper.
-    """
-    return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
 
 
 def _number(value: int | float, column: Column) -> str:

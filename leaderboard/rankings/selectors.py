@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -46,10 +45,11 @@ from leaderboard.challenges.models import (
 )
 from leaderboard.challenges.selectors import (
     AGGREGATE_SEALED_NOTE,
+    aggregate_applies,
     aggregates_published,
+    averages_covered,
     dataset_label,
     datasets_public_order,
-    metric_split,
     ranking_scope_get,
     user_is_organizer,
 )
@@ -108,6 +108,8 @@ class BoardRow:
     failure_reason: str
     submitted_at: Any
     values: dict[str, float | None] = field(default_factory=dict)
+    # A published result's publication day (Submission.published_on): its date on the board.
+    published_on: Any = None
     # Cells withheld in a shown column: aggregates from which a sealed score would follow.
     sealed_keys: set[str] = field(default_factory=set)
     # What the row ranks on; never shown, since it may be a withheld aggregate.
@@ -175,6 +177,11 @@ class Board:
     @property
     def has_excluded(self) -> bool:
         return any(row.excluded_reason for row in self.rows)
+
+    @property
+    def has_published(self) -> bool:
+        """Some row is a published result dated by its publication (the header says so)."""
+        return any(row.published_on is not None for row in self.rows)
 
     @cached_property  # asked once per row while a page is rendered
     def significance_withheld(self) -> bool:
@@ -269,7 +276,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
         and any(ds.is_sealed for ds in scope.datasets)
     )
 
-    aggregate_columns = [c for c in phase_aggregate_columns(suite, phase) if _aggregate_applies(c.metric, datasets)]
+    aggregate_columns = [c for c in phase_aggregate_columns(suite, phase) if aggregate_applies(c.metric, datasets)]
     primary_label = next((c.label for c in aggregate_columns if c.metric == suite.primary_metric), suite.primary_metric)
     columns = []
     if shown_only:
@@ -303,6 +310,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
         .values_list(
             "team_id", "team__name", "team__affiliation", "team__kind", "team__is_anonymous",
             "submission_id", "submission__status", "submission__failure_reason", "submission__created_at",
+            "submission__published_on",
             "submission__excluded_reason", "submission__kind", "submission__verdict",
             "submission__verdict_dataset_id", "submission__failure_cause",
             "team__hidden", "team__disqualified_reason", "submission__hidden_reason", named=True,
@@ -384,6 +392,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
                 status=entry.submission__status,
                 failure_reason=_public_failure(entry, by_pk) if entry.submission__status == Status.FAILED else "",
                 submitted_at=entry.submission__created_at,
+                published_on=entry.submission__published_on,
                 values=values,
                 sealed_keys=sealed_keys,
                 rank_value=rank_value,
@@ -399,7 +408,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
         phase=phase, columns=columns, rows=_ranked(rows), primary_key=primary, view=view, ranked_by=ranked_by,
         withheld=[c.label for c in aggregate_columns if c.metric in withheld], incomplete=scope.incomplete,
     )
-    board.averages = _averages_covered(suite=suite, columns=aggregate_columns, datasets=datasets,
+    board.averages = averages_covered(suite=suite, columns=aggregate_columns, datasets=datasets,
                                        ranked=scope.datasets, reveal=reveal)
     # The average the rows rank on, as a mean of one per-dataset metric over these datasets.
     averaged = suite.averaged_over(
@@ -415,31 +424,6 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
     if significance:
         board.significance = board_significance_get(board.significance_inputs)
     return board
-
-
-def _averages_covered(*, suite: Suite, columns: Sequence[Any], datasets: list[Dataset],
-                      ranked: Sequence[Dataset], reveal: bool) -> list[str]:
-    """Which datasets each average column covers, from the suite's own definition of it
-    (``averaged_over``, what ``aggregate`` computes), and the board's datasets it leaves out."""
-    labels = {c.metric: c.label for c in suite.dataset_columns}
-    lines = []
-    for column in columns:
-        averaged = suite.averaged_over(column.metric, datasets, ranked=ranked)
-        if averaged is None or not averaged[1] or not column.label:
-            continue
-        metric, covered = averaged
-        def named(group: Sequence[Dataset]) -> str:
-            return _and_words([f"{dataset_label(ds, reveal_sealed=reveal)} (Split {ds.split})" for ds in group])
-        line = f"{column.label}: the mean of {labels.get(metric, metric)} over {named(covered)}"
-        left_out = [ds for ds in datasets if ds not in covered]
-        if left_out:
-            line += f"; {named(left_out)} {'is' if len(left_out) == 1 else 'are'} not in it"
-        lines.append(line + ".")
-    return lines
-
-
-def _and_words(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _ranked(rows: list[BoardRow]) -> list[BoardRow]:
@@ -469,12 +453,6 @@ def _shown_average(
     if not shown or not scored:
         return None  # a row without scores (a failed run) has no average to rank on
     return suite.aggregate({ds: scored[ds] for ds in shown if ds in scored}, ranked=shown).get(suite.primary_metric)
-
-
-def _aggregate_applies(metric: str, datasets: list[Dataset]) -> bool:
-    # Per-split macro columns appear only when the phase has datasets of that split.
-    split = metric_split(metric)
-    return split is None or any(ds.split == split for ds in datasets)
 
 
 def _moderated(entry: Any) -> str:
@@ -514,6 +492,8 @@ def board_as_records(board: Board) -> list[dict[str, Any]]:
             # Only where the row answered fewer than all of the ranked datasets: "2 of 3 datasets".
             "coverage": row.coverage or None,
             "submitted_at": row.submitted_at.isoformat() if row.submitted_at else None,
+            # A published result: the day its results were published (the date its board shows).
+            "published_on": row.published_on.isoformat() if row.published_on else None,
         }
         for column in board.columns:
             name = f"{column.group} {column.label}" if column.group != "Overall" else column.label

@@ -262,3 +262,36 @@ def board_snapshots_rebuild(challenge_id: int) -> int:
             board_snapshot_build(phase=phase, view=view, version=version)
             built += 1
     return built
+
+
+@dataclass(frozen=True)
+class BoardPlace:
+    """Where a submission stands on its phase's public board, as that board shows it."""
+
+    phase: Phase
+    # The board's rank, and how many rows it ranks; None where the row is not ranked or absent.
+    rank: int | None = None
+    tied: bool = False
+    ranked: int = 0
+    on_board: bool = False
+    public: bool = True
+    # Why its row is there unranked (the board's own words): a disqualification, an incomplete row.
+    unranked_reason: str = ""
+
+
+def submission_board_place(*, phase: Phase, submission_id: int) -> BoardPlace:
+    """The submission's row on the public board of ``phase``, read from the board everyone sees (the
+    snapshot), so a submission page never says more than the board: a board that is not public gives
+    no rank, a hidden row is on no public board, and the rank is the one the public board ranks by
+    (over the datasets it shows while some are sealed)."""
+    if not phase.board_public:
+        return BoardPlace(phase=phase, public=False)
+    access = BoardAccess(phase=phase, view=PUBLIC, version=board_version_get(challenge_id=phase.challenge_id),
+                         own_team=None)
+    board = board_for(access)
+    row = next((r for r in board.rows if r.submission_id == submission_id), None)
+    ranked = sum(r.rank is not None for r in board.rows)
+    if row is None:
+        return BoardPlace(phase=phase, ranked=ranked)
+    return BoardPlace(phase=phase, rank=row.rank, tied=row.tied, ranked=ranked, on_board=True,
+                      unranked_reason=row.excluded_reason if row.rank is None else "")

@@ -20,8 +20,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
+from leaderboard.core.display import fixed, interval_text  # one rounding for the site and the paper
 from leaderboard.rankings.board_significance import RowSignificance, Significance
-from leaderboard.rankings.paper_tables import fixed  # one rounding for the site and the paper's tables
 from leaderboard.rankings.selectors import (
     DATASET_SEALED_NOTE,
     WITHHELD_SIGNIFICANCE,
@@ -37,6 +37,9 @@ def _sealed_cell(note: str) -> str:
 
 SEALED_CELL = _sealed_cell(DATASET_SEALED_NOTE)
 WITHHELD_CELL = _sealed_cell(AGGREGATE_SEALED_NOTE)
+# One sentence for a published result's date: the board header, its cell's title and the tests.
+PUBLISHED_NOTE = "dates marked published are the publication dates of the results, not upload times"
+PUBLISHED_TITLE = "the day these results were published (not an upload time)"
 COVERAGE_NOTE = "answered only some of the ranked datasets; each one it did not answer counts 0 in its average"
 UNRANKED_SORT_KEY = 99999  # the page's script sorts rows without a rank after every ranked one
 # A board's page shows this many rows: a thousand rows of thirty columns is a page no phone (and
@@ -129,7 +132,11 @@ def _row_html(row: BoardRow, board: Board) -> str:
     if row.excluded_reason:
         # Shown in full (it wraps), not in a tooltip: why a row is not ranked is part of the board.
         system.append(f'<div class="excluded-reason">{escape(row.excluded_reason)}</div>')
-    if row.submitted_at is not None:
+    if row.published_on is not None:
+        # A published result is dated as published (the header says so), not by its upload.
+        when = (f'<td class="when published" data-v="{row.published_on.isoformat()}" title="{PUBLISHED_TITLE}">'
+                f'{row.published_on:%Y-%m-%d} <span class="muted">published</span></td>')
+    elif row.submitted_at is not None:
         submitted = timezone.localtime(row.submitted_at)
         when = f'<td class="when" data-v="{submitted.isoformat()}">{submitted:%Y-%m-%d %H:%M}</td>'
     else:
@@ -168,7 +175,7 @@ def _significance_cells(row: BoardRow, board: Board) -> str:
     ranks = f"{low}" if low == high else f"{low}–{high}"
     range_cell = f'<td class="num" data-v="{low}">{ranks}</td>'
     decimals = next((c.decimals for c in board.columns if c.key == board.primary_key), 2)
-    ci = f'<td class="num ci" data-v="{sig.ci[0]:.6f}">{fixed(sig.ci[0], decimals)}–{fixed(sig.ci[1], decimals)}</td>'
+    ci = f'<td class="num ci" data-v="{sig.ci[0]:.6f}">{interval_text(*sig.ci, decimals) or "—"}</td>'
     p = ('<td class="num" data-v="-1">leader</td>' if sig.p_value is None
          else f'<td class="num" data-v="{sig.p_value:.6f}">{_p_text(sig.p_value)}</td>')
     return ci + p + range_cell
@@ -213,7 +220,5 @@ def _interval_title(column: BoardColumn, sig: RowSignificance | None, board: Boa
         return ""
     ds_pk, _, metric = rest.partition(":")
     interval = sig.datasets.get(int(ds_pk)) if metric == board.ranked_metric else None
-    if interval is None:
-        return ""
-    return (f' title="{LEVEL_LABEL} {fixed(interval[0], column.decimals)}–{fixed(interval[1], column.decimals)}"'
-            )
+    text = "" if interval is None else interval_text(*interval, column.decimals)
+    return f' title="{LEVEL_LABEL} {text}"' if text else ""

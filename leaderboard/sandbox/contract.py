@@ -8,7 +8,7 @@ given (``RunTicket``, ``TicketFile``) and the outcome it hands back (``RunOutcom
 imports nothing from Django, from the rest of ``leaderboard`` or from ``workers`` (an import-linter
 contract checks it).
 
-The contract a system follows (README "Submitting a system"):
+The contract a system follows (docs/participants/systems.md):
 
 * it reads ``/input/manifest.json`` and the files it lists (``/input/<name>.jsonl.gz``,
   MRQA format with every answer field removed; Split III datasets under their
@@ -73,6 +73,22 @@ class Limits:
             "READERBOARD_TIME_LIMIT_S": f"{self.time_limit_s:g}",
             "READERBOARD_OUTPUT_MB": str(self.output_mb),
         }
+
+
+def limits_stated(limits: Limits, *, batch: bool, interactive: bool) -> tuple[str, ...]:
+    """What a system gets, in words, for the protocols a challenge's phases run: the challenge page
+    and the starting kit state these.  A batch run is held to the size of what it writes to
+    ``/output`` (the platform reads its answers there); an interactive run writes nothing there
+    (``/output`` is not read) and is held to a time per answer instead."""
+    both = batch and interactive
+    terms = [f"{limits.cpus:g} CPU", f"{limits.memory_mb} MiB of memory (swap included)", f"{limits.pids} processes",
+             f"{limits.nofile} open files", f"{limits.time_limit_s:g} s of wall-clock time"
+             + (" per mode" if interactive and not batch else "")]
+    if batch:
+        terms.append(f"{limits.output_mb} MiB of output" + (" (batch phases)" if both else ""))
+    if interactive:
+        terms.append(f"{limits.turn_limit_s:g} s per answer" + (" (turn-by-turn phases)" if both else ""))
+    return tuple(terms)
 
 
 # The queue runs go to unless the challenge names another: compute workers consume it with -Q cpu.

@@ -41,15 +41,15 @@ def private_dir(path: Path) -> Path:
 # Runtime state (database, uploaded files, logs) lives outside the source tree's tracked files.
 VAR_DIR = private_dir(Path(env("VAR_DIR", str(BASE_DIR / "var"))))
 
-SECRET_KEY = env("SECRET_KEY", "dev-only-not-secret")
-DEBUG = env_bool("DEBUG", False)
-ALLOWED_HOSTS = env("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
+SECRET_KEY = env("SECRET_KEY", "dev-only-not-secret")  # signs sessions, tokens' links and sealed aliases: production refuses the default
+DEBUG = env_bool("DEBUG", False)  # Django's debug pages; never in production
+ALLOWED_HOSTS = env("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")  # host names this site answers to, comma separated
 # What this web process serves: "public" (the site and its API, no /internal/), "internal" (the compute
 # workers' internal API alone) or "all" (both: the demo and development).  A deployment runs a public
-# process on its public address and an internal one where only compute hosts reach (README, "Compute
+# process on its public address and an internal one where only compute hosts reach (docs/operators/compute-hosts.md, "Compute
 # workers on other hosts"), so that neither port offers the other's URLs.  Both answer /healthz.
 SERVE_CHOICES = ("public", "internal", "all")
-SERVE = env("SERVE", "all")
+SERVE = env("SERVE", "all")  # public, internal or all: see the comment above SERVE_CHOICES
 if SERVE not in SERVE_CHOICES:
     raise ImproperlyConfigured(f"READERBOARD_SERVE must be one of {', '.join(SERVE_CHOICES)}, not {SERVE!r}")
 
@@ -228,7 +228,7 @@ SPECTACULAR_SETTINGS = {
 
 # Celery: the web app only sends tasks by name after commit (it never imports workers/).
 CELERY_BROKER_URL = env("BROKER_URL", "redis://127.0.0.1:6379/0")
-CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_EAGER", False)  # run tasks in the web process, without a broker (tests only)
 
 # Running systems.  A worker renews its lease on a run every RUN_HEARTBEAT_S; a run
 # whose lease is older than RUN_LEASE_S lost its worker and is re-queued, at most
@@ -246,15 +246,15 @@ HIDDEN_ISOLATION = env_bool("HIDDEN_ISOLATION", _HIDDEN_DEFAULTS.isolate)
 HOST_LOCK = Path(env("HOST_LOCK", str(_HIDDEN_DEFAULTS.lock_path)))
 # Only the run folders inside are opened up, for the sandbox's user (workers/control_runs.py).
 RUNS_DIR = private_dir(Path(env("RUNS_DIR", str(VAR_DIR / "runs"))))
-RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))
-RUN_LEASE_S = float(env("RUN_LEASE_S", "60"))
-SCORING_LEASE_S = float(env("SCORING_LEASE_S", "1800"))
+RUN_HEARTBEAT_S = float(env("RUN_HEARTBEAT_S", "10"))  # how often a worker renews its lease on a run
+RUN_LEASE_S = float(env("RUN_LEASE_S", "60"))  # a run whose lease is older lost its worker and is queued again
+SCORING_LEASE_S = float(env("SCORING_LEASE_S", "1800"))  # the same for the scoring of a prediction file
 # The scoring of a result a compute worker handed back (kept in private storage until it is scored) has
 # a lease of its own: once it passed, the reaper sends the finish again (from the kept result, never a
 # second run), so a control worker lost while scoring costs at most this plus REAP_EVERY_S.  A scoring
 # that takes longer is scored a second time beside the first: safe, the first to write its scores wins.
 RESULT_SCORING_LEASE_S = float(env("RESULT_SCORING_LEASE_S", "45"))
-REAP_EVERY_S = float(env("REAP_EVERY_S", "15"))
+REAP_EVERY_S = float(env("REAP_EVERY_S", "15"))  # how often the reaper (Celery beat) looks for lost runs and messages
 # 2: a platform fault is retried once (a second fault on a fresh attempt is rarely transient,
 # and each attempt holds a runner), then the organizers are told.
 MAX_RUN_ATTEMPTS = env_int("MAX_RUN_ATTEMPTS", 2)
@@ -273,16 +273,16 @@ REDISPATCH_AFTER_S = float(env("REDISPATCH_AFTER_S", "60"))
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 # For the file backend (django.core.mail.backends.filebased.EmailBackend): one file per message here.
 EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
-EMAIL_HOST = env("EMAIL_HOST", "localhost")
-EMAIL_PORT = env_int("EMAIL_PORT", 25)
-EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_HOST = env("EMAIL_HOST", "localhost")  # the SMTP server (with the smtp backend)
+EMAIL_PORT = env_int("EMAIL_PORT", 25)  # its port: 587 with USE_TLS, 465 with USE_SSL
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")  # the SMTP login, if it needs one
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")  # its password
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)  # STARTTLS (port 587)
 EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)  # port 465 (implicit TLS); USE_TLS is STARTTLS on 587
 # Password-reset and invitation mails are sent while the request waits: a mail server that
 # does not answer must not hold a web process for Python's default (no timeout at all).
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_S", 10)
-DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "readerboard@localhost")
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "readerboard@localhost")  # the sender of every mail the platform sends
 # A password-reset link works once, and for this long (Django's default is three days).
 PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT_S", 24 * 60 * 60)
 
@@ -294,7 +294,7 @@ PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT_S", 24 * 60 * 60)
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
 LOGIN_FAILURE_CLIENT_LIMIT = env_int("LOGIN_FAILURE_CLIENT_LIMIT", 30)
 LOGIN_FAILURE_WINDOW_S = env_int("LOGIN_FAILURE_WINDOW_S", 60)
-LOGIN_DEVICE_COOKIE_AGE_S = env_int("LOGIN_DEVICE_COOKIE_AGE_S", 180 * 24 * 60 * 60)
+LOGIN_DEVICE_COOKIE_AGE_S = env_int("LOGIN_DEVICE_COOKIE_AGE_S", 180 * 24 * 60 * 60)  # how long a browser that logged in counts as the account's own
 # A sign-up's e-mail address is confirmed by a signed link, valid this long; at most LIMIT
 # confirmation (or "this address has an account") mails go to one address per WINDOW_S.
 EMAIL_CONFIRM_TIMEOUT = env_int("EMAIL_CONFIRM_TIMEOUT_S", 3 * 24 * 60 * 60)
@@ -305,11 +305,11 @@ EMAIL_CONFIRM_MAIL_WINDOW_S = env_int("EMAIL_CONFIRM_MAIL_WINDOW_S", 60 * 60)
 # entry, the one the proxy itself appended, is taken as the client's address.
 CLIENT_ADDRESS_HEADER = env("CLIENT_ADDRESS_HEADER", "")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
-ADMINS = [("Readerboard operators", address) for address in env("ADMINS", "").split(",") if address]
+ADMINS = [("Readerboard operators", address) for address in env("ADMINS", "").split(",") if address]  # operators' addresses (comma separated): told of errors, and of failed runs where a challenge has no staff
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},  # DEBUG, INFO, WARNING, ERROR
 }

@@ -1,6 +1,6 @@
 """Production: gunicorn (deploy/serve.sh) with WhiteNoise for static files, Postgres, Redis, SMTP.
 
-Every value comes from the environment (README, "Production"); what production must not guess
+Every value comes from the environment (docs/operators/index.md); what production must not guess
 (the secret key, the database, where mail goes) stops the process with the variable to set, on one
 line (``choice.refuse``), before anything runs.
 """
@@ -21,7 +21,7 @@ from leaderboard.settings.base import (
 )
 from leaderboard.settings.choice import refuse
 
-if env("SECRET_KEY", "") in {"", "dev-only-not-secret"}:
+if env("SECRET_KEY", "") in {"", "dev-only-not-secret"}:  # required in production
     refuse("READERBOARD_SECRET_KEY must be set in production: a long random string, e.g. "
            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'")
 if not DATABASE_URL:

@@ -144,11 +144,23 @@ def breakdowns_payload(breakdowns: list[DatasetBreakdown]) -> list[dict[str, Any
     ]
 
 
+ALLOW_DUPLICATE_HELP = ("send the file even if the team already submitted the same file (same sha256) to this phase; "
+                        "without it such an upload is refused with 409, nothing counted, and duplicate_of names "
+                        "the earlier submission")
+
+
+class DuplicateOutput(serializers.Serializer[Any]):
+    detail = serializers.CharField(help_text="which earlier submission holds the same file, and how to send it anyway")
+    field = serializers.CharField()
+    duplicate_of = serializers.IntegerField(help_text="the earlier submission's id")
+
+
 class SubmissionInput(serializers.Serializer[Any]):
     phase = serializers.SlugField()
     file = serializers.FileField()
     description = serializers.CharField(max_length=300, required=False, default="")
     dataset = serializers.CharField(required=False, allow_blank=True, default="")
+    allow_duplicate = serializers.BooleanField(required=False, default=False, help_text=ALLOW_DUPLICATE_HELP)
 
 
 def _team_and_phase(request: Request, slug: str, data: serializers.Serializer[Any]) -> tuple[Team, Phase]:
@@ -176,7 +188,7 @@ class SubmissionListCreateApi(APIView):
             return Response([])
         return Response([submission_payload(s, is_organizer=False) for s in submissions_of_team(team=team)])
 
-    @extend_schema(request=SubmissionInput, responses={201: SubmissionOutput})
+    @extend_schema(request=SubmissionInput, responses={201: SubmissionOutput, 409: DuplicateOutput})
     def post(self, request: Request, slug: str) -> Response:
         data = SubmissionInput(data=request.data)
         team, phase = _team_and_phase(request, slug, data)
@@ -189,6 +201,7 @@ class SubmissionListCreateApi(APIView):
             description=data.validated_data["description"],
             dataset_hint=data.validated_data["dataset"] or None,
             now=request_received_at(request),
+            allow_duplicate=data.validated_data["allow_duplicate"],
         )
         return Response(submission_payload(submission, is_organizer=False), status=status.HTTP_201_CREATED)
 

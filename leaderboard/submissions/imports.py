@@ -53,6 +53,8 @@ class ImportedEntry:
     # When the row was originally submitted and scored; None means the time of the import.
     submitted_at: dt.datetime | None = None
     finished_at: dt.datetime | None = None
+    # The day the results were published (the mapping's ``published``): the date the board shows.
+    published_on: dt.date | None = None
 
 
 def _split_affiliation(description: str) -> tuple[str, str]:
@@ -172,6 +174,8 @@ class RowMapping:
 class ImportMapping:
     source: str
     rows: dict[str, RowMapping]
+    # When the results were published (a paper, a results page): every row's date on the board.
+    published: dt.date | None = None
 
 
 def mapping_load(path: Path) -> ImportMapping:
@@ -189,9 +193,14 @@ def mapping_load(path: Path) -> ImportMapping:
         document = {}
     if not isinstance(document, dict):
         raise ServiceError(f"{source}: expected a mapping with a 'rows' key, found {type(document).__name__}")
-    unknown = set(document) - {"rows"}
+    unknown = set(document) - {"rows", "published"}
     if unknown:
-        raise ServiceError(f"{source}: unknown key {sorted(map(str, unknown))[0]!r} (the file has one key, 'rows')")
+        raise ServiceError(f"{source}: unknown key {sorted(map(str, unknown))[0]!r} (the file's keys are 'rows' "
+                           "and 'published')")
+    published = document.get("published")
+    if published is not None and (not isinstance(published, dt.date) or isinstance(published, dt.datetime)):
+        raise ServiceError(f"{source}: 'published' must be a date like 2019-11-04 (when the results were "
+                           f"published), found {published!r}")
     rows = document.get("rows") or {}
     if not isinstance(rows, dict):
         raise ServiceError(f"{source}: 'rows' must map row names to what they are, found {type(rows).__name__}")
@@ -217,7 +226,7 @@ def mapping_load(path: Path) -> ImportMapping:
         if row.baseline is not None and not isinstance(row.baseline, bool):
             raise ServiceError(f"{where}: 'baseline' must be true or false, found {row.baseline!r}")
         mapped[" ".join(name.split())] = row
-    return ImportMapping(source=source, rows=mapped)
+    return ImportMapping(source=source, rows=mapped, published=published)
 
 
 def _row_lines(root: yaml.Node | None, source: str) -> dict[str, int]:
@@ -275,6 +284,7 @@ def mapping_apply(
             name=row.team or entry.name,
             affiliation=entry.affiliation if row.affiliation is None else row.affiliation,
             excluded_reason=row.exclude or entry.excluded_reason,
+            published_on=(mapping.published if mapping is not None and mapping.published else entry.published_on),
         ))
     teams: dict[str, list[int]] = {}
     for index, entry in enumerate(mapped):
@@ -419,6 +429,7 @@ def _imported_submission_create(
         primary_score=None if failed else aggregates.get(suite.primary_metric),
         scoring_version="imported",
         finished_at=entry.finished_at or entry.submitted_at or now,
+        published_on=entry.published_on,
     )
     if entry.submitted_at is not None:
         # created_at is auto_now_add; the board shows it as the submission time, and the

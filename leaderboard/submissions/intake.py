@@ -30,12 +30,18 @@ from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
 from leaderboard.challenges.selectors import dataset_upload_names, phase_prediction_targets, phase_refusal
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.enqueue import EVALUATE_SUBMISSION, enqueue_on_commit
-from leaderboard.core.errors import PayloadTooLarge, PermissionDenied, QuotaExceeded, ServiceError
+from leaderboard.core.errors import (
+    DuplicateUpload,
+    PayloadTooLarge,
+    PermissionDenied,
+    QuotaExceeded,
+    ServiceError,
+)
 from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect, image_protocol
 from leaderboard.sandbox.contract import BUNDLE_DECLARATION, INTERACTIVE, PROTOCOL_LABEL
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.scores import predictions_check
-from leaderboard.submissions.selectors import quota_usage, team_phase_override_get
+from leaderboard.submissions.selectors import quota_usage, submission_duplicate_of, team_phase_override_get
 from leaderboard.submissions.storage import storage_budget_enforce
 from leaderboard.submissions.uploads import DatasetTarget, UploadError, missing_datasets_problem, parse_upload
 
@@ -93,10 +99,12 @@ def submission_create_predictions(
     description: str = "",
     dataset_hint: str | None = None,
     now: dt.datetime | None = None,
+    allow_duplicate: bool = False,
 ) -> Submission:
     """Validate a prediction upload whole, then store and queue it, inside the team's quota.
 
-    ``now``: when the upload started (``request_received_at``), for the deadline.
+    ``now``: when the upload started (``request_received_at``), for the deadline; ``allow_duplicate``:
+    the caller confirmed sending a file the team already submitted (``duplicate_refuse``).
     """
     submission_check_can_submit(team=team, phase=phase, user=user, kind=SubmissionKind.PREDICTIONS, now=now)
     raw = _read_upload(upload, limit_bytes)
@@ -126,8 +134,11 @@ def submission_create_predictions(
     if any(problems):
         raise UploadError("\n".join(p for p in problems if p))
 
+    sha256 = hashlib.sha256(raw).hexdigest()
     with transaction.atomic():
         quota_enforce_locked(team=team, phase=phase)
+        if not allow_duplicate:
+            duplicate_refuse(team=team, phase=phase, sha256=sha256)
         storage_budget_enforce(team=team, incoming_bytes=len(raw))
         now = timezone.now()
         submission = Submission(
@@ -138,7 +149,7 @@ def submission_create_predictions(
             status=Status.QUEUED,
             description=description[:300],
             original_name=name[:255],
-            sha256=hashlib.sha256(raw).hexdigest(),
+            sha256=sha256,
             size_bytes=len(raw),
             queued_at=now,
             dispatched_at=now,
@@ -157,6 +168,34 @@ def quota_enforce_locked(*, team: Team, phase: Phase) -> None:
     refusal = quota_usage(team=team, phase=phase).refusal()
     if refusal:
         raise QuotaExceeded(refusal)
+
+
+# How a caller confirms a duplicate: the web form's box and the API's field.
+DUPLICATE_CONFIRM_LABEL = "Send it again anyway"
+DUPLICATE_CONFIRM_FIELD = "allow_duplicate"
+
+
+def duplicate_refuse(*, team: Team, phase: Phase, sha256: str) -> None:
+    """Refuse (409, nothing counted) a prediction file the team already submitted to this phase,
+    naming the earlier submission, unless the caller confirms: the web form and the API ask the same way.
+
+    Asked, not silently taken nor silently refused: the same prediction file scores the same, so a
+    second copy only spends quota (Kaggle and EvalAI, as we know them, take it and count it, and
+    teams find out from their quota); but sending it again can be meant (after the organizers
+    replaced a gold file, say), so one confirmation sends it.  Inside the team's row lock, so a double click does not
+    slip two copies past it.
+    """
+    earlier = submission_duplicate_of(team=team, phase=phase, sha256=sha256)
+    if earlier is None:
+        return
+    raise DuplicateUpload(
+        f"This file is the same as your submission {earlier.pk} to the {phase.name} phase "
+        f"({earlier.original_name or 'upload'}, {earlier.created_at:%Y-%m-%d %H:%M} UTC, {earlier.status}; "
+        f"sha256 {sha256[:12]}): it would score the same and use one more of your quota. Nothing was "
+        f"counted. To send it again anyway, tick \"{DUPLICATE_CONFIRM_LABEL}\" and choose the file again "
+        f"(API: {DUPLICATE_CONFIRM_FIELD}=true).",
+        duplicate_of=earlier.pk, field="file",
+    )
 
 
 def submission_store_and_queue(submission: Submission, *, suffix: str, content: File) -> None:
@@ -267,7 +306,10 @@ def submission_create_system(
 ) -> Submission:
     """Check an image archive or code bundle whole, then store and queue it, inside the quota.
 
-    ``now``: when the upload started (``request_received_at``), for the deadline.
+    ``now``: when the upload started (``request_received_at``), for the deadline.  The same system
+    sent again is taken without a question (unlike a prediction file, ``duplicate_refuse``): a run
+    is not a pure function of its bundle (timings, seeds, a time limit it grazed), so running it
+    again is something a team means.
     """
     if kind not in SYSTEM_KINDS:
         raise ServiceError(f"unknown kind of system {kind!r}: use docker_image or code_bundle", field="kind")

@@ -98,6 +98,9 @@ class Submission(models.Model):
     primary_score = models.FloatField(null=True, blank=True)
     scoring_version = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # An imported row of published results: the day its results were published, the date its board
+    # shows instead of an upload time (created_at keeps the original submission's time, for ties).
+    published_on = models.DateField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

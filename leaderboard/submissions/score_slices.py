@@ -29,7 +29,9 @@ from django.core.cache import cache
 from leaderboard.challenges.models import Dataset, DatasetFile, FilePortion, RetiredGold, Split
 from leaderboard.challenges.selectors import dataset_label, datasets_ordered
 from leaderboard.challenges.spec import suite_options_of
+from leaderboard.challenges.suites.base import options_as
 from leaderboard.challenges.suites.mrqa import MrqaOptions
+from leaderboard.challenges.suites.quac import QuacOptions
 from leaderboard.submissions.models import QuestionScores, Score, Status, Submission
 from scoring.breakdowns import (
     FORMATS,
@@ -79,6 +81,18 @@ class DatasetBreakdown:
     hidden_data: bool
     families: tuple[FamilyView, ...]
     note: str = ""
+    # What the score leaves out of the dataset's questions, and why ("" when it counts them all).
+    left_out: str = ""
+
+
+def left_out_note(breakdown: Breakdown, *, min_f1: float | None) -> str:
+    """Why the score counts fewer questions than the dataset has (QuAC's filter), with the counts."""
+    if not breakdown.left_out:
+        return ""
+    threshold = f" (human F1 below {min_f1:g})" if min_f1 is not None else ""
+    whole = breakdown.questions + breakdown.left_out
+    return (f"{breakdown.metric} counts {breakdown.questions} of its {whole} questions: {breakdown.left_out} "
+            f"{'is' if breakdown.left_out == 1 else 'are'} left out by {breakdown.left_out_why}{threshold}.")
 
 
 def hidden_family_note(minimum: int, *, viewer_is_organizer: bool, combined: bool = False) -> str:
@@ -129,7 +143,9 @@ def submission_breakdowns(*, submission: Submission, viewer_is_organizer: bool) 
     stored = {ds_id: (value, sha) for ds_id, value, sha in Score.objects.filter(
         submission=submission, dataset_id__in=rows, metric=metric).values_list("dataset_id", "value", "gold_sha256")}
     minimum = challenge.breakdown_min_questions
-    cjk = suite_options_of(challenge) == MrqaOptions(tokenization="cjk")
+    options = suite_options_of(challenge)
+    cjk = options == MrqaOptions(tokenization="cjk")
+    min_f1 = options_as(options, QuacOptions).min_f1 if fmt == "quac" else None
     out = []
     for ds in datasets:
         value, sha = stored.get(ds.pk, (None, ""))
@@ -155,7 +171,8 @@ def submission_breakdowns(*, submission: Submission, viewer_is_organizer: bool) 
             note = "; ".join(n for n in (note, "the gold data tells no slices apart here") if n)
         families = families_visible(breakdown.families, minimum=minimum, hidden_data=hidden_data,
                                     viewer_is_organizer=viewer_is_organizer)
-        out.append(DatasetBreakdown(label, breakdown.metric, breakdown.questions, hidden_data, families, note))
+        out.append(DatasetBreakdown(label, breakdown.metric, breakdown.questions, hidden_data, families, note,
+                                    left_out_note(breakdown, min_f1=min_f1)))
     return out
 
 

@@ -42,7 +42,13 @@ from leaderboard.challenges.selectors import (
     user_is_organizer,
 )
 from leaderboard.challenges.suites import suite_for
-from leaderboard.challenges.suites.columns import metric_label, phase_aggregate_columns, phase_metric_columns
+from leaderboard.challenges.suites.columns import (
+    metric_decimals,
+    metric_label,
+    phase_aggregate_columns,
+    phase_metric_columns,
+)
+from leaderboard.core.display import fixed
 from leaderboard.core.errors import NotFound
 from leaderboard.sandbox.contract import RunDataset, RunPlan, SystemSettings, log_clean
 from leaderboard.submissions.models import (
@@ -78,6 +84,15 @@ def submissions_counting_against_quota(*, team: Team, phase: Phase) -> QuerySet[
     )
 
 
+def submission_duplicate_of(*, team: Team, phase: Phase, sha256: str) -> Submission | None:
+    """The team's latest submission to ``phase`` of the very same file (by its sha256) that counted
+    against its quota, if any: the same prediction file scores the same, so uploading it again would
+    only spend quota.  Cancelled ones and failures the platform caused cost nothing and gave no
+    score, so sending their file again is no duplicate."""
+    return (submissions_counting_against_quota(team=team, phase=phase).filter(sha256=sha256)
+            .order_by("-created_at", "-pk").first())
+
+
 @dataclass(frozen=True)
 class QuotaUsage:
     used_today: int
@@ -88,6 +103,16 @@ class QuotaUsage:
     concurrent: int | None
     # The team's own deadline when an organizer extended it (TeamPhaseOverride); None: the phase's.
     closes_at: dt.datetime | None = None
+
+    @property
+    def left_today(self) -> int | None:
+        """Submissions the team may still make in the last 24 hours' window; None: no daily limit."""
+        return None if self.per_day is None else max(0, self.per_day - self.used_today)
+
+    @property
+    def left_total(self) -> int | None:
+        """Submissions the team may still make in the phase; None: no total limit."""
+        return None if self.total is None else max(0, self.total - self.used_total)
 
     def refusal(self) -> str | None:
         if self.per_day is not None and self.used_today >= self.per_day:
@@ -360,6 +385,13 @@ class VisibleScore:
     # value was computed against, and whether that file has been replaced since (a rescore is due).
     gold_sha256: str = ""
     gold_replaced: bool = False
+    # The digits its column shows (columns.metric_decimals: 0 for counts and milliseconds).
+    decimals: int = 2
+
+    @property
+    def text(self) -> str:
+        """The value as the board shows it ("—" for none); a sealed one is never formatted."""
+        return "—" if self.value is None else fixed(self.value, self.decimals)
 
 
 def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> list[VisibleScore]:
@@ -380,6 +412,9 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
 
     def label_of(metric: str, *, per_dataset: bool = False) -> str:
         return metric_label(suite, metric, per_dataset=per_dataset, extra=phase_columns)
+
+    def decimals_of(metric: str, *, per_dataset: bool = False) -> int:
+        return metric_decimals(suite, metric, per_dataset=per_dataset, extra=phase_columns)
 
     every = list(submission.scores.select_related("dataset"))
     # The viewer's dataset order (datasets_ordered): the spec's order of sealed datasets would name them.
@@ -409,14 +444,15 @@ def submission_visible_scores(*, submission: Submission, is_organizer: bool) -> 
         if ds is None:
             hidden = not is_organizer and score.metric not in published
             out.append(VisibleScore("Overall", score.metric, None if hidden else score.value, hidden,
-                                    label_of(score.metric)))
+                                    label_of(score.metric), decimals=decimals_of(score.metric)))
             continue
         sealed = ds.is_sealed and not is_organizer
         label = dataset_label(ds, reveal_sealed=is_organizer)
         out.append(VisibleScore(label, score.metric, None if sealed else score.value, sealed,
                                 label_of(score.metric, per_dataset=True),
                                 gold_sha256=score.gold_sha256 if is_organizer else "",
-                                gold_replaced=is_organizer and score.gold_sha256 != current_gold.get(ds.pk, "")))
+                                gold_replaced=is_organizer and score.gold_sha256 != current_gold.get(ds.pk, ""),
+                                decimals=decimals_of(score.metric, per_dataset=True)))
     return out
 
 
@@ -763,8 +799,11 @@ def submission_score_history(*, submission: Submission, is_organizer: bool) -> l
     for entry in entries:
         # The board's labels ("Split II F1"), as the current scores show them, not the stored keys.
         for row in entry.scores:
-            row["label"] = metric_label(suite, str(row.get("metric", "")), per_dataset=bool(row.get("dataset")),
-                                        extra=extra)
+            metric, per_dataset = str(row.get("metric", "")), bool(row.get("dataset"))
+            row["label"] = metric_label(suite, metric, per_dataset=per_dataset, extra=extra)
+            value = row.get("value")
+            row["text"] = "—" if not isinstance(value, (int, float)) else fixed(
+                float(value), metric_decimals(suite, metric, per_dataset=per_dataset, extra=extra))
     return entries
 
 

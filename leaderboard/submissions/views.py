@@ -17,17 +17,19 @@ from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_members_at, team_of_user
 from leaderboard.challenges.models import SYSTEM_KINDS, Challenge, Phase, SubmissionKind
 from leaderboard.challenges.selectors import (
-    batch_system_phases,
-    interactive_phases,
     kinds_text,
+    phase_averages_covered,
     phase_takes,
-    sealed_input_example,
+    system_contract_of,
 )
-from leaderboard.core.errors import NotFound, ServiceError
+from leaderboard.core.errors import DuplicateUpload, NotFound, ServiceError
 from leaderboard.core.middleware import request_received_at
 from leaderboard.core.signed_in import authenticated_user
-from leaderboard.sandbox.contract import SystemSettings
-from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.intake import (
+    DUPLICATE_CONFIRM_LABEL,
+    submission_create_predictions,
+    submission_create_system,
+)
 from leaderboard.submissions.lifecycle import submission_cancel, submission_select
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.score_slices import METHOD as BREAKDOWN_METHOD
@@ -60,6 +62,8 @@ class UploadForm(forms.Form):
     phase = PhaseChoiceField(queryset=Phase.objects.none())
     file = forms.FileField()
     description = forms.CharField(max_length=300, required=False)
+    # Shown (as a box to tick) only once the service found the file already submitted: duplicate_refuse.
+    allow_duplicate = forms.BooleanField(required=False, label=DUPLICATE_CONFIRM_LABEL, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, challenge: Challenge, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -83,6 +87,7 @@ class SystemForm(UploadForm):
 
     def __init__(self, *args: Any, challenge: Challenge, **kwargs: Any) -> None:
         super().__init__(*args, challenge=challenge, **kwargs)
+        del self.fields["allow_duplicate"]  # a system sent again is taken as is (submission_create_system)
         # Offered: the kinds some phase takes; the service refuses, in words, one the chosen phase does not.
         self.fields["kind"].widget.choices = [(k, label) for k, label in _SYSTEM_CHOICES.items()
                                               if any(phase_takes(p, [k]) for p in self.phases)]
@@ -122,6 +127,9 @@ def _upload_page(
                 # One item per line: an upload refused for several datasets names each on its own.
                 form.add_error(None, exc.message.splitlines() or [exc.message])
                 status = exc.status_code
+                if isinstance(exc, DuplicateUpload):
+                    # The confirmation the refusal asks for, ticked by the person, not by default.
+                    form.fields["allow_duplicate"].widget = forms.CheckboxInput(attrs={"id": "allow-duplicate"})
             else:
                 messages.success(request, f"Submission {submission.pk} accepted and queued.")
                 return redirect("submission-detail", slug=slug, pk=submission.pk)
@@ -134,10 +142,7 @@ def _upload_page(
         "form": form,
         "quotas": [(p, quota_usage(team=team, phase=p)) for p in form.phases],
         "storage": team_storage_usage(team=team),
-        "system": SystemSettings.from_json(challenge.system_settings),
-        "interactive": interactive_phases(phases),
-        "batch": batch_system_phases(phases),
-        "sealed_input_example": sealed_input_example(challenge=challenge),
+        **system_contract_of(challenge=challenge, phases=phases),
         "takes_predictions": any(phase_takes(p, UploadForm.kinds) for p in phases),
     }
     return render(request, template, context, status=status)
@@ -151,7 +156,7 @@ def submit(request: HttpRequest, slug: str) -> HttpResponse:
         create=lambda team, data: submission_create_predictions(
             team=team, phase=data["phase"], user=authenticated_user(request),
             upload=data["file"], limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES, description=data["description"],
-            now=request_received_at(request),
+            now=request_received_at(request), allow_duplicate=data["allow_duplicate"],
         ),
     )
 
@@ -230,6 +235,8 @@ def submission_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "report": submission_run_report(submission=submission, is_organizer=is_organizer),
             "attempts": run_attempts_of(submission=submission, is_organizer=is_organizer),
             "scores": submission_visible_scores(submission=submission, is_organizer=is_organizer),
+            # In the board's words: which datasets each average is the mean of (and which it leaves out).
+            "averages": phase_averages_covered(phase=submission.phase, reveal=is_organizer),
             "score_history": submission_score_history(submission=submission, is_organizer=is_organizer),
             "breakdowns": submission_breakdowns(submission=submission, viewer_is_organizer=is_organizer),
             "breakdown_method": BREAKDOWN_METHOD,

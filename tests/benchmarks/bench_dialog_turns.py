@@ -73,7 +73,7 @@ def _measure(n_dialogs: int, modes: list[str]) -> dict[str, object]:
     from leaderboard.submissions.reload import challenge_load  # noqa: PLC0415 - after django.setup()
     from leaderboard.submissions.worker_api import worker_token_create  # noqa: PLC0415 - after django.setup()
 
-    excerpt = json.loads((REPO / "deploy/demo/data/quac/val_v0.2.json").read_text())
+    excerpt = json.loads((REPO / "deploy/demo/data/quac/quac-test.json").read_text())
     articles = excerpt["data"]
     data = []
     for k in range(n_dialogs):

@@ -36,10 +36,16 @@ def run_kit_locally(kit: bytes, dev_files: dict[str, bytes], workdir: Path) -> t
                          timeout=300)
     assert run.returncode == 0, run.stderr
     readme = (base / "README.md").read_text()
+    # The kit's own scoring library, from its wheel (a wheel is a zip to put on the path; installing it
+    # with pip, as the README says, is tests/kits/test_kits_followed.py's).
+    [wheel] = base.glob("readerboard_scoring-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(workdir / "kit-site")
+    scoring_env = {"PYTHONPATH": str(workdir / "kit-site"), "PATH": "/usr/bin:/bin"}
     results = []
     for line in kit_score_lines(readme):
         out = subprocess.run(line.replace("python ", f"{sys.executable} ", 1), shell=True, cwd=base,
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=300, env=scoring_env)
         assert out.returncode == 0, (line, out.stderr)
         if " -m scoring " in line:
             results.append({"line": line, "result": json.loads(out.stdout)})

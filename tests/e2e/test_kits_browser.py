@@ -60,3 +60,13 @@ def test_the_data_pages_and_contracts_of_the_changed_kits(live_server, chromium)
             assert example in page, (challenge.slug, example)
         screenshot(driver, f"kits-challenge-{challenge.slug}", 1366)
         screenshot(driver, f"kits-challenge-{challenge.slug}", 400)
+
+    # The archive of published results has no data: its Data page offers no kit and says why, and its
+    # board dates the published results as published.
+    challenge_load(spec_path=REPO / "deploy" / "demo" / "mrqa2019-archive.yaml")
+    driver.get(f"{live_server.url}/c/mrqa2019/data/")
+    main = driver.find_element(By.TAG_NAME, "main").text
+    assert "This challenge has no data files, so it has no starting kit either." in main
+    assert not driver.find_elements(By.ID, "starting-kit") and "starting-kit.zip" not in driver.page_source
+    screenshot(driver, "kits-data-mrqa2019", 1366)
+    screenshot(driver, "kits-data-mrqa2019", 400)

@@ -5,6 +5,7 @@ Every error answers JSON ``{"detail": ...}`` with a 4xx status.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 
@@ -15,6 +16,7 @@ from drf_spectacular.validation import validate_schema
 
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.services import api_token_digest
+from leaderboard.challenges.models import TeamPhaseOverride
 from leaderboard.submissions.models import Status, Submission
 from tests.builders.cast import Cast, gold_predictions
 
@@ -131,6 +133,42 @@ def test_the_challenge_and_its_leaderboard_are_public(cast: Cast) -> None:
                                      "from it, nor from the order of the rows); equal scores share a rank."}
 
 
+def test_the_challenge_says_what_quota_the_callers_team_has_left(
+    cast: Cast, django_capture_on_commit_callbacks
+) -> None:
+    """What the command-line client's ``challenges`` shows: per phase, the caller's team's quota as the
+    intake counts it (the dev phase allows 5 a day), and the team's name; nothing for anyone else."""
+    alice = token_client(cast, "alice")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert alice.post(SUBMISSIONS, {"phase": "dev", "file": named(gold_predictions())}).status_code == 201
+    detail = alice.get("/api/v1/challenges/demo/").json()
+    assert detail["your_team"] == "Alpha"
+    dev, test = detail["phases"]
+    assert dev["your_quota"] == {"used_today": 1, "used_total": 1, "active": 0, "per_day": 5, "total": None,
+                                 "concurrent": None, "left_today": 4, "left_total": None, "refusal": "",
+                                 "closes_at": None}
+    assert test["your_quota"]["used_total"] == 0 and test["your_quota"]["left_today"] is None
+    # Bob is on the same team: the same count; Charlie's team has used nothing.
+    assert token_client(cast, "bob").get("/api/v1/challenges/demo/").json()["phases"][0]["your_quota"]["left_today"] == 4
+    assert token_client(cast, "charlie").get("/api/v1/challenges/demo/").json()["phases"][0]["your_quota"]["used_today"] == 0
+    # An extension for the team raises its limit and says until when it may submit.
+    TeamPhaseOverride.objects.create(team=cast.alpha, phase=cast.dev, quota_per_day=7,
+                                     closes_at=dt.datetime(2099, 6, 1, tzinfo=dt.UTC))
+    dev = alice.get("/api/v1/challenges/demo/").json()["phases"][0]
+    assert (dev["your_quota"]["left_today"], dev["your_quota"]["closes_at"]) == (6, "2099-06-01T00:00:00Z")
+    for outsider in (token_client(cast, "dave"), Client()):
+        detail = outsider.get("/api/v1/challenges/demo/").json()
+        assert detail["your_team"] is None and [p["your_quota"] for p in detail["phases"]] == [None, None]
+
+
+def test_a_used_up_daily_quota_is_said_as_the_intake_refuses_it(cast: Cast) -> None:
+    for _ in range(5):
+        Submission.objects.create(team=cast.alpha, phase=cast.dev, status=Status.FINISHED)
+    quota = token_client(cast, "alice").get("/api/v1/challenges/demo/").json()["phases"][0]["your_quota"]
+    assert quota["left_today"] == 0
+    assert quota["refusal"] == "daily quota reached: 5 of 5 submissions in the last 24 hours"
+
+
 # --- the OpenAPI schema ------------------------------------------------------------------------------
 
 
@@ -150,6 +188,13 @@ def test_the_openapi_schema_is_valid_and_lists_the_submission_endpoints(cast: Ca
     assert "get" in paths["/api/v1/submissions/{id}/"]
     assert "post" in paths["/api/v1/auth/token/"]
     assert "get" in paths["/api/v1/challenges/{slug}/phases/{phase_slug}/leaderboard/"]
+    # The challenge's answer is described field by field, the caller's quota included.
+    phase = schema["components"]["schemas"]["PhaseOutput"]["properties"]
+    assert {"allowed_kinds", "protocol", "quota", "your_quota", "closes_at"} <= set(phase)
+    quota = schema["components"]["schemas"]["TeamQuotaOutput"]["properties"]
+    assert {"left_today", "left_total", "refusal", "closes_at"} <= set(quota)
+    detail = paths["/api/v1/challenges/{slug}/"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert detail == {"$ref": "#/components/schemas/ChallengeDetailOutput"}
     post = paths["/api/v1/challenges/{slug}/submissions/"]["post"]
     assert "201" in post["responses"]
     assert "multipart/form-data" in post["requestBody"]["content"]

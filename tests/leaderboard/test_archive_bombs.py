@@ -104,7 +104,7 @@ def test_a_crafted_tar_is_refused_where_it_is_crafted_within_bounded_memory(tmp_
 
 def test_the_largest_manifest_read_costs_what_the_documented_bound_says(tmp_path: Path) -> None:
     """manifest.json and the config are read whole up to 1 MiB and parsed: about 25 bytes of heap per
-    byte of ``[{}, ...]`` (README "Submitting a system"); anything larger is refused unread."""
+    byte of ``[{}, ...]`` (docs/participants/systems.md); anything larger is refused unread."""
     path = ab.write(tmp_path / "a.tar.gz", ab.image_with(manifest=ab.list_of_empty_objects(MIB - 16)), "gzip")
     peak, message = peak_of(lambda: image_archive_inspect(path, max_uncompressed=LIMIT))
     assert "images; save exactly one" in message

@@ -274,6 +274,10 @@ def test_a_missing_page_is_the_sites_404(cast: Cast) -> None:
     response = Client().get("/no-such-page/")
     page = response.content.decode()
     assert response.status_code == 404 and _in_site_style(page) and "<h1>Not found</h1>" in page
+    # Not the resolver's argument: every URL pattern it tried, the compute workers' internal API among them.
+    for address in ("/no-such-page/", "/c/demo/submit-system/", "/internal/v1/nope/"):
+        page = html.unescape(Client().get(address).content.decode())
+        assert "internal" not in page and "tried" not in page and "<p>Not found.</p>" in page, page
     response = Client().get("/c/no-such-challenge/board/dev/")
     assert response.status_code == 404 and _in_site_style(response.content.decode())
 

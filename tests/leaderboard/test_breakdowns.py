@@ -10,6 +10,7 @@ writes it), since a prediction file cannot answer Split III.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from leaderboard.challenges.models import DatasetFile, SubmissionKind
 from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.core.display import interval_text
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import QuestionScores, Status, Submission
 from leaderboard.submissions.reload import challenge_load
@@ -230,3 +232,23 @@ def test_a_family_that_with_one_shown_would_single_out_a_few_hidden_questions_is
     # On public data both are the team's.
     assert all(f.shown for f in families_visible((answerable, level), minimum=50, hidden_data=False,
                                                  viewer_is_organizer=False))
+
+
+def test_a_slice_of_one_question_shows_no_interval(cast: Cast) -> None:
+    submission = submit(cast, "dev")
+    html = page(cast, "alice", submission)
+    rows = dict(re.findall(r"<td>([^<]+)</td><td class=\"num\">\d+</td><td class=\"num\">[\d.]+</td>"
+                           r"<td class=\"num ci\">(.*?)</td>", html))
+    # SQuAD's single 8+ question: a mean of one value has no interval, and "x–x" would pretend one.
+    assert "one question" in rows["8+"]
+    assert not any(re.fullmatch(r"([\d.]+)–\1", ci) for ci in rows.values())
+    assert re.fullmatch(r"[\d.]+–[\d.]+", rows["2-3"]), rows
+
+
+@pytest.mark.parametrize(("low", "high", "text"), [
+    (42.111, 42.109, ""),  # the ends read the same at two decimals
+    (17.625, 24.63, "17.63–24.63"),  # half up, as floatformat and the board round
+    (0.0, 100.0, "0.00–100.00"),
+])
+def test_an_interval_reads_as_its_two_ends_or_not_at_all(low: float, high: float, text: str) -> None:
+    assert interval_text(low, high) == text

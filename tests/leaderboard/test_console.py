@@ -200,10 +200,10 @@ def test_an_extension_moves_one_teams_deadline_and_quota(console_world: ConsoleW
     assert quota_usage(team=w.cast.charlies, phase=dev).per_day == 1
     for _ in range(2):
         submission_create_predictions(team=w.cast.alpha, phase=dev, user=w.cast.alice, upload=upload(gold_predictions()),
-                                      limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+                                      limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES, allow_duplicate=True)
     with pytest.raises(QuotaExceeded, match="3 of 3"):
         submission_create_predictions(team=w.cast.alpha, phase=dev, user=w.cast.alice, upload=upload(gold_predictions()),
-                                      limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+                                      limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES, allow_duplicate=True)
     assert f"until {until:%Y-%m-%d %H:%M} UTC" in page(w, "alice", "/c/demo/submit/")
     # All fields empty: the extension is removed.
     services.team_phase_extend(team=w.cast.alpha, phase=dev, actor=w.cast.oscar, reason="over")
@@ -354,3 +354,24 @@ def test_a_team_with_a_later_deadline_is_still_invited_to_submit_on_the_challeng
     shown = page(w, "alice", "/c/demo/")
     assert "This challenge is closed" not in shown and "/c/demo/submit/" in shown
     assert "This challenge is closed" in page(w, "charlie", "/c/demo/")
+
+
+def test_the_overview_counts_platform_errors_apart_from_the_teams_failures(console_world: ConsoleWorld) -> None:  # noqa: F811
+    w = console_world
+    before = Submission.objects.filter(phase__challenge=w.cast.challenge, status=Status.FAILED).count()
+    for i in range(8):
+        Submission.objects.create(team=w.cast.charlies, phase=w.cast.dev, kind="code_bundle", status="failed",
+                                  failure_cause="platform", failure_reason="the platform could not run it",
+                                  description=f"engine down {i}")
+    shown = page(w, "oscar", "/c/demo/console/")
+    counts = dict(re.findall(r'<li data-count="(\w+)">.*?<strong>(\d+)</strong>', shown))
+    # The eight are the platform's, in words; the teams' own failures are counted on their own.
+    assert counts["platform"] == "8" and counts["failed"] == str(before)
+    assert "platform errors (not the teams' fault, not counted)" in shown
+    assert "failed (the submission's fault)" in shown
+    listed = page(w, "oscar", "/c/demo/console/submissions/?status=failed&cause=platform")
+    assert "8 submissions" in listed and f"/c/demo/submissions/{w.charlie_run.pk}/" not in listed
+    own = page(w, "oscar", "/c/demo/console/submissions/?status=failed&cause=participant")
+    assert f"/c/demo/submissions/{w.charlie_run.pk}/" in own and "engine down" not in own
+    refused = w.client("oscar").get("/c/demo/console/submissions/?cause=weather")
+    assert refused.status_code == 400 and "cause must be one of" in html.unescape(refused.content.decode())

@@ -36,7 +36,7 @@ from leaderboard.challenges.models import Challenge, Dataset, DatasetFile, FileD
 from leaderboard.challenges.selectors import phase_prediction_targets
 from leaderboard.challenges.services import dataset_file_put, dataset_reveal
 from leaderboard.challenges.spec import SpecError
-from leaderboard.challenges.starting_kit import starting_kit_build
+from leaderboard.challenges.starting_kit import scoring_wheel, starting_kit_build
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.archives import bundle_inspect
 from leaderboard.submissions.intake import submission_create_predictions
@@ -177,11 +177,24 @@ def test_no_test_gold_and_nothing_sealed_is_ever_served(data_cast: Cast, role: s
         for name, content in secret.items():
             assert content not in served, (role, url, name)
         if url.endswith(".zip") and response.status_code == 200:
-            with zipfile.ZipFile(io.BytesIO(served)) as kit:
-                for member in kit.namelist():
-                    inner = kit.read(member)
-                    assert not any(content == inner for content in secret.values()), (member,)
-                    assert b"coqa" not in inner.lower() or member.endswith(".py"), member
+            _assert_no_secret_inside(served, secret)
+
+
+def _assert_no_secret_inside(archive: bytes, secret: dict[str, bytes], where: str = "") -> None:
+    """No member of the archive, nor of an archive inside it (the bundles), holds a secret or names the
+    sealed dataset; the scoring library's source names every suite (coqa.py), and its wheel is the
+    same for every challenge, byte for byte."""
+    wheel_name, wheel = scoring_wheel()
+    with zipfile.ZipFile(io.BytesIO(archive)) as kit:
+        for member in kit.namelist():
+            inner = kit.read(member)
+            assert not any(content == inner for content in secret.values()), (where, member)
+            if member.endswith(f"/{wheel_name}"):
+                assert inner == wheel, member
+            elif member.endswith(".zip"):
+                _assert_no_secret_inside(inner, secret, f"{where}{member}/")
+            else:
+                assert b"coqa" not in inner.lower() or member.endswith(".py"), (where, member)
 
 
 @pytest.mark.parametrize("role", ["anonymous", "dave", "erin", "bob", "charlie"])
@@ -428,7 +441,11 @@ def test_the_starting_kit_is_built_from_the_challenge_and_is_reproducible(data_c
     assert all(name.startswith(root) for name in members)
     names = {name.removeprefix(root) for name in members}
     assert {"README.md", "system/run.py", "baseline-bundle.zip", "dev/manifest.json", "sample/input/manifest.json",
-            "scoring/__main__.py", "scoring/mrqa.py", "requirements.txt"} <= names
+            "requirements.txt"} <= names
+    # The scoring library comes as its wheel, named in requirements.txt, never as a copy of its files.
+    [wheel] = [name for name in names if name.startswith("readerboard_scoring-") and name.endswith(".whl")]
+    assert f"./{wheel}\n" in members[root + "requirements.txt"].decode()
+    assert not [name for name in names if name.startswith("scoring/")]
     readme = members[root + "README.md"].decode()
     assert "777 MiB of memory" in readme and "123 s of wall-clock time" in readme and "2 CPU" in readme
     assert "python -m scoring mrqa dev/demo-squad-dev.jsonl.gz out/squad.json" in readme
@@ -510,8 +527,8 @@ def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, dja
 
 ONE_DOCUMENT_KITS = {
     # suite: (gold file, where the kit's command prints the F1 the board shows)
-    "quac": (DEMO_DATA / "quac" / "val_v0.2.json", ("f1",)),
-    "coqa": (DEMO_DATA / "coqa" / "coqa-dev-v1.0.json", ("overall", "f1")),
+    "quac": (DEMO_DATA / "quac" / "quac-dev.json", ("f1",)),
+    "coqa": (DEMO_DATA / "coqa" / "coqa-dev.json", ("overall", "f1")),
     "squad2": (None, ("f1",)),
 }
 
@@ -581,3 +598,27 @@ def test_an_interactive_challenges_kit_states_the_protocol_and_carries_the_conve
     answer = subprocess.run([sys.executable, str(script)], input=json.dumps(request) + "\n", capture_output=True,
                             text=True, timeout=60, check=True).stdout
     assert json.loads(answer) == {"id": "q0", "answer": "Ann went to the park.", "yesno": "x", "followup": "y"}
+
+
+@pytest.mark.django_db
+def test_a_challenge_without_data_offers_no_starting_kit_and_says_why() -> None:
+    """The MRQA 2019 archive (published results, no data file): no kit on the page, in the API or at
+    its address, even for its organizer; a challenge with data keeps its kit (the same rule decides)."""
+    organizer = User.objects.create_user("organizer")
+    archive = challenge_load(spec_path=REPO / "deploy" / "demo" / "mrqa2019-archive.yaml")
+    client = Client()
+    client.force_login(organizer)
+    page = client.get("/c/mrqa2019/data/").content.decode()
+    assert 'id="starting-kit"' not in page and "starting-kit.zip" not in page
+    assert "This challenge has no data files, so it has no starting kit either." in page
+    assert client.get("/api/v1/challenges/mrqa2019/data/").json()["starting_kit"] is None
+    assert client.get("/c/mrqa2019/data/starting-kit.zip").status_code == 404
+    assert client.get("/api/v1/challenges/mrqa2019/data/starting-kit.zip").status_code == 404
+    detail = client.get("/c/mrqa2019/").content.decode()
+    assert ">Data</a>" in detail and "Data and starting kit" not in detail
+    assert not archive.datasets.filter(files__isnull=False).exists()
+
+    challenge_load(spec_path=REPO / "deploy" / "demo" / "quac-demo.yaml")
+    listing = client.get("/api/v1/challenges/quac-demo/data/").json()
+    assert listing["starting_kit"]["filename"] == "quac-demo-starting-kit.zip"
+    assert "Data and starting kit" in client.get("/c/quac-demo/").content.decode()

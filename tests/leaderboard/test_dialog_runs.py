@@ -29,6 +29,7 @@ from tests.builders.dialogs import (
     interactive_bundle,
     post,
 )
+from tests.builders.shared import shared_path
 from tests.builders.suites import quac_gold
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +133,8 @@ def test_an_image_declares_the_protocol_with_its_label() -> None:
 
 
 def test_organizers_see_the_best_reachable_f1_of_a_quac_phase_and_the_public_does_not(tmp_path: Path) -> None:
-    demo = json.loads((Path(__file__).resolve().parents[2] / "deploy/demo/data/quac/val_v0.2.json").read_text())
+    # The whole QuAC excerpt the demo's dev and test dialogs are cut from (41 questions).
+    demo = json.loads(shared_path("data", "quac-excerpt", "val_v0.2.json").read_text())
     challenge = conversational_challenge(tmp_path, {"gold": ["gold", "own"]}, gold=demo)
     figures = best_reachable(demo)
     assert round(figures["best_f1"], 1) == 95.3 and round(figures["best_filtered_f1"], 1) == 88.3

@@ -172,7 +172,12 @@ def test_rows_of_one_team_are_grouped_and_the_team_shows_its_best(phase: Phase) 
     assert [r.team_name for r in board.rows] == BOARD_NAMES
 
 
-def test_each_row_keeps_its_original_submission_time(phase: Phase, client) -> None:
+def test_each_row_keeps_its_original_submission_time(phase: Phase, client, tmp_path: Path) -> None:
+    # The demo's mapping without its publication date: the rows as the export dates them.
+    undated = tmp_path / "ood-test-mapping.yaml"
+    undated.write_text("".join(line for line in MAPPING.read_text(encoding="utf-8").splitlines(keepends=True)
+                               if not line.startswith("published:")), encoding="utf-8")
+    _import(phase, mapping=undated, replace=True)
     document = json.loads(RESULTS.read_text(encoding="utf-8"))
     created = {_row_name(i["submission"]["description"]): i["submission"]["created"] for i in document["leaderboard"]}
     for submission in Submission.objects.filter(phase=phase):
@@ -182,11 +187,37 @@ def test_each_row_keeps_its_original_submission_time(phase: Phase, client) -> No
     data = client.get("/api/v1/challenges/mrqa2019/phases/test/leaderboard/").json()
     ranked = data["rows"][:12]
     assert [r["submitted_at"] for r in ranked] == [when for *_, when in EXPECTED_RANKED]
+    # The export names no publication; the board shows these times (the demo's mapping dates them).
+    assert {r["published_on"] for r in data["rows"]} == {None}
     page = client.get("/c/mrqa2019/board/test/").content.decode()
     assert "2019-09-30 12:43" in page and "2019-08-10 06:57" in page  # D-NET's and Delphi's
     # Every row's submission time (its sort key) is from 2019, none from the time of the import.
     years = re.findall(r'data-v="(\d{4})-\d\d-\d\dT', page)
     assert len(years) == 15 and set(years) == {"2019"}
+    assert 'id="published-note"' not in page and ">Submitted (UTC)</th>" in page
+
+
+def test_with_the_mappings_publication_date_every_row_is_dated_as_published_and_the_board_says_so(
+    phase: Phase, client
+) -> None:
+    """The demo's mapping (as demo_setup imports it): D-NET uploaded 2019-09-30, after the phase's close
+    of 2019-08-12, and rows from before its opening show the day the results were published instead."""
+    entries = load_results_file(RESULTS, fmt="mrqa-codalab", mapping=MAPPING)
+    results_import(phase=phase, entries=entries, replace=True)
+    assert {e.published_on for e in entries} == {dt.date(2019, 11, 4)}
+    document = json.loads(RESULTS.read_text(encoding="utf-8"))
+    created = {_row_name(i["submission"]["description"]): i["submission"]["created"] for i in document["leaderboard"]}
+    for submission in Submission.objects.filter(phase=phase):  # the upload time stays, for ties and history
+        assert submission.created_at == dt.datetime.fromtimestamp(created[submission.description], tz=dt.UTC)
+
+    data = client.get("/api/v1/challenges/mrqa2019/phases/test/leaderboard/").json()
+    assert {r["published_on"] for r in data["rows"]} == {"2019-11-04"}
+    assert data["rows"][0]["team"] == "D-NET" and data["rows"][0]["submitted_at"].startswith("2019-09-30")
+    page = client.get("/c/mrqa2019/board/test/").content.decode()
+    assert "dates marked published are the publication dates of the results, not upload times" in page
+    assert ">Date (UTC)</th>" in page and ">Submitted (UTC)</th>" not in page
+    assert page.count('<td class="when published" data-v="2019-11-04"') == len(data["rows"])
+    assert "2019-09-30" not in page and "2019-07-27" not in page  # no upload time is shown as the date
 
 
 def test_per_dataset_and_split_columns_match_the_export(phase: Phase) -> None:
@@ -339,7 +370,7 @@ def _load(mapping: Path) -> None:
         ("rows:\n  D-NET (Baidu): baseline\n",
          "ood-test-mapping.yaml, line 2: row 'D-NET (Baidu)': expected {team, affiliation, baseline, exclude}"),
         ("row:\n  D-NET (Baidu): {baseline: true}\n",
-         "ood-test-mapping.yaml: unknown key 'row' (the file has one key, 'rows')"),
+         "ood-test-mapping.yaml: unknown key 'row' (the file's keys are 'rows' and 'published')"),
         ("rows: [D-NET (Baidu)]\n", "ood-test-mapping.yaml: 'rows' must map row names to what they are"),
         ("rows:\n  D-NET (Baidu): {baseline: true\n", "ood-test-mapping.yaml: not valid YAML"),
         # Grouping by accident: Delphi's row named into D-NET's team, D-NET's own row not.

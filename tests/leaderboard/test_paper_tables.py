@@ -24,12 +24,12 @@ from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import Challenge, Dataset
 from leaderboard.challenges.spec import SpecError, dataset_tags_parse, spec_check
 from leaderboard.challenges.versions import board_changed
+from leaderboard.core.display import fixed
 from leaderboard.rankings.board_significance import METHOD, NO_QUESTION_SCORES, RowSignificance, Significance
 from leaderboard.rankings.paper import WITHHELD, board_tag_averages, paper_tables_build
 from leaderboard.rankings.paper_tables import (
     Column,
     Table,
-    fixed,
     improvement_over_baseline,
     latex_escape,
     markdown_escape,

@@ -94,3 +94,46 @@ def test_a_member_of_a_closed_challenge_keeps_the_links_to_their_submissions(cas
     page = cast.client("alice").get(f"/c/{cast.challenge.slug}/").content.decode()
     assert "This challenge is closed" in page
     assert "Your submissions" in page and "Submit predictions" not in page
+
+
+@pytest.mark.parametrize(
+    ("before", "opens_before", "text"),
+    [
+        # Far off, a count of days says less than the date; a placeholder close (2099) is no date at all.
+        (dt.timedelta(days=90), dt.timedelta(days=-1), "opens on 2019-07-29"),
+        (dt.timedelta(days=61), dt.timedelta(days=61), "open until 2019-08-12"),
+        (dt.timedelta(days=59, hours=1), dt.timedelta(days=61), "open, 59 days left"),
+        (dt.timedelta(days=26_327), dt.timedelta(days=26_328), "open, no closing date set"),
+    ],
+)
+def test_a_far_deadline_reads_as_a_date_or_as_none(before: dt.timedelta, opens_before: dt.timedelta,
+                                                   text: str) -> None:
+    # ``opens_before``: how long before the close the phase opens (negative: it opens at OPENS).
+    opens = OPENS if opens_before < dt.timedelta() else CLOSES - opens_before
+    status = phase_status(Phase(slug="t", name="T", opens_at=opens, closes_at=CLOSES), now=CLOSES - before)
+    assert status.text == text
+
+
+def test_the_home_page_shows_each_challenges_status_and_next_deadline(cast: Cast) -> None:
+    now = timezone.now()
+    slug = cast.challenge.slug
+    # Two open phases: the next deadline is the one that closes first, by the phase table's rule.
+    Phase.objects.filter(pk=cast.dev.pk).update(closes_at=now + dt.timedelta(days=3, hours=4, minutes=30))
+    Phase.objects.filter(pk=cast.test.pk).update(opens_at=now - dt.timedelta(days=1),
+                                                 closes_at=now + dt.timedelta(days=9))
+    home = cast.client(None).get("/").content.decode()
+    assert f'<a href="/c/{slug}/"><strong>' in home
+    assert '<div class="challenge-status phase-open">Dev: open, 3 days 4 h left</div>' in home
+    # The cast's own placeholder close (2099) reads as no date, never "26,327 days left".
+    Phase.objects.filter(pk=cast.dev.pk).update(closes_at=dt.datetime(2099, 1, 1, tzinfo=dt.UTC))
+    Phase.objects.filter(pk=cast.test.pk).update(closes_at=dt.datetime(2099, 1, 1, tzinfo=dt.UTC))
+    home = cast.client(None).get("/").content.decode()
+    assert "Dev: open, no closing date set" in home and "days left" not in home
+    challenge_page = cast.client(None).get(f"/c/{slug}/").content.decode()
+    assert "open, no closing date set" in challenge_page and "2099-01-01 00:00</td>" not in challenge_page
+    assert "none set</span>" in challenge_page
+    Phase.objects.filter(challenge=cast.challenge).update(opens_at=now + dt.timedelta(days=2, hours=1, minutes=5))
+    assert "Dev: opens in 2 days 1 h" in cast.client(None).get("/").content.decode()
+    Phase.objects.filter(challenge=cast.challenge).update(opens_at=now - dt.timedelta(days=30),
+                                                          closes_at=dt.datetime(2026, 1, 5, tzinfo=dt.UTC))
+    assert '<div class="challenge-status phase-closed">closed on 2026-01-05</div>' in cast.client(None).get("/").content.decode()

@@ -1,6 +1,6 @@
 """Production serving: the settings read from the environment.
 
-- ``leaderboard.settings.prod`` imports with the environment a deployment sets (README, "Production"),
+- ``leaderboard.settings.prod`` imports with the environment a deployment sets (docs/operators/index.md),
   and refuses to start without a secret key, a database URL or a word on where mail goes, on one line;
 - every entry point (manage.py, wsgi, the control worker's Celery app) picks its settings by one rule
   (``leaderboard.settings.choice``): the demo's only when nothing of production is in the environment;

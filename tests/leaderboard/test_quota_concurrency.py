@@ -88,7 +88,8 @@ def test_twenty_api_uploads_at_once_accept_exactly_the_quota(cast: Cast, live_se
         response = requests.post(
             url,
             headers={"Authorization": f"Token {tokens[i % 2]}"},
-            data={"phase": "dev", "description": f"thread {i}"},
+            # The same file twenty times: confirmed, so that only the quota decides (duplicate_refuse).
+            data={"phase": "dev", "description": f"thread {i}", "allow_duplicate": "true"},
             files={"file": (f"preds-{i}.json", payload, "application/json")},
             timeout=120,
         )
@@ -120,7 +121,8 @@ def test_twenty_web_form_uploads_at_once_accept_exactly_the_quota(cast: Cast, li
             f"{live_server.url}/c/demo/submit/",
             cookies={settings.SESSION_COOKIE_NAME: session_id, settings.CSRF_COOKIE_NAME: csrf},
             headers={"Referer": f"{live_server.url}/c/demo/submit/"},
-            data={"phase": str(cast.dev.pk), "description": f"thread {i}", "csrfmiddlewaretoken": form_token},
+            data={"phase": str(cast.dev.pk), "description": f"thread {i}", "csrfmiddlewaretoken": form_token,
+                  "allow_duplicate": "on"},
             files={"file": (f"preds-{i}.json", payload, "application/json")},
             allow_redirects=False,
             timeout=120,
@@ -142,6 +144,7 @@ def test_twenty_service_calls_in_threads_accept_exactly_the_quota(cast: Cast) ->
             submission_create_predictions(
                 team=cast.alpha, phase=cast.dev, user=cast.bob if i % 2 else cast.alice,
                 upload=upload(payload, name=f"preds-{i}.json"), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+                allow_duplicate=True,
             )
         except QuotaExceeded as exc:
             return 429, exc.message
@@ -228,20 +231,24 @@ def test_total_and_concurrent_quotas_refuse_with_their_own_message(cast: Cast) -
 def test_a_cancelled_upload_frees_its_place_in_the_quota(cast: Cast) -> None:
     submissions = [
         submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
-                                      upload=upload(gold_predictions()), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+                                      upload=upload(gold_predictions()), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+                                      allow_duplicate=True)
         for _ in range(QUOTA)
     ]
     with pytest.raises(QuotaExceeded):
         submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
-                                      upload=upload(gold_predictions()), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+                                      upload=upload(gold_predictions()), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+                                      allow_duplicate=True)
     submission_cancel(submission=submissions[0], user=cast.bob)
     Submission.objects.filter(pk=submissions[1].pk).update(status=Status.FAILED, failure_cause=FailureCause.PLATFORM)
     for _ in range(2):
         submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
-                                      upload=upload(gold_predictions()), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+                                      upload=upload(gold_predictions()), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+                                      allow_duplicate=True)
     with pytest.raises(QuotaExceeded, match="5 of 5"):
         submission_create_predictions(team=cast.alpha, phase=cast.dev, user=cast.alice,
-                                      upload=upload(gold_predictions()), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
+                                      upload=upload(gold_predictions()), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,
+                                      allow_duplicate=True)
 
 
 def test_the_quota_answer_is_429_with_the_reason_on_web_and_api(cast: Cast) -> None:

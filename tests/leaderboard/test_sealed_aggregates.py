@@ -36,8 +36,8 @@ from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionK
 from leaderboard.challenges.spec import SpecError
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.base import DatasetResult
+from leaderboard.core.display import fixed
 from leaderboard.rankings.selectors import ORGANIZER, BoardNotVisible, board_build
-from leaderboard.rankings.table import fixed
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.scores import scores_write

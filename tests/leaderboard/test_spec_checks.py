@@ -24,6 +24,7 @@ from django.core import mail
 from leaderboard.challenges.models import Challenge, DatasetFile
 from leaderboard.challenges.selectors import dataset_label
 from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys, SpecError, suite_options_of
+from leaderboard.challenges.spec_reference import KEY_DOCS, key_rows, option_rows, shown_key
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites import mrqa as mrqa_suite
 from leaderboard.challenges.suites.base import DatasetResult, NoOptions, SuiteOptions
@@ -334,7 +335,7 @@ SQUAD_V1 = {"version": "1.1", "data": [{"title": "Normans", "paragraphs": [{
 
 @pytest.mark.parametrize(("document", "indent", "what", "how"), [
     (SQUAD_V1, 2, "this is a SQuAD 1.1 JSON file, not MRQA JSON lines. Convert it: a first line", '"qid": its id'),
-    (SQUAD_V1, None, "this is a SQuAD 1.1 JSON file, not MRQA JSON lines", "(README, \"Preparing data\")"),
+    (SQUAD_V1, None, "this is a SQuAD 1.1 JSON file, not MRQA JSON lines", "(docs/organizers/data.md)"),
     (squad2_gold(), None, "this is a SQuAD 2.0 JSON file, not MRQA JSON lines", "or use metric_suite: squad2"),
     (quac_gold(), 1, "this is a QuAC JSON file, not MRQA JSON lines", "takes metric_suite: quac"),
     (coqa_gold(), None, "this is a CoQA JSON file, not MRQA JSON lines", "takes metric_suite: coqa"),
@@ -632,24 +633,21 @@ def dotted(keys: Keys, prefix: str = "") -> list[str]:
     return out
 
 
-def test_the_readme_documents_every_spec_key_and_suite_option() -> None:
-    """Each key has a row (``phases[].quota``), or is named in its parent's (``per_day`` in the quota row)."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    guide = readme[readme.index("### The spec, key by key"):readme.index("### Preparing data")]
-    rows = {}
-    for line in guide.splitlines():
-        cells = line.split("|")
-        if line.startswith("| `") and len(cells) > 2:
-            rows[cells[1].strip().strip("`").replace("[]", "")] = line
+def test_the_reference_documents_every_spec_key_and_suite_option() -> None:
+    """Each key has a row (``phases[].quota``), or is named in its parent's (``per_day`` in the quota row);
+    every suite option has one (from its dataclass).  The organizers' page is these rows
+    (``tests/test_docs.py`` keeps it current)."""
+    rows = {key: f"{meaning} | {default}" for key, meaning, default in key_rows()}
     missing = []
     for name in dotted(SPEC_KEYS):
-        parent, _, leaf = name.rpartition(".")
-        if name not in rows and not (parent in rows and re.search(rf"`[^`]*\b{leaf}\b[^`]*`", rows[parent])):
-            missing.append(name)
+        shown, parent = shown_key(name), shown_key(name.rpartition(".")[0])
+        leaf = name.rpartition(".")[2]
+        if shown not in rows and not (parent in rows and re.search(rf"`[^`]*\b{leaf}\b[^`]*`", rows[parent])):
+            missing.append(shown)
+    assert not missing, f"the spec reference (challenges/spec_reference.py) lacks {missing}"
+    assert not set(KEY_DOCS) - set(map(shown_key, dotted(SPEC_KEYS))), "a documented key the spec does not take"
     options = {(suite, option) for suite, kind in SUITE_OPTIONS.items() for option in kind.__dataclass_fields__}
-    missing += [f"suite_options.{o} ({suite})" for suite, o in sorted(options)
-                if not re.search(rf"^\| `{suite}` \| `{o}` \|", guide, re.MULTILINE)]
-    assert not missing, f"README's spec table lacks {missing}"
+    assert {(suite, option) for suite, option, _, _ in option_rows()} == options
 
 
 @pytest.mark.parametrize(("systems", "message"), [

@@ -97,5 +97,5 @@ def test_a_deep_read_file_is_recognised_and_others_are_named_for_it() -> None:
         {"context": "c", "qas": [{"id": "1", "question": "q", "answers": [], "is_impossible": True}]}]}]}).encode()
     assert not_deepread_hint(squad) == (
         "this is a SQuAD 2.0 JSON file, not a Deep Read file (an object with 'stories', each with its "
-        "'sentences', and 'questions' with their answer keys; README, \"Deep Read challenges\"); a challenge "
+        "'sentences', and 'questions' with their answer keys; docs/organizers/data.md, \"Deep Read challenges\"); a challenge "
         "on this data takes metric_suite: squad2")

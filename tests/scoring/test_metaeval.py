@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scoring.charmetrics import mrc_bleu, sum_bleu_stats
 from scoring.errors import InputFormatError
 from scoring.metaeval import (
     METRICS,
@@ -22,6 +23,7 @@ from scoring.metaeval import (
     load_judgments,
     load_references,
     match_references,
+    overall_level,
     pearson,
     prepare,
     sweep,
@@ -292,3 +294,118 @@ def test_the_command_names_an_unknown_question(tmp_path: Path, capsys: pytest.Ca
     path = tmp_path / "j.jsonl"
     path.write_text(json.dumps({"question_id": "nope", "answer": "x", "score": 3}) + "\n", encoding="utf-8")
     assert_one_line_error(capsys, ["metaeval", path, REFS], "not in the reference file", "'nope'")
+
+
+# --- overall score level (Table 3) and annotator agreement (Table 1) ---------------------------------
+
+
+def _with_systems(tmp_path: Path, **extra: Any) -> Path:
+    """The judgment file with each question's three candidates given to systems s0, s1, s2 in file order."""
+    seen: dict[Any, int] = {}
+    lines = []
+    for line in JUDGMENTS.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        position = seen.get(row["question_id"], 0)
+        seen[row["question_id"]] = position + 1
+        lines.append(json.dumps({**row, "system": f"s{position}", **extra}))
+    path = tmp_path / "systems.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _system_candidates(tmp_path: Path) -> list[Candidate]:
+    return match_references(load_judgments(_with_systems(tmp_path)), load_references(REFS))
+
+
+def test_the_overall_level_pairs_every_sample_with_every_system(tmp_path: Path) -> None:
+    cands = _system_candidates(tmp_path)
+    level, warnings = overall_level(cands, questions=10, samples=20, seed=3)
+    assert level["systems"] == ["s0", "s1", "s2"]
+    assert level["common_questions"] == {"YES_NO": 7, "overall": 20, "ENTITY": 7, "DESCRIPTION": 6}
+    assert level["pairs"]["overall"] == 20 * 3
+    # A question type with fewer common questions than a sample draws has no correlation, and says so.
+    assert level["pairs"]["ENTITY"] == 0 and level["pearson"]["ROUGE-L"]["ENTITY"] is None
+    assert any("ENTITY: 7 question(s)" in w for w in warnings)
+    r = level["pearson"]["ROUGE-L-adapted"]["overall"]
+    assert r is not None and r > 0.5  # the exact answers' system is judged best and scores best
+    assert overall_level(cands, questions=10, samples=20, seed=3)[0] == level
+    assert overall_level(cands, questions=10, samples=20, seed=4)[0]["pearson"] != level["pearson"]
+
+
+def test_overall_bleu_is_the_corpus_bleu_of_the_sample_and_rouge_its_mean(tmp_path: Path) -> None:
+    cands = _system_candidates(tmp_path)
+    # One sample of every question: each system's overall scores are over all its candidates.
+    level, _ = overall_level(cands, questions=20, samples=1)
+    by_system: dict[str, list[Candidate]] = {}
+    for c in cands:
+        by_system.setdefault(str(c.judgment.system), []).append(c)
+    human = [float(np.mean([c.judgment.score for c in cs])) for cs in by_system.values()]
+    corpus = [mrc_bleu(sum_bleu_stats(c.bleu for c in cs), lic2019_guards=True) for cs in by_system.values()]
+    rouge = [float(np.mean([c.fixed["ROUGE-L"] for c in cs])) for cs in by_system.values()]
+    sentence_mean = [float(np.mean([c.fixed["BLEU-4"] for c in cs])) for cs in by_system.values()]
+    assert level["pearson"]["BLEU-4"]["overall"] == pytest.approx(pearson(human, corpus))
+    assert level["pearson"]["ROUGE-L"]["overall"] == pytest.approx(pearson(human, rouge))
+    # Not the mean of sentence BLEU: the two differ here, so the check above can fail.
+    assert pearson(human, corpus) != pytest.approx(pearson(human, sentence_mean))
+
+
+def test_the_overall_level_refuses_a_missing_system_or_a_repeated_answer(tmp_path: Path) -> None:
+    path = _with_systems(tmp_path)
+    rows = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(rows[0])
+    del first["system"]
+    (tmp_path / "missing.jsonl").write_text("\n".join([json.dumps(first), *rows[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(InputFormatError, match="'system' is missing") as missing:
+        evaluate_metaeval(match_references(load_judgments(tmp_path / "missing.jsonl"), load_references(REFS)),
+                          path="missing.jsonl")
+    assert "line 1" in str(missing.value) and "181588" in str(missing.value)
+    second = {**json.loads(rows[1]), "system": json.loads(rows[0])["system"]}
+    (tmp_path / "twice.jsonl").write_text("\n".join([rows[0], json.dumps(second), *rows[2:]]) + "\n",
+                                          encoding="utf-8")
+    with pytest.raises(InputFormatError, match=r"answers this question twice \(first on line 1\)"):
+        evaluate_metaeval(match_references(load_judgments(tmp_path / "twice.jsonl"), load_references(REFS)))
+
+
+def test_annotator_scores_give_the_agreement_and_their_mean(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in JUDGMENTS.read_text(encoding="utf-8").splitlines()]
+    rng = np.random.default_rng(5)
+    second = [min(5, max(1, int(r["score"]) + int(rng.integers(-1, 2)))) for r in rows]
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps({**{k: v for k, v in r.items() if k != "score"},
+                                        "scores": [r["score"], s]}) + "\n"
+                            for r, s in zip(rows, second, strict=True)), encoding="utf-8")
+    judgments = load_judgments(path)
+    assert judgments[0].score == (rows[0]["score"] + second[0]) / 2
+    metrics = evaluate_metaeval(match_references(judgments, load_references(REFS)), compare=()).metrics
+    assert metrics["agreement"]["overall"]["candidates"] == 60
+    want = float(np.corrcoef([r["score"] for r in rows], second)[0, 1])
+    assert metrics["agreement"]["overall"]["pearson"] == pytest.approx(want)
+    assert "overall_level" not in metrics  # no system named
+    assert "agreement" not in evaluate_metaeval(candidates(), compare=()).metrics
+
+
+@pytest.mark.parametrize(("scores", "message"), [([4, 6], "outside the 1-5 scale"), ([], "non-empty list"),
+                                                 ("4;x", "separated by ';'"), ({"a": 1}, "non-empty list")])
+def test_bad_annotator_scores_are_named(tmp_path: Path, scores: object, message: str) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_text(json.dumps({"question_id": 181588, "answer": "x", "scores": scores}) + "\n", encoding="utf-8")
+    with pytest.raises(InputFormatError, match=message) as error:
+        load_judgments(path)
+    assert "line 1" in str(error.value)
+
+
+def test_csv_annotator_scores_and_systems(tmp_path: Path) -> None:
+    path = tmp_path / "j.csv"
+    path.write_text("question_id,answer,scores,system\n181588,可以。,4;5,alpha\n", encoding="utf-8")
+    (judgment,) = load_judgments(path)
+    assert (judgment.annotator_scores, judgment.score, judgment.system) == ((4.0, 5.0), 4.5, "alpha")
+
+
+def test_the_command_reports_the_overall_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "table.md"
+    code, out, err = run_cli(capsys, "metaeval", _with_systems(tmp_path), REFS, "--samples", "10",
+                             "--overall-questions", "6", "--overall-samples", "50", "--table", table)
+    assert code == 0, err
+    level = out["overall_level"]
+    assert level["questions_per_sample"] == 6 and level["samples"] == 50 and level["pairs"]["overall"] == 150
+    assert "Overall score level: 6 questions per sample, 50 samples, 3 systems" in table.read_text(encoding="utf-8")

@@ -51,11 +51,15 @@ class DatasetResult:
     per_example: list[dict[str, Any]]
 
 
+# Digits of a score (F1, EM) on every page: a column of whole numbers says 0.
+DEFAULT_DECIMALS = 2
+
+
 @dataclass(frozen=True)
 class Column:
     metric: str
     label: str
-    decimals: int = 2
+    decimals: int = DEFAULT_DECIMALS
 
 
 # --------------------------------------------------------------------------- options
@@ -74,7 +78,7 @@ class NoOptions(SuiteOptions):
 
 def option(default: Any, meaning: str, *, choices: tuple[str, ...] = (),
            bounds: tuple[float, float] | None = None) -> Any:
-    """An options field: its default, what it means (README), and what ``suite_options_parse`` accepts."""
+    """An options field: its default, what it means (the organizers' spec page, generated from it), and what ``suite_options_parse`` accepts."""
     return field(default=default, metadata={"meaning": meaning, "choices": choices, "bounds": bounds})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from leaderboard.challenges.suites.base import Column, Suite
+from leaderboard.challenges.suites.base import DEFAULT_DECIMALS, Column, Suite
 from leaderboard.challenges.suites.mrqa import MRQA_AGGREGATE
 from scoring.dialogs import DIALOG_FORMATS, Mode
 
@@ -62,14 +62,27 @@ _LABEL_WORDS = {"f1": "F1", "em": "EM", "exact": "EM", "acc": "accuracy", "hasan
 _LABEL_PREFIXES = (("rouge_l", "ROUGE-L"), ("bleu_4", "BLEU-4"))
 
 
+def metric_column(suite: Suite, metric: str, *, per_dataset: bool = False, extra: Sequence[Column] = ()) -> Column | None:
+    """The board's column of a metric (the suite's, or one of ``extra``: a phase's own), if it has one."""
+    own = suite.dataset_columns if per_dataset else suite.aggregate_columns
+    return next((c for c in (*own, *extra, *suite.aggregate_columns, *suite.dataset_columns) if c.metric == metric),
+                None)
+
+
+def metric_decimals(suite: Suite, metric: str, *, per_dataset: bool = False, extra: Sequence[Column] = ()) -> int:
+    """The digits a metric's value is shown with wherever people read it: its column's (0 for a count,
+    milliseconds or MiB), 2 for a metric the board has no column for."""
+    column = metric_column(suite, metric, per_dataset=per_dataset, extra=extra)
+    return column.decimals if column is not None else DEFAULT_DECIMALS
+
+
 def metric_label(suite: Suite, metric: str, *, per_dataset: bool = False, extra: Sequence[Column] = ()) -> str:
     """What a metric is called where people read it: the board's label (the suite's ``Column``, or
     one of ``extra``: a phase's own columns), else one made from its name ("split_II_macro_em" ->
     "Split II EM"), never the raw key."""
-    own = suite.dataset_columns if per_dataset else suite.aggregate_columns
-    for column in (*own, *extra, *suite.aggregate_columns, *suite.dataset_columns):
-        if column.metric == metric:
-            return column.label
+    column = metric_column(suite, metric, per_dataset=per_dataset, extra=extra)
+    if column is not None:
+        return column.label
     match = MRQA_AGGREGATE.fullmatch(metric)
     if match is not None:
         split, family = match.groups()

@@ -21,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("phase")
         parser.add_argument("file", type=Path)
         parser.add_argument("--format", choices=sorted(PARSERS), default="simple")
-        parser.add_argument("--mapping", type=Path, help="YAML mapping of the file's rows (see README)")
+        parser.add_argument("--mapping", type=Path, help="YAML mapping of the file's rows (see docs/organizers/boards.md)")
         parser.add_argument(
             "--replace", action="store_true",
             help="the import is the phase's whole set of imported rows: remove those it no longer has",

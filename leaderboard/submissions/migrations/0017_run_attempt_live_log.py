@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('submissions', '0015_run_attempts'),
+        ('submissions', '0016_submission_published_on'),
     ]
 
     operations = [
