@@ -142,6 +142,8 @@ internal_urlpatterns: list[URLPattern | URLResolver] = [
          name="internal-run-dialog-turn"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/heartbeat/", internal.run_heartbeat,
          name="internal-run-heartbeat"),
+    path("internal/v1/runs/<int:submission_id>/<int:attempt>/log/", internal.run_live_log,
+         name="internal-run-live-log"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/outcome/", internal.run_outcome,
          name="internal-run-outcome"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/failure/", internal.run_failure,

@@ -24,7 +24,7 @@ from django.conf import settings
 
 from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, send_task
 from leaderboard.core.errors import ServiceError
-from leaderboard.sandbox.contract import HiddenRuns, RunOutcome, RunTicket, TicketFile
+from leaderboard.sandbox.contract import HiddenRuns, RunNote, RunOutcome, RunTicket, TicketFile
 from leaderboard.submissions import dialog_runs, worker_api
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.lifecycle import (
@@ -35,7 +35,7 @@ from leaderboard.submissions.lifecycle import (
     submission_run_platform_failure,
     submissions_reap,
 )
-from leaderboard.submissions.models import Submission
+from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.selectors import submission_run_plan
 from scoring.dialogs import Revealed
 from workers import runner
@@ -76,6 +76,18 @@ class LocalTransport:
         finally:
             if not _main_thread():
                 db.connection.close()  # the lease thread's own connection
+
+    def live_log(self, ticket: RunTicket, log: str, notes: Sequence[RunNote]) -> None:
+        try:
+            # The attempt while it runs (the store checks again as it writes), as run_required finds it.
+            submission = Submission.objects.select_related("phase__challenge").filter(
+                pk=ticket.submission_id, attempts=ticket.attempt, status=Status.RUNNING).first()
+            if submission is not None:
+                worker_api.submission_run_live_log_store(submission=submission, log=log,
+                                                         notes=[n.as_json() for n in notes])
+        finally:
+            if not _main_thread():
+                db.connection.close()  # the live log thread's own connection
 
     def finish(self, ticket: RunTicket, outcome: RunOutcome) -> None:
         submission = Submission.objects.select_related("phase__challenge").get(pk=ticket.submission_id)

@@ -115,9 +115,10 @@ class _Frames:
 
 
 def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequence[Session], *,
-             turn_limit_s: float) -> Conversation:
+             turn_limit_s: float, live_log: runner.LiveLogSend | None = None) -> Conversation:
     """Run ``spec``'s container and play ``sessions`` with it, turn by turn; the container is removed
-    whatever happens.  The answers are in the sessions; the figures and the verdict in the result."""
+    whatever happens.  The answers are in the sessions; the figures and the verdict in the result.
+    ``live_log`` is given what the system printed to stderr so far while it plays (``runner.log_live``)."""
     result = Conversation()
     # Not detached, with stdin open: the SDK then asks for StdinOnce, so that the engine closes the
     # system's stdin when the platform closes its end (the system's cue that the dialogs are over).
@@ -143,7 +144,9 @@ def converse(client: docker.DockerClient, spec: runner.RunSpec, sessions: Sequen
         frames = _Frames(sock, capture)
         run_deadline = started + spec.limits.time_limit_s
         # The turn loop itself is scoring.protocol's: the one a participant's local harness runs.
-        played = play(frames, sessions, turn_limit_s=turn_limit_s, run_deadline=run_deadline, refusal=answer_refusal)
+        with runner.log_live(capture, live_log, name=f"live-log-{spec.labels.get(runner.LABEL_SUBMISSION, '')}"):
+            played = play(frames, sessions, turn_limit_s=turn_limit_s, run_deadline=run_deadline,
+                          refusal=answer_refusal)
         result.verdict, result.reason = played.verdict, played.reason
         result.latencies_s, result.turns_answered = played.latencies_s, played.turns_answered
         # memory.peak is a high-water mark: read once, before the engine removes the cgroup.

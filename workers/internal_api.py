@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from leaderboard.sandbox.contract import RunOutcome, RunTicket, TicketFile, outcome_as_json
+from leaderboard.sandbox.contract import RunNote, RunOutcome, RunTicket, TicketFile, outcome_as_json
 from scoring.dialogs import Revealed
 from workers import runner
 from workers.run_system import RunFailure
@@ -86,6 +86,19 @@ class HttpTransport:
             logger.warning("submission %s: heartbeat answered %s", submission_id, response.status_code)
             return True
         return bool(response.json().get("keep"))
+
+    def live_log(self, ticket: RunTicket, log: str, notes: Sequence[RunNote]) -> None:
+        url = self._url(f"runs/{ticket.submission_id}/{ticket.attempt}/log/")
+        # UTF-8 as it is (no \u escapes): the body stays about the size of the capped log.
+        body = json.dumps({"log": log, "notes": [n.as_json() for n in notes]}, ensure_ascii=False).encode()
+        try:
+            response = self.session.post(url, data=body, headers={"Content-Type": "application/json"},
+                                         timeout=(5, 10))
+        except requests.RequestException as exc:
+            logger.info("submission %s: live log not delivered: %s", ticket.submission_id, exc)
+            return
+        if response.status_code >= 400 and response.status_code != 404:  # 404: the run ended meanwhile
+            logger.warning("submission %s: live log answered %s", ticket.submission_id, response.status_code)
 
     def finish(self, ticket: RunTicket, outcome: RunOutcome) -> None:
         files = [(name, (name, data, "application/octet-stream")) for name, data in outcome.outputs.items()]

@@ -146,6 +146,11 @@ class RunTransport(Protocol):
     def fail(self, ticket: RunTicket, failure: RunFailure) -> None:
         """The run produced no outcome: the team's fault (final) or the platform's (retried)."""
 
+    def live_log(self, ticket: RunTicket, log: str, notes: Sequence[RunNote]) -> None:
+        """What the system printed so far, while it runs (the whole capture, capped as the final log
+        is): the platform shows it to whom it decides.  Sent once, never retried: the next one is due
+        in seconds, and the outcome carries the log."""
+
     def dialog_turn(self, ticket: RunTicket, *, mode: str, dataset: int, dialog: int, turn: int | None,
                     answers: Sequence[Mapping[str, str]] = (), latencies_s: Sequence[float | None] = ()) -> Revealed:
         """The interactive protocol: record ``answers`` to turns ``turn``, ``turn + 1``... of a dialog on the
@@ -391,6 +396,7 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
             output_capped=capped,
             heartbeat=lambda: transport.heartbeat(submission_id, attempt),
             heartbeat_every=ticket.heartbeat_s,
+            live_log=lambda log, notes: transport.live_log(ticket, log, notes),
         )
         if aborted:
             logger.info("submission %s: attempt %s stopped (cancelled or re-assigned)", submission_id, attempt)
@@ -414,7 +420,7 @@ def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeCon
     datasets = [dialogs_of_file(fmt, input_dir / item.name, gold=False) for item in ticket.inputs]
     outcome = RunOutcome(exit_code=0, timed_out=False, oom_killed=False, output_too_large=False, duration_s=0.0,
                          logs="", runtime=base.runtime or "default")
-    logs = []
+    logs: list[str] = []
     for mode in ticket.protocol["modes"]:
         golds = [RemoteGold(transport, ticket, mode, d, [len(dialog.turns) for dialog in dialogs])
                  for d, dialogs in enumerate(datasets)]
@@ -422,7 +428,14 @@ def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeCon
                     for d, dialogs in enumerate(datasets) for k, dialog in enumerate(dialogs)]
         # The system learns from its environment that it answers on stdin, and in which mode.
         spec = dataclasses.replace(base, environment={"READERBOARD_PROTOCOL": "interactive", "READERBOARD_MODE": mode})
-        talk: Conversation = converse(client, spec, sessions, turn_limit_s=ticket.limits.turn_limit_s)
+        header = f"== {Mode(mode).label} =="
+
+        def live(log: str, _notes: list[RunNote], header: str = header) -> None:
+            # As the outcome's log will read: the modes played so far, then this one's so far.
+            transport.live_log(ticket, "\n".join([*logs, f"{header}\n{log}"]), [])
+
+        talk: Conversation = converse(client, spec, sessions, turn_limit_s=ticket.limits.turn_limit_s,
+                                      live_log=live)
         for gold in golds:
             gold.flush()
         if talk.not_started:
@@ -439,7 +452,7 @@ def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeCon
         # In the platform's words only: counts, times and the verdict's own message (never the system's text).
         outcome.notes.append(RunNote(f"{Mode(mode).label}: {talk.turns_answered} of {total} turns answered"
                                      f"{figures}{ended}"))
-        logs.append(f"== {Mode(mode).label} ==\n{talk.log}")
+        logs.append(f"{header}\n{talk.log}")
     outcome.logs = "\n".join(logs)
     return outcome
 

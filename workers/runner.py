@@ -620,9 +620,11 @@ class LogCapture:
         self._lock = threading.Lock()
         self.dropped = 0
         self.broken = False  # the stream ended before the container did
+        self.fed = 0  # bytes fed in all: a live log is sent again only when it grew
 
     def feed(self, chunk: bytes) -> None:
         with self._lock:
+            self.fed += len(chunk)
             room = self._head_cap - len(self._head)
             if room > 0:
                 self._head += chunk[:room]
@@ -651,6 +653,47 @@ class LogCapture:
         if self.broken:
             notes.append(RunNote("the platform lost the log stream before the run ended: its end may be missing"))
         return text, notes
+
+
+# How often a running system's log goes to the platform while it grows (``log_live``): the page a
+# team watches asks every 2 s; a post costs at most the log's cap, and none while nothing is printed.
+LIVE_LOG_EVERY_S = 3.0
+# A live log: the text and the platform's notes on it, as ``LogCapture.result`` gives them.
+LiveLogSend = Callable[[str, list[RunNote]], None]
+
+
+@contextlib.contextmanager
+def log_live(capture: LogCapture, send: LiveLogSend | None, *, every: float = LIVE_LOG_EVERY_S,
+             name: str = "live-log") -> Iterator[None]:
+    """While the block runs, send what ``capture`` holds every ``every`` seconds in a thread of its
+    own, when something new was printed since the last send: the whole capture each time, capped as
+    the final log is.  A send that fails is logged and the run goes on: the live log is a view, the
+    outcome carries the log.  ``send`` None: nothing is sent."""
+    if send is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def follow() -> None:
+        sent = 0
+        while not stop.wait(every):
+            fed = capture.fed
+            if fed == sent:
+                continue
+            text, notes = capture.result()
+            try:
+                send(text, notes)
+            except Exception as exc:  # noqa: BLE001 - the platform away for a moment: the next one may go
+                logger.warning("%s: not sent (%s)", name, exc)
+            sent = fed
+
+    thread = threading.Thread(target=follow, name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _log_follow(client: docker.DockerClient, container_id: str, capture: LogCapture) -> Callable[[float], None]:
@@ -720,13 +763,15 @@ def run_container(
     output_capped: bool,
     heartbeat: Callable[[], bool],
     heartbeat_every: float,
+    live_log: LiveLogSend | None = None,
 ) -> tuple[RunOutcome, bool]:
     """Run ``spec`` to completion (or its limits) and remove the container, whatever happens.
 
     Returns the outcome (without outputs: reading them is the caller's job) and whether
     the run was aborted.  ``heartbeat`` is called every ``heartbeat_every`` seconds while
     the system runs; when it returns False (the submission was cancelled or re-assigned)
-    the run stops, aborted.
+    the run stops, aborted.  ``live_log`` is given what the system printed so far while it
+    runs (``log_live``).
     """
     outcome = RunOutcome(exit_code=None, timed_out=False, oom_killed=False, output_too_large=False,
                          duration_s=0.0, logs="", runtime=spec.runtime or "runc")
@@ -774,37 +819,40 @@ def run_container(
         peak_file = _peak_memory_file(container.id)
         next_beat = started + heartbeat_every
         deadline = started + spec.limits.time_limit_s
-        while True:
-            outcome.peak_memory_bytes = _read_peak(peak_file) or outcome.peak_memory_bytes
-            try:
-                result = container.wait(timeout=max(0.05, min(1.0, deadline - time.monotonic())))
-                outcome.exit_code = int(result.get("StatusCode", -1))
-                break
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                pass
-            now = time.monotonic()
-            if now >= deadline:
-                outcome.timed_out, killed = True, RunnerKill.TIME_LIMIT
-                break
-            if not output_capped and directory_bytes(spec.output_dir) > limit_bytes:
-                outcome.output_too_large, killed = True, RunnerKill.OUTPUT_LIMIT
-                break
-            if now >= next_beat:
-                next_beat = now + heartbeat_every
-                if not heartbeat():
-                    killed = RunnerKill.ABORT
+        # What it prints goes to the platform while it runs (a team reads a dev run's as it grows);
+        # the sends stop once the container is killed, so a slow send never delays a kill.
+        with log_live(capture, live_log, name=f"live-log-{spec.labels.get(LABEL_SUBMISSION, '')}"):
+            while True:
+                outcome.peak_memory_bytes = _read_peak(peak_file) or outcome.peak_memory_bytes
+                try:
+                    result = container.wait(timeout=max(0.05, min(1.0, deadline - time.monotonic())))
+                    outcome.exit_code = int(result.get("StatusCode", -1))
                     break
-        outcome.duration_s = time.monotonic() - started
-        outcome.peak_memory_bytes = _read_peak(peak_file) or outcome.peak_memory_bytes
-        if killed is None and outcome.exit_code == 137 and spec.deadline_helper is not None \
-                and outcome.duration_s >= spec.limits.time_limit_s:
-            # The deadline helper's kill, a grace past the limit (this loop was late): the limit's.
-            outcome.timed_out, killed = True, RunnerKill.TIME_LIMIT
-        if outcome.exit_code is None:
-            with contextlib.suppress(docker.errors.APIError):
-                container.kill()
-            with contextlib.suppress(Exception):
-                container.wait(timeout=30)
+                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                    pass
+                now = time.monotonic()
+                if now >= deadline:
+                    outcome.timed_out, killed = True, RunnerKill.TIME_LIMIT
+                    break
+                if not output_capped and directory_bytes(spec.output_dir) > limit_bytes:
+                    outcome.output_too_large, killed = True, RunnerKill.OUTPUT_LIMIT
+                    break
+                if now >= next_beat:
+                    next_beat = now + heartbeat_every
+                    if not heartbeat():
+                        killed = RunnerKill.ABORT
+                        break
+            outcome.duration_s = time.monotonic() - started
+            outcome.peak_memory_bytes = _read_peak(peak_file) or outcome.peak_memory_bytes
+            if killed is None and outcome.exit_code == 137 and spec.deadline_helper is not None \
+                    and outcome.duration_s >= spec.limits.time_limit_s:
+                # The deadline helper's kill, a grace past the limit (this loop was late): the limit's.
+                outcome.timed_out, killed = True, RunnerKill.TIME_LIMIT
+            if outcome.exit_code is None:
+                with contextlib.suppress(docker.errors.APIError):
+                    container.kill()
+                with contextlib.suppress(Exception):
+                    container.wait(timeout=30)
         container.reload()
         state = container.attrs.get("State", {})
         outcome.oom_killed = bool(state.get("OOMKilled"))

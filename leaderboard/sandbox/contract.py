@@ -481,6 +481,18 @@ def log_clean(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").translate(_CONTROL)
 
 
+# Room for the platform's line that heads each mode's part of an interactive run's log ("== Gold history ==").
+LOG_MODE_HEADER_CHARS = 64
+
+
+def log_cap_chars(limits: Limits, *, containers: int = 1) -> int:
+    """The most characters a run's log can hold: its worker keeps ``log_bytes`` of each container's
+    output (``workers.runner.LogCapture``), and a byte decodes to at most one character; an
+    interactive run has a container per mode, each part headed by the platform's line."""
+    containers = max(1, containers)
+    return limits.log_bytes * containers + (LOG_MODE_HEADER_CHARS * containers if containers > 1 else 0)
+
+
 # The lock file every compute worker of one host shares (READERBOARD_HOST_LOCK).
 DEFAULT_HOST_LOCK = Path("/run/readerboard-compute.lock")
 

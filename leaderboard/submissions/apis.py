@@ -64,6 +64,8 @@ class RunFields(serializers.Serializer[Any]):
     run_seconds = serializers.FloatField(allow_null=True, help_text="whole seconds on hidden data")
     peak_memory_mb = serializers.IntegerField(allow_null=True)
     log_available = serializers.BooleanField()
+    log_live = serializers.BooleanField(
+        help_text="the log (GET .../log/) is what the running system printed so far, not its whole log")
     held_for_review = serializers.CharField(
         help_text="why a queued run on hidden data waits for an organizer's review before it runs ('' if it "
                   "does not); on hidden data a run the platform failed shows no figure (run time, memory, exit, "
@@ -86,6 +88,7 @@ def submission_payload(submission: Submission, *, is_organizer: bool, breakdowns
         run_seconds=report.run_seconds,
         peak_memory_mb=report.peak_memory_mb,
         log_available=report.log is not None,
+        log_live=report.log_live,
         held_for_review=report.held,
     )
     if not report.full and data["attempts"] > 1:
@@ -244,6 +247,8 @@ class SubmissionLogApi(APIView):
     until an organizer releases it.  ``platform_notes`` are the platform's own messages about
     the run (bytes cut from the log, a container that could not start), never part of ``log``,
     shown under the same rule; ``log_cut_at`` is where in ``log`` bytes were cut, if they were.
+    While the system runs, ``live`` is true and ``log`` is what it printed so far (capped as the
+    log is; ``live_at``: when that came), under the same rule: a run on hidden data shows none.
     """
 
     permission_classes = [IsAuthenticated]
@@ -251,12 +256,14 @@ class SubmissionLogApi(APIView):
     @extend_schema(responses={200: {"type": "object", "properties": {
         "id": {"type": "integer"}, "status": {"type": "string"}, "log": {"type": "string", "nullable": True},
         "note": {"type": "string"}, "platform_notes": {"type": "array", "items": {"type": "string"}},
-        "log_cut_at": {"type": "integer", "nullable": True}}}})
+        "log_cut_at": {"type": "integer", "nullable": True}, "live": {"type": "boolean"},
+        "live_at": {"type": "string", "format": "date-time", "nullable": True}}}})
     def get(self, request: Request, pk: int) -> Response:
         submission, is_organizer = _visible_submission(request, pk)
         report = submission_run_report(submission=submission, is_organizer=is_organizer)
         return Response({"id": submission.pk, "status": submission.status, "log": report.log, "note": report.log_note,
-                         "platform_notes": list(report.log_notes), "log_cut_at": report.log_cut})
+                         "platform_notes": list(report.log_notes), "log_cut_at": report.log_cut,
+                         "live": report.log_live, "live_at": _moment(report.log_live_at)})
 
 
 class SubmissionDetailApi(APIView):

@@ -126,6 +126,25 @@ def run_heartbeat(request: HttpRequest, worker: WorkerToken, submission: Submiss
 @require_POST
 @worker_required
 @run_required
+def run_live_log(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
+    """{log, notes}: what the system printed so far (the worker's whole capture, capped as the final
+    log is), while the run is this worker's current attempt; who may read it is the platform's call."""
+    body = _json_body(request)
+    if body is None:
+        return JsonResponse({"detail": "expected {log, notes}"}, status=400)
+    try:
+        kept = worker_api.submission_run_live_log_store(submission=submission, log=body.get("log"),
+                                                        notes=body.get("notes", []))
+    except worker_api.LiveLogRefused as exc:
+        return JsonResponse({"detail": str(exc)}, status=400)
+    if not kept:  # the attempt ended between the check and the write: as any call about a past attempt
+        return _not_found()
+    return JsonResponse({"kept": True})
+
+
+@require_POST
+@worker_required
+@run_required
 def run_outcome(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
     try:
         outcome = json.loads(request.POST.get("outcome", ""))

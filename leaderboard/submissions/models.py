@@ -201,6 +201,13 @@ class RunAttempt(models.Model):
     peak_memory_mb = models.PositiveIntegerField(null=True, blank=True)
     # Whether the submission's ``log`` is this attempt's (the finishing attempt recorded it).
     log_recorded = models.BooleanField(default=False)
+    # While the attempt runs: what its system printed so far, as its worker captures the log (the
+    # same cap), with the platform's notes on it ([{"at", "text"}], as ``Submission.log_notes``) and
+    # when it came.  Emptied when the attempt ends: the finishing attempt's log goes on the
+    # submission.  Who may read it is ``selectors.submission_run_report``'s to say.
+    live_log = models.TextField(blank=True)
+    live_log_notes = models.JSONField(default=list, blank=True)
+    live_log_at = models.DateTimeField(null=True, blank=True)
     # Made from a submission's fields by the migration, for runs older than these records.
     derived = models.BooleanField(default=False)
     # Set when an organizer ran the submission again (its attempts count from 1 again): the

@@ -548,6 +548,10 @@ class RunReport:
     figures_withheld: bool = False
     # A platform fault's traceback: the organizers' only.
     detail: str = ""
+    # ``log`` is what the running system printed so far (its attempt's live log), not its whole log;
+    # when it came (None: nothing yet).  Never True where ``log`` is None.
+    log_live: bool = False
+    log_live_at: dt.datetime | None = None
     # Held for an organizer's look before it runs (its team's platform failures on hidden data
     # passed the challenge's platform_failures_per_day): what the team reads, else "".
     held: str = ""
@@ -631,11 +635,22 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
     if withheld:
         exit_text, run_time, peak, run_seconds, peak_mb = "", "", "", None, None
     released = submission.log_released_at is not None
+    # While it runs, the log is what the system printed so far (its attempt's live log, as its worker
+    # sends it): under this same rule, but only where the log is the viewer's in full.  A release is
+    # of a log an organizer read; what a hidden run prints now, no organizer has read.
+    running = ran and submission.status == Status.RUNNING
     notes: tuple[str, ...] = ()
     cut = None
+    live_at = None
     if not ran:
         log, note = None, ""
-    elif full or released:
+    elif running and full:
+        live = _live_log_of(submission)
+        log = live.live_log if live is not None else ""
+        live_at = live.live_log_at if live is not None else None
+        note = _live_log_note(hidden=hidden)
+        notes, cut = _platform_notes(live.live_log_notes if live is not None else [], log_length=len(log))
+    elif (full or released) and not running:
         log = log_clean(submission.log)  # runs recorded before logs were cleaned at capture
         note = _log_note(submission, hidden=hidden, released=released)
         notes, cut = _platform_notes(submission.log_notes, log_length=len(log))
@@ -646,7 +661,24 @@ def submission_run_report(*, submission: Submission, is_organizer: bool) -> RunR
     return RunReport(hidden, full, reason, exit_text, run_time, peak, log, note, notes, cut,
                      run_seconds=run_seconds, peak_memory_mb=peak_mb, figures_withheld=withheld,
                      detail=submission.failure_detail if is_organizer else "",
-                     held=submission_hold_note(submission=submission))
+                     held=submission_hold_note(submission=submission),
+                     log_live=running and log is not None, log_live_at=live_at)
+
+
+def _live_log_of(submission: Submission) -> RunAttempt | None:
+    """The running attempt's record, with what its system printed so far (``submission_run_report``'s only)."""
+    return (RunAttempt.objects.filter(submission=submission, number=submission.attempts, history=None,
+                                      ended_at__isnull=True)
+            .only("live_log", "live_log_notes", "live_log_at").first())
+
+
+def _live_log_note(*, hidden: bool) -> str:
+    if hidden:
+        return ("Organizers only, live: what this run on hidden test data has printed so far; its team sees "
+                "none of it.")
+    return ("Live: what the run has printed so far (stdout and stderr, capped as the log is), updated every "
+            "few seconds while it runs; the whole log is kept when it ends. Only your team and the organizers "
+            "see it.")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ platform through the internal API (``internal_views``), which calls the services
                                 (``selectors.run_queue_order``; the transition is ``lifecycle``'s)
     run_ticket_build            what the worker may know of the run (``RunTicket``), and no more
     run_input_path              the file behind a ticket's input entry: answer-free (or re-keyed) inputs
+    submission_run_live_log_store  what the system printed so far, while it runs (``attempts``)
     submission_run_result_store the outcome and outputs handed back, kept for the control worker
     submission_run_result_score scores them there (task FINISH_RUN, ``evaluation``), next to the gold
     run_results_waiting / run_results_kept   what the reaper sends again, removes, and leaves running
@@ -50,8 +51,11 @@ from leaderboard.sandbox.contract import (
     RunTicket,
     SystemSettings,
     TicketFile,
+    log_cap_chars,
+    log_clean,
     outcome_from_json,
 )
+from leaderboard.submissions.attempts import run_attempt_live_log_store
 from leaderboard.submissions.evaluation import submission_run_finish
 from leaderboard.submissions.lifecycle import submission_run_take
 from leaderboard.submissions.models import Status, Submission, WorkerToken
@@ -272,6 +276,44 @@ def submission_run_result_store(*, submission: Submission, outcome: dict[str, An
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(partial, folder)
     enqueue_on_commit(FINISH_RUN, submission.pk, queue=TASK_QUEUES[FINISH_RUN])
+
+
+class LiveLogRefused(ServiceError):
+    pass
+
+
+# The platform's notes a live log may carry (a cut, a lost stream): a few short sentences.
+LIVE_LOG_NOTES = 4
+LIVE_LOG_NOTE_CHARS = 500
+
+
+def submission_run_live_log_store(*, submission: Submission, log: object, notes: object) -> bool:
+    """Keep what the running system printed so far, as its worker captured it (``log``: the whole
+    capture, under the run's log cap; ``notes``: the platform's notes on it, [{"text", "at"}]).
+
+    ``submission`` is the worker's current attempt (the internal API's ``run_required``); the
+    store checks it again as it writes (``run_attempt_live_log_store``).  Refused, with what is
+    wrong: a log that is not text or is longer than the run's log can be (``log_cap_chars``, the
+    cap of the final log), notes not of that shape.  False: the attempt ended meanwhile.
+    """
+    if not isinstance(log, str):
+        raise LiveLogRefused("'log' is not text")
+    plan = submission_run_plan(submission=submission)
+    cap = log_cap_chars(plan.limits, containers=len(submission.phase.protocol_modes))
+    if len(log) > cap:
+        raise LiveLogRefused(f"the log has {len(log)} characters, more than the run's log can hold ({cap})")
+    if not isinstance(notes, list) or len(notes) > LIVE_LOG_NOTES:
+        raise LiveLogRefused(f"'notes' is not a list of at most {LIVE_LOG_NOTES} notes")
+    kept: list[dict[str, Any]] = []
+    for note in notes:
+        text, at = (note.get("text"), note.get("at")) if isinstance(note, dict) else (None, None)
+        if not isinstance(text, str) or len(text) > LIVE_LOG_NOTE_CHARS or not (
+                at is None or (isinstance(at, int) and not isinstance(at, bool) and 0 <= at <= len(log))):
+            raise LiveLogRefused('a note is not {"text": a short sentence, "at": a position in the log or null}')
+        kept.append({"text": log_clean(text), "at": at})
+    # Cleaned as the final log is (idempotent: the worker's capture cleaned it already, so positions stay).
+    return run_attempt_live_log_store(submission_id=submission.pk, number=submission.attempts, log=log_clean(log),
+                                      notes=kept)
 
 
 def run_results_waiting(*, now: dt.datetime | None = None) -> tuple[list[int], list[int]]:

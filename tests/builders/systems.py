@@ -141,6 +141,12 @@ def slow_bundle(sleep_s: float = 8) -> bytes:
                   ("trivial.py", (SYSTEMS / "trivial" / "run.py").read_text()))
 
 
+def printing_bundle(line: str, sleep_s: float = 8) -> bytes:
+    """``slow_bundle``'s system that prints ``line`` first: what a running system's page shows."""
+    run = f"import time\nprint({line!r}, flush=True)\ntime.sleep({sleep_s})\nimport trivial  # noqa: E402,F401\n"
+    return bundle(("run.py", run), ("trivial.py", (SYSTEMS / "trivial" / "run.py").read_text()))
+
+
 def wait_for(predicate: object, timeout: float, what: str, platform: Platform) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
