@@ -1,5 +1,6 @@
 """Nothing a team downloads names a sealed dataset (issue 22, section 4): the starting kit's every
-member, its copy of the scoring library included (its help once gave ``DROP.jsonl.gz`` as an example).
+member, its scoring library's wheel and every file in it included (its help once gave ``DROP.jsonl.gz``
+as an example).
 
 The library names the benchmark formats it scores (CoQA among them), the same bytes for every
 challenge, so a sealed dataset that bears a format's name may appear there and nowhere else.
@@ -7,6 +8,7 @@ challenge, so a sealed dataset that bears a format's name may appear there and n
 
 from __future__ import annotations
 
+import io
 import zipfile
 from pathlib import Path
 
@@ -28,9 +30,13 @@ def test_no_member_of_the_kit_names_a_sealed_dataset(db: None, tmp_path: Path) -
     kit = starting_kit_build(challenge=challenge)
     with zipfile.ZipFile(kit.path) as archive:
         members = {name: archive.read(name).decode("utf-8", "replace") for name in archive.namelist()
-                   if not name.endswith((".gz", ".zip"))}
-    library = {name for name in members if "/scoring/" in name}
-    assert library and len(library) == len(list(SCORING_DIR.glob("*.py")))
+                   if not name.endswith((".gz", ".zip", ".whl"))}
+        [wheel] = [name for name in archive.namelist() if name.endswith(".whl")]
+        with zipfile.ZipFile(io.BytesIO(archive.read(wheel))) as library_wheel:
+            library = {f"{wheel}/{name}": library_wheel.read(name).decode("utf-8", "replace")
+                       for name in library_wheel.namelist()}
+    assert len([name for name in library if name.endswith(".py")]) == len(list(SCORING_DIR.glob("*.py")))
+    members |= library
     for name, text in members.items():
         for sealed in SEALED:
             if name in library and sealed.lower() in FORMATS:
