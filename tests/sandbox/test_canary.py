@@ -56,12 +56,13 @@ def team_surfaces(platform: Platform, pks: list[int]) -> dict[str, str]:
         body = b"".join(response.streaming_content) if response.streaming else response.content
         if url.endswith(".zip"):
             with zipfile.ZipFile(io.BytesIO(body)) as kit:
-                # The kit's copy of scoring/ names every benchmark format it can score (CoQA included):
+                # The kit's scoring wheel names every benchmark format it can score (CoQA included):
                 # the library, the same in every kit; checked apart (no other sealed name, DROP, in it).
-                surfaces[LIBRARY] = b"\n".join(kit.read(name) for name in kit.namelist()
-                                                if "/scoring/" in f"/{name}").decode("utf-8", errors="replace")
-                body = b"\n".join(kit.read(name) for name in kit.namelist()
-                                   if "/scoring/" not in f"/{name}" and not name.endswith(".gz"))
+                [wheel] = [name for name in kit.namelist() if name.endswith(".whl")]
+                with zipfile.ZipFile(io.BytesIO(kit.read(wheel))) as library:
+                    surfaces[LIBRARY] = b"\n".join(library.read(name) for name in library.namelist()).decode(
+                        "utf-8", errors="replace")
+                body = b"\n".join(kit.read(name) for name in kit.namelist() if not name.endswith((".gz", ".whl")))
         surfaces[url] = body.decode("utf-8", errors="replace")
     # What the platform's processes mailed (organizers' alerts): none may reach a team member with
     # any of it; the test process's own outbox too.
