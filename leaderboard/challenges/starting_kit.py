@@ -509,6 +509,7 @@ def _record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
 
 
+@cache  # the same bytes for the process's life (its sources do not change under it): built once, not per use
 def scoring_wheel() -> tuple[str, bytes]:
     """The scoring library as a wheel, built here from its own distribution's metadata
     (``deploy/packages/scoring/pyproject.toml``) and the platform's ``scoring/`` files: the kit installs
