@@ -70,9 +70,13 @@ class Worker:
         self.work_dir.mkdir(parents=True)
         args = {"work_dir": str(self.work_dir), "instance": instance_of, "lock": str(lock), "label": TEST_RUN,
                 "test": test, "limit": limit, "image": DEFAULT_BASE_IMAGE}
-        self.process = subprocess.Popen([sys.executable, "-c", WORKER, name, json.dumps(args)], cwd=REPO,
-                                        stdout=subprocess.PIPE, text=True,
-                                        env={**os.environ, "PYTHONPATH": str(REPO)})
+        # What it says on stderr goes to a file, for a failure message: a worker whose run ended
+        # early (the engine refused a start under load) is told apart from a container removed.
+        self.errors = tmp / f"{name}.stderr"
+        with self.errors.open("w") as errors:
+            self.process = subprocess.Popen([sys.executable, "-c", WORKER, name, json.dumps(args)], cwd=REPO,
+                                            stdout=subprocess.PIPE, stderr=errors, text=True,
+                                            env={**os.environ, "PYTHONPATH": str(REPO)})
         assert self.process.stdout is not None
         line = self.process.stdout.readline().split()
         assert line[:1] == ["owner"], line
@@ -81,6 +85,11 @@ class Worker:
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
+
+    def said(self) -> str:
+        """Whether the worker still runs, and what it wrote (for a failure message)."""
+        state = "running" if self.process.poll() is None else f"ended with {self.process.returncode}"
+        return f"worker {state}; its stderr: {self.errors.read_text()[-3000:]!r}"
 
 
 @pytest.fixture
@@ -91,14 +100,23 @@ def test_id(engine: docker.DockerClient) -> Iterator[str]:
         container.remove(force=True)
 
 
-def container_of(engine: docker.DockerClient, test: str, owner: str, timeout: float = 30) -> Container:
+def container_of(engine: docker.DockerClient, test: str, worker: Worker, timeout: float = 30) -> Container:
+    """``worker``'s run container once it runs.  Listed by the low-level call, which inspects
+    nothing: docker-py's ``containers.list`` inspects each one listed and fails on one removed
+    in between."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = engine.containers.list(all=True, filters={"label": [f"{TEST_RUN}={test}", f"{LABEL_OWNER}={owner}"]})
-        if found and found[0].status == "running":
-            return found[0]
+        listed = engine.api.containers(all=True, filters={"label": [f"{TEST_RUN}={test}", f"{LABEL_OWNER}={worker.owner}"]})
+        running = [c["Id"] for c in listed if c.get("State") == "running"]
+        if running:
+            try:
+                return engine.containers.get(running[0])
+            except docker.errors.NotFound:
+                pass
+        if worker.process.poll() is not None:
+            break
         time.sleep(0.1)
-    raise AssertionError(f"no running container of {owner}")
+    raise AssertionError(f"no running container of {worker.owner}: {worker.said()}")
 
 
 def gone_or_stopped(container: Container) -> bool:
@@ -114,7 +132,7 @@ def test_a_system_that_never_stops_ends_at_its_limit_with_its_worker_killed(
 ) -> None:
     worker = Worker(tmp_path, "host-a", lock=tmp_path / "host.lock", instance_of=instance(), test=test_id,
                     limit=LIMIT_S)
-    container = container_of(engine, test_id, worker.owner)
+    container = container_of(engine, test_id, worker)
     assert int(container.labels[runner.LABEL_DEADLINE]) <= time.time() + LIMIT_S + 1
     worker.kill()  # nobody watches the limit any more
     deadline = time.monotonic() + LIMIT_S + runner.DEADLINE_GRACE_S + 30
@@ -141,8 +159,8 @@ def test_another_worker_under_another_host_name_removes_a_dead_workers_leftovers
     alive = Worker(tmp_path, "pod-live", lock=lock, instance_of=instance(), test=test_id, limit=600)
     other = Worker(tmp_path, "pod-other", lock=lock, instance_of=f"{instance()}-other", test=test_id, limit=600)
     try:
-        dead_c = container_of(engine, test_id, dead.owner)
-        alive_c, other_c = container_of(engine, test_id, alive.owner), container_of(engine, test_id, other.owner)
+        dead_c = container_of(engine, test_id, dead)
+        alive_c, other_c = container_of(engine, test_id, alive), container_of(engine, test_id, other)
         other.kill()  # another platform's dead worker: its own platform's to clean
         dead.kill()
         run_folder = dead.work_dir / "runs" / dead.owner
@@ -155,9 +173,12 @@ def test_another_worker_under_another_host_name_removes_a_dead_workers_leftovers
         with pytest.raises(docker.errors.NotFound):
             dead_c.reload()
         assert not run_folder.exists() and not (lock.parent / "readerboard-owners" / f"{dead.owner}.lock").exists()
-        for kept in (alive_c, other_c):
-            kept.reload()
-            assert kept.status == "running", kept.labels
+        for kept, of in ((alive_c, alive), (other_c, other)):
+            try:
+                kept.reload()
+            except docker.errors.NotFound:
+                raise AssertionError(f"a live worker's container was removed: {of.said()}") from None
+            assert kept.status == "running", (kept.labels, of.said())
         assert (lock.parent / "readerboard-owners" / f"{other.owner}.lock").exists()
         assert leftovers_remove(config) == []  # nothing more: a second sweep does nothing
     finally:
@@ -170,7 +191,7 @@ def test_a_container_past_its_deadline_is_removed_whoever_owns_it(
     lock = tmp_path / "host.lock"
     worker = Worker(tmp_path, "pod-late", lock=lock, instance_of=instance(), test=test_id, limit=600)
     try:
-        container = container_of(engine, test_id, worker.owner)
+        container = container_of(engine, test_id, worker)
         config = ComputeConfig(work_dir=tmp_path / "pod-new", run_image_repository=instance(),
                                hidden=HiddenRuns(lock_path=lock))
         assert leftovers_remove(config) == []  # alive, within its deadline
