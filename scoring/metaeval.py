@@ -104,6 +104,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from scoring.agreement import pearson, row_pearson
 from scoring.charmetrics import BleuStats, mrc_bleu, strip_whitespace, sum_bleu_stats
 from scoring.cmrc2018 import Cmrc2018Scorer
 from scoring.deepread import content_words, precision_recall
@@ -435,30 +436,7 @@ def prepare(judgment: Judgment, reference: Reference, *, level: Level, gamma: fl
 # --------------------------------------------------------------------------- correlation
 
 
-def _row_pearson(x: FloatArray, y: FloatArray) -> FloatArray:
-    """Pearson's r of each row pair; NaN where a row is constant (r is undefined there)."""
-    constant = (x.max(axis=-1) == x.min(axis=-1)) | (y.max(axis=-1) == y.min(axis=-1))
-    dx = x - x.mean(axis=-1, keepdims=True)
-    dy = y - y.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (dx * dy).sum(axis=-1) / np.sqrt((dx * dx).sum(axis=-1) * (dy * dy).sum(axis=-1))
-    r = np.clip(r, -1.0, 1.0)  # rounding can step just outside
-    r[constant] = np.nan
-    out: FloatArray = r
-    return out
-
-
-def pearson(x: Sequence[float] | FloatArray, y: Sequence[float] | FloatArray) -> float | None:
-    """Pearson's r over the pairs where both values are finite; None when undefined (n < 2 or a constant side)."""
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError("pearson needs two sequences of the same length")
-    keep = np.isfinite(a) & np.isfinite(b)
-    if int(keep.sum()) < 2:
-        return None
-    r = float(_row_pearson(a[keep][None, :], b[keep][None, :])[0])
-    return None if math.isnan(r) else r
+# Pearson lives in scoring.agreement (one definition for metaeval and the judging rounds).
 
 
 @dataclass(frozen=True)
@@ -536,7 +514,7 @@ def bootstrap_correlation_difference(
     for start in range(0, samples, rows):
         idx = rng.integers(0, n, size=(min(rows, samples - start), n))
         hs = h[idx]
-        diffs[start:start + len(idx)] = _row_pearson(hs, x[idx]) - _row_pearson(hs, y[idx])
+        diffs[start:start + len(idx)] = row_pearson(hs, x[idx]) - row_pearson(hs, y[idx])
     defined = diffs[np.isfinite(diffs)]
     wins = int((defined > 0).sum())
     low = high = None

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scoring.agreement import pearson
 from scoring.charmetrics import mrc_bleu, sum_bleu_stats
 from scoring.errors import InputFormatError
 from scoring.metaeval import (
@@ -24,7 +25,6 @@ from scoring.metaeval import (
     load_references,
     match_references,
     overall_level,
-    pearson,
     prepare,
     sweep,
     to_units,
