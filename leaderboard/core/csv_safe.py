@@ -10,23 +10,13 @@ a number someone can sort and add), and values that are numbers in Python are ne
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-# A number as a spreadsheet reads one: optional sign, digits with an optional fraction, an
-# optional exponent; nothing else (no spaces, no second sign, no operator).
-_PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+from scoring.tables import FORMULA_STARTS as FORMULA_STARTS
+from scoring.tables import csv_cell_safe as csv_cell_safe
 
-
-def csv_cell_safe(value: Any) -> Any:
-    """``value`` as a CSV cell that no spreadsheet evaluates."""
-    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
-        return value
-    if _PLAIN_NUMBER.fullmatch(value):
-        return value
-    return "'" + value
+# The rule itself lives in the scoring library, whose tables (metaeval --format csv) apply it too.
 
 
 def csv_rows_safe(fields: Sequence[str], records: Iterable[Mapping[str, Any]]) -> Iterator[list[Any]]:

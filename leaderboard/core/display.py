@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+from scoring.tables import fixed as fixed
 
 
 def size_text(n: int) -> str:
@@ -15,15 +15,7 @@ def size_text(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-def fixed(value: float, decimals: int) -> str:
-    """A score with ``decimals`` digits, as every page, export and paper table shows it.
-
-    It rounds half up the shortest decimal form of the float (84.285 -> "84.29"), where
-    ``f"{value:.2f}"`` rounds the binary value (84.28499... -> "84.28"): a team must see
-    the same digits on its submission page, on the board and in the paper.  A whole-number
-    metric (a count, milliseconds) has 0 decimals: its column says so (``Column.decimals``).
-    """
-    return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
+# The digits of a score live in the scoring library: its tables (metaeval --format) write them too.
 
 
 def interval_text(low: float, high: float, decimals: int = 2) -> str:
