@@ -135,7 +135,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m scoring") 
             print(warning, file=sys.stderr)
         if getattr(args, "per_example", None):
             write_json(args.per_example, result.per_example)
-        print(dumps(result.metrics))
+        if result.output is not None:
+            sys.stdout.write(result.output)
+        else:
+            print(dumps(result.metrics))
     except ScoringError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR

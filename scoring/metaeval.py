@@ -98,13 +98,13 @@ import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from scoring.agreement import pearson, row_pearson
+from scoring.agreement import agreement_table, kendall_tau_b, mean_interval, pearson, row_pearson
 from scoring.charmetrics import BleuStats, mrc_bleu, strip_whitespace, sum_bleu_stats
 from scoring.cmrc2018 import Cmrc2018Scorer
 from scoring.deepread import content_words, precision_recall
@@ -113,6 +113,7 @@ from scoring.errors import InputFormatError, ScoringError
 from scoring.io import decode_text, json_type, parse_json, read_bytes, require
 from scoring.mrc2018 import bleu_stats_with_bonus, question_from_line, rouge_l_with_bonus
 from scoring.result import EvalResult
+from scoring.tables import Column, Table, tables_csv, tables_latex, tables_markdown
 from scoring.text import max_em_f1_v1
 
 FloatArray = npt.NDArray[np.float64]
@@ -130,6 +131,8 @@ PAPER_SAMPLES = 100
 # Section 4.2, overall score level: 30 questions per sample, sampled 100 times.
 PAPER_OVERALL_QUESTIONS = 30
 PAPER_OVERALL_SAMPLES = 100
+# The bootstrap of each system's mean human score (resamples of its questions).
+INTERVAL_SAMPLES = 1000
 GAMMA = 1.2
 # The paper's paired tests: each adapted metric against its original.
 DEFAULT_COMPARE: tuple[tuple[str, str], ...] = (("ROUGE-L-adapted", "ROUGE-L"), ("BLEU-4-adapted", "BLEU-4"))
@@ -571,17 +574,16 @@ def sweep(candidates: Sequence[Candidate], *, parameter: Literal["alpha", "beta"
 
 
 def annotator_agreement(candidates: Sequence[Candidate]) -> dict[str, dict[str, Any]]:
-    """Per group, Pearson's r between the first and second annotator's scores (Table 1), over the
-    candidates that have both; ``{}`` when no candidate has two."""
+    """Per group, the paper's Table 1 and more (:func:`scoring.agreement.agreement_table`):
+    Pearson's r between the first and second annotator's scores, Krippendorff's alpha (ordinal,
+    over every annotator's score) and Cohen's kappa (unweighted; where each candidate has
+    exactly two scores), over the candidates that have two or more; ``{}`` when none has."""
     judged = [c for c in candidates if len(c.judgment.annotator_scores) >= 2]
     if not judged:
         return {}
-    out: dict[str, dict[str, Any]] = {}
-    for group, idx in _groups(judged).items():
-        first = [judged[i].judgment.annotator_scores[0] for i in idx]
-        second = [judged[i].judgment.annotator_scores[1] for i in idx]
-        out[group] = {"candidates": len(idx), "pearson": pearson(first, second)}
-    return out
+    rows = agreement_table([(c.question_type, c.judgment.annotator_scores) for c in judged], level="ordinal")
+    return {row.group: {"candidates": row.items, "pearson": row.pearson, "alpha": row.alpha, "kappa": row.kappa}
+            for row in rows}
 
 
 def _systems_by_question(candidates: Sequence[Candidate], path: str) -> dict[str, dict[str, Candidate]]:
@@ -607,6 +609,14 @@ def _overall_mean(values: Iterable[float]) -> float:
     """A mean-type metric's overall score (Deep Read's leaves out questions where it is undefined)."""
     defined = [v for v in values if not math.isnan(v)]
     return sum(defined) / len(defined) if defined else math.nan
+
+
+def _overall_score(metric: str, per_question: Sequence[Mapping[str, float]],
+                   bleu: Sequence[Mapping[str, BleuStats]]) -> float:
+    """A metric's overall score on some questions: corpus BLEU of the summed statistics, else the mean."""
+    if metric in BLEU_METRICS:
+        return mrc_bleu(sum_bleu_stats(stats[metric] for stats in bleu), lic2019_guards=True)
+    return _overall_mean(values[metric] for values in per_question)
 
 
 def overall_level(candidates: Sequence[Candidate], *, alpha: float = PAPER_ALPHA, beta: float = PAPER_BETA,
@@ -655,17 +665,42 @@ def overall_level(candidates: Sequence[Candidate], *, alpha: float = PAPER_ALPHA
             for system in systems:
                 human.append(sum(by_system[system][qid].judgment.score for qid in drawn) / len(drawn))
                 for m in METRICS:
-                    if m in BLEU_METRICS:
-                        totals = sum_bleu_stats(bleu[system, qid][m] for qid in drawn)
-                        metric_values[m].append(mrc_bleu(totals, lic2019_guards=True))
-                    else:
-                        metric_values[m].append(_overall_mean(per_question[system, qid][m] for qid in drawn))
+                    metric_values[m].append(_overall_score(m, [per_question[system, qid] for qid in drawn],
+                                                           [bleu[system, qid] for qid in drawn]))
         pairs[group] = len(human)
         for m in METRICS:
             pearsons[m][group] = pearson(human, metric_values[m])
     return {"systems": systems, "questions_per_sample": questions, "samples": samples, "seed": seed,
             "common_questions": {g: len(q) for g, q in groups.items()}, "pairs": pairs,
             "pearson": pearsons}, warnings
+
+
+def system_summary(candidates: Sequence[Candidate], *, alpha: float = PAPER_ALPHA, beta: float = PAPER_BETA,
+                   gamma: float = GAMMA, samples: int = INTERVAL_SAMPLES, seed: int = 0,
+                   path: str = "judgments") -> dict[str, Any]:
+    """Per system: its mean human score with a bootstrap interval over its questions
+    (:func:`scoring.agreement.mean_interval`), each metric's overall score on all its questions
+    (as :func:`overall_level` scores a sample), and per metric Kendall's tau-b between the
+    systems' human scores and their metric scores (so between the two rankings, ties counted).
+    """
+    by_system = _systems_by_question(candidates, path)
+    rows: list[dict[str, Any]] = []
+    for system, answers in by_system.items():
+        judged = list(answers.values())
+        interval = mean_interval([c.judgment.score for c in judged], samples=samples, seed=seed)
+        per_question = [{**c.fixed, **adapted_scores(c, alpha=alpha, beta=beta, gamma=gamma)} for c in judged]
+        bleu = [{"BLEU-4": c.bleu, "BLEU-4-adapted": adapted_bleu_stats(c, alpha=alpha, beta=beta)} for c in judged]
+        scores = {m: _overall_score(m, per_question, bleu) for m in METRICS}
+        rows.append({"system": system, "candidates": len(judged),
+                     "human": None if interval is None else asdict(interval),
+                     "metrics": {m: None if math.isnan(v) else v for m, v in scores.items()}})
+    human = [row["human"]["mean"] if row["human"] else math.nan for row in rows]
+    tau = {m: kendall_tau_b(human, [math.nan if row["metrics"][m] is None else row["metrics"][m] for row in rows])
+           for m in METRICS}
+    ranked = sorted(range(len(rows)), key=lambda i: -human[i])
+    for rank, i in enumerate(ranked, start=1):
+        rows[i]["human_rank"] = rank
+    return {"systems": rows, "samples": samples, "seed": seed, "kendall_tau": tau}
 
 
 def _check_weight(name: str, value: float) -> None:
@@ -708,8 +743,8 @@ def evaluate_metaeval(
     ``metrics``: ``candidates`` (count per group), ``pearson`` (``{metric:
     {group: r}}``), ``bootstrap`` (a list of :meth:`CorrelationDifference.to_dict`),
     ``sweeps`` (when asked), ``agreement`` (when candidates carry two annotators'
-    scores, :func:`annotator_agreement`), ``overall_level`` (when they name their
-    systems, :func:`overall_level`) and the settings.  One per-example record per
+    scores, :func:`annotator_agreement`), ``overall_level`` and ``systems`` (when they name
+    their systems, :func:`overall_level` and :func:`system_summary`) and the settings.  One per-example record per
     candidate with the human score and every metric.
     """
     _check_weight("alpha", alpha)
@@ -757,6 +792,8 @@ def evaluate_metaeval(
             candidates, alpha=alpha, beta=beta, gamma=gamma, questions=overall_questions, samples=overall_samples,
             seed=seed, path=path)
         warnings += overall_warnings
+        metrics["systems"] = system_summary(candidates, alpha=alpha, beta=beta, gamma=gamma,
+                                            seed=seed if seed is not None else 0, path=path)
     records = [
         {"id": c.judgment.qid, "line": c.judgment.line, "question_type": c.question_type, "human": c.judgment.score,
          **({"system": c.judgment.system} if c.judgment.system is not None else {}),
@@ -769,52 +806,101 @@ def evaluate_metaeval(
 # --------------------------------------------------------------------------- a table for people
 
 
-def _r(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+FORMATS: tuple[str, ...] = ("json", "markdown", "csv", "latex")
+_R = 3  # decimals of a correlation or a score in the tables
+
+
+def _groups_header(counts: Mapping[str, int], what: str) -> tuple[Column, ...]:
+    return tuple(Column(f"{g} ({what}={n})", decimals=_R) for g, n in counts.items())
+
+
+def metaeval_tables(metrics: Mapping[str, Any]) -> list[Table]:
+    """The results of :func:`evaluate_metaeval` as tables (:mod:`scoring.tables` writes them)."""
+    counts: Mapping[str, int] = metrics["candidates"]
+    groups = list(counts)
+    text = Column("metric", numeric=False)
+    tables = [Table(
+        key="pearson",
+        title=f"Question-level Pearson r with the human scores (level {metrics['level']}, "
+              f"alpha {metrics['alpha']:g}, beta {metrics['beta']:g})",
+        columns=(text, *_groups_header(counts, "n")),
+        rows=tuple((metric, *(row[g] for g in groups)) for metric, row in metrics["pearson"].items()))]
+    if metrics["bootstrap"]:
+        first = metrics["bootstrap"][0]
+        tables.append(Table(
+            key="bootstrap",
+            title=f"Paired bootstrap of r(a) - r(b) ({first['samples']} resamples, seed {first['seed']}, "
+                  f"{100 * first['level']:g}% interval)",
+            columns=(Column("a", numeric=False), Column("b", numeric=False), Column("group", numeric=False),
+                     Column("r(a) - r(b)", decimals=_R, signed=True), Column("low", decimals=_R),
+                     Column("high", decimals=_R), Column("wins"), Column("samples"), Column("p", decimals=_R)),
+            rows=tuple((t["a"], t["b"], t["group"], t["difference"], t["ci"][0], t["ci"][1], t["wins"],
+                        t["samples"], t["p_value"]) for t in metrics["bootstrap"])))
+    if "agreement" in metrics:
+        tables.append(Table(
+            key="agreement",
+            title="Agreement between annotators: Pearson r of the first and second annotator, "
+                  "Krippendorff's alpha (ordinal), Cohen's kappa (two annotators)",
+            columns=(Column("group", numeric=False), Column("candidates"), Column("Pearson r", decimals=_R),
+                     Column("alpha", decimals=_R), Column("kappa", decimals=_R)),
+            rows=tuple((g, a["candidates"], a["pearson"], a["alpha"], a["kappa"])
+                       for g, a in metrics["agreement"].items()),
+            notes=("kappa is given only where every candidate has exactly two scores",)))
+    if "overall_level" in metrics:
+        level = metrics["overall_level"]
+        pairs: Mapping[str, int] = level["pairs"]
+        tables.append(Table(
+            key="overall",
+            title=f"Overall score level: {level['questions_per_sample']} questions per sample, "
+                  f"{level['samples']} samples, {len(level['systems'])} systems (seed {level['seed']})",
+            columns=(text, *_groups_header(pairs, "pairs")),
+            rows=tuple((metric, *(row[g] for g in pairs)) for metric, row in level["pearson"].items())))
+    if "systems" in metrics:
+        summary = metrics["systems"]
+        names = list(METRICS)
+        tables.append(Table(
+            key="systems",
+            title=f"Systems: mean human score with its {summary['samples']}-resample bootstrap interval "
+                  f"(seed {summary['seed']}), and each metric's overall score",
+            columns=(Column("system", numeric=False), Column("candidates"), Column("human", decimals=_R),
+                     Column("low", decimals=_R), Column("high", decimals=_R), Column("human rank"),
+                     *(Column(m, decimals=_R) for m in names)),
+            rows=tuple((row["system"], row["candidates"],
+                        *((row["human"]["mean"], row["human"]["low"], row["human"]["high"]) if row["human"]
+                          else (None, None, None)),
+                        row["human_rank"], *(row["metrics"][m] for m in names)) for row in summary["systems"])))
+        tables.append(Table(
+            key="ranking",
+            title="Kendall's tau-b between the human ranking of the systems and each metric's",
+            columns=(text, Column("tau-b", decimals=_R)),
+            rows=tuple((m, tau) for m, tau in summary["kendall_tau"].items())))
+    for parameter, rows in metrics.get("sweeps", {}).items():
+        tables.append(Table(
+            key=f"sweep-{parameter}",
+            title=f"Sweep of {parameter}",
+            columns=(Column(parameter, decimals=2), *(Column(f"{m} {g}", decimals=_R) for m in ADAPTED for g in groups)),
+            rows=tuple((float(row[parameter]), *(row[m][g] for m in ADAPTED for g in groups)) for row in rows)))
+    return tables
+
+
+_TITLE = "Meta-evaluation of answer metrics against human judgments (Yang et al. 2018)"
+
+
+def format_tables(metrics: Mapping[str, Any], fmt: str) -> str:
+    """The tables of :func:`metaeval_tables` as ``markdown``, ``csv`` or ``latex``."""
+    tables = metaeval_tables(metrics)
+    if fmt == "markdown":
+        return tables_markdown(tables, title=_TITLE)
+    if fmt == "csv":
+        return tables_csv(tables, title=_TITLE)
+    if fmt == "latex":
+        return tables_latex(tables, title=_TITLE, label_prefix="metaeval")
+    raise ScoringError(f"unknown table format {fmt!r}; expected markdown, csv or latex")
 
 
 def format_table(metrics: Mapping[str, Any]) -> str:
-    """The correlations, bootstraps and sweeps of :func:`evaluate_metaeval` as Markdown tables."""
-    counts: Mapping[str, int] = metrics["candidates"]
-    groups = list(counts)
-    lines = [f"Pearson r with the human scores (level {metrics['level']}, alpha {metrics['alpha']:g}, "
-             f"beta {metrics['beta']:g})", "",
-             "| metric | " + " | ".join(f"{g} (n={counts[g]})" for g in groups) + " |",
-             "|---|" + "---:|" * len(groups)]
-    for metric, row in metrics["pearson"].items():
-        lines.append(f"| {metric} | " + " | ".join(_r(row[g]) for g in groups) + " |")
-    if metrics["bootstrap"]:
-        first = metrics["bootstrap"][0]
-        lines += ["", f"Paired bootstrap of r(a) - r(b) ({first['samples']} resamples, seed {first['seed']}, "
-                      f"{100 * first['level']:g}% interval)", "",
-                  "| a | b | group | r(a) - r(b) | interval | wins | p |", "|---|---|---|---:|---|---:|---:|"]
-        for t in metrics["bootstrap"]:
-            low, high = t["ci"]
-            lines.append(f"| {t['a']} | {t['b']} | {t['group']} | {_r(t['difference'])} | "
-                         f"[{_r(low)}, {_r(high)}] | {t['wins']}/{t['samples']} | {t['p_value']:.3f} |")
-    if "agreement" in metrics:
-        agreement = metrics["agreement"]
-        lines += ["", "Agreement between the first and second annotator (Pearson r)", "",
-                  "| " + " | ".join(f"{g} (n={a['candidates']})" for g, a in agreement.items()) + " |",
-                  "|" + "---:|" * len(agreement),
-                  "| " + " | ".join(_r(a["pearson"]) for a in agreement.values()) + " |"]
-    if "overall_level" in metrics:
-        level = metrics["overall_level"]
-        pairs = level["pairs"]
-        lines += ["", f"Overall score level: {level['questions_per_sample']} questions per sample, "
-                      f"{level['samples']} samples, {len(level['systems'])} systems (seed {level['seed']})", "",
-                  "| metric | " + " | ".join(f"{g} (pairs={pairs[g]})" for g in pairs) + " |",
-                  "|---|" + "---:|" * len(pairs)]
-        for metric, row in level["pearson"].items():
-            lines.append(f"| {metric} | " + " | ".join(_r(row[g]) for g in pairs) + " |")
-    for parameter, rows in metrics.get("sweeps", {}).items():
-        lines += ["", f"Sweep of {parameter}", "",
-                  f"| {parameter} | " + " | ".join(f"{m} {g}" for m in ADAPTED for g in groups) + " |",
-                  "|---:|" + "---:|" * (len(ADAPTED) * len(groups))]
-        for row in rows:
-            lines.append(f"| {row[parameter]:g} | " + " | ".join(_r(row[m][g]) for m in ADAPTED for g in groups)
-                         + " |")
-    return "\n".join(lines) + "\n"
+    """The tables as Markdown (``--table``)."""
+    return format_tables(metrics, "markdown")
 
 
 # --------------------------------------------------------------------------- command line
@@ -868,6 +954,9 @@ def register(subparsers: Any) -> None:
                         help="overall score level (candidates with a system): questions per sample (default 30)")
     parser.add_argument("--overall-samples", type=int, default=PAPER_OVERALL_SAMPLES, metavar="N",
                         help="overall score level: samples (default 100)")
+    parser.add_argument("--format", choices=FORMATS, default="json",
+                        help="what is printed: the results as JSON (default), or their tables as Markdown, "
+                             "CSV or LaTeX (booktabs)")
     parser.add_argument("--table", metavar="OUT.md", help="also write the results as Markdown tables")
     parser.add_argument("--per-example", metavar="OUT.json",
                         help="write each candidate's human score and metric values to this JSON file")
@@ -888,4 +977,6 @@ def run(args: argparse.Namespace) -> EvalResult:
     if args.table:
         with open(args.table, "w", encoding="utf-8") as fh:
             fh.write(format_table(result.metrics))
+    if args.format != "json":
+        result.output = format_tables(result.metrics, args.format)
     return result

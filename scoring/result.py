@@ -35,3 +35,5 @@ class EvalResult:
     metrics: dict[str, Any]
     per_example: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # What the command prints instead of the metrics as JSON (e.g. ``metaeval --format latex``).
+    output: str | None = None
