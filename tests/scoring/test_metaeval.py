@@ -8,11 +8,15 @@ import math
 from pathlib import Path
 from typing import Any
 
+import krippendorff
 import numpy as np
 import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
 
 from scoring.agreement import pearson
 from scoring.charmetrics import mrc_bleu, sum_bleu_stats
+from scoring.cli import main
 from scoring.errors import InputFormatError
 from scoring.metaeval import (
     METRICS,
@@ -409,3 +413,100 @@ def test_the_command_reports_the_overall_level(tmp_path: Path, capsys: pytest.Ca
     level = out["overall_level"]
     assert level["questions_per_sample"] == 6 and level["samples"] == 50 and level["pairs"]["overall"] == 150
     assert "Overall score level: 6 questions per sample, 50 samples, 3 systems" in table.read_text(encoding="utf-8")
+
+
+# --- agreement, systems and table formats -------------------------------------------------------
+
+
+def _with_annotators(tmp_path: Path) -> Path:
+    """Systems s0..s2 as :func:`_with_systems`, and two annotators: the file's score, and one off by -1/0/+1."""
+    seen: dict[Any, int] = {}
+    lines = []
+    for i, line in enumerate(JUDGMENTS.read_text(encoding="utf-8").splitlines()):
+        row = json.loads(line)
+        position = seen.get(row["question_id"], 0)
+        seen[row["question_id"]] = position + 1
+        first = row.pop("score")
+        second = min(5, max(1, first + (i % 3) - 1))
+        lines.append(json.dumps({**row, "system": f"s{position}", "scores": [first, second]}))
+    path = tmp_path / "annotators.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+_SMALL = ("--samples", "10", "--overall-questions", "6", "--overall-samples", "20")
+
+
+def test_the_agreement_table_has_alpha_and_kappa_beside_the_pearson(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _with_annotators(tmp_path)
+    code, out, err = run_cli(capsys, "metaeval", path, REFS, *_SMALL)
+    assert code == 0, err
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for group in ("YES_NO", "overall"):
+        mine = [r["scores"] for r in rows if group == "overall" or r["question_type"] == group]
+        first, second = [s[0] for s in mine], [s[1] for s in mine]
+        agreement = out["agreement"][group]
+        assert agreement["candidates"] == len(mine)
+        assert agreement["pearson"] == pytest.approx(stats.pearsonr(first, second).statistic, abs=1e-12)
+        assert agreement["alpha"] == pytest.approx(
+            krippendorff.alpha(reliability_data=[first, second], level_of_measurement="ordinal"), abs=1e-12)
+        assert agreement["kappa"] == pytest.approx(cohen_kappa_score(first, second), abs=1e-12)
+
+
+def test_the_system_summary_ranks_systems_by_people_and_by_each_metric(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _with_annotators(tmp_path)
+    code, out, err = run_cli(capsys, "metaeval", path, REFS, *_SMALL, "--seed", "3")
+    assert code == 0, err
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    summary = out["systems"]
+    assert [s["system"] for s in summary["systems"]] == ["s0", "s1", "s2"]
+    for system in summary["systems"]:
+        scores = [sum(r["scores"]) / 2 for r in rows if r["system"] == system["system"]]
+        human = system["human"]
+        assert human["mean"] == pytest.approx(np.mean(scores)) and human["n"] == len(scores) == system["candidates"]
+        assert human["low"] <= human["mean"] <= human["high"] and (human["seed"], human["samples"]) == (3, 1000)
+    means = [s["human"]["mean"] for s in summary["systems"]]
+    assert sorted(s["human_rank"] for s in summary["systems"]) == [1, 2, 3]
+    assert summary["systems"][int(np.argmax(means))]["human_rank"] == 1
+    for metric in METRICS:
+        values = [s["metrics"][metric] for s in summary["systems"]]
+        assert summary["kendall_tau"][metric] == pytest.approx(stats.kendalltau(means, values).statistic, abs=1e-12)
+    # The overall ROUGE-L of a system is the mean of its per-candidate ROUGE-L.
+    _, again, _ = run_cli(capsys, "metaeval", path, REFS, *_SMALL, "--seed", "3",
+                          "--per-example", tmp_path / "pe.json")
+    records = json.loads((tmp_path / "pe.json").read_text(encoding="utf-8"))
+    s0 = [r["ROUGE-L"] for r in records if r["system"] == "s0"]
+    assert summary["systems"][0]["metrics"]["ROUGE-L"] == pytest.approx(np.mean(s0))
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "csv", "latex"])
+def test_the_command_prints_its_tables_in_each_format(
+        fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _with_annotators(tmp_path)
+    assert main(["metaeval", str(path), str(REFS), *_SMALL]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert main(["metaeval", str(path), str(REFS), *_SMALL, "--format", fmt]) == 0
+    text = capsys.readouterr().out
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    alpha = f"{metrics['agreement']['overall']['alpha']:.3f}"
+    tau = f"{metrics['systems']['kendall_tau']['EM']:.3f}"
+    rouge = f"{metrics['pearson']['ROUGE-L']['overall']:.3f}"
+    for number in (alpha, tau, rouge):
+        assert number in text
+    if fmt == "markdown":
+        assert "| group | candidates | Pearson r | alpha | kappa |" in text
+        assert f"| overall | 60 | {metrics['agreement']['overall']['pearson']:.3f} | {alpha} |" in text
+        assert "## Kendall's tau-b between the human ranking" in text and "YES\\_NO (n=21)" in text
+    elif fmt == "csv":
+        blocks = [block.splitlines() for block in text.split("\r\n\r\n") if block.strip()]
+        agreement = next(b for b in blocks if b[0].startswith('"Agreement between annotators'))
+        assert agreement[1] == "group,candidates,Pearson r,alpha,kappa"
+        assert agreement[-2].startswith("overall,60,") and alpha in agreement[-2]
+    else:
+        for key in ("pearson", "bootstrap", "agreement", "overall", "systems", "ranking"):
+            assert rf"\label{{tab:metaeval-{key}}}" in text
+        assert text.count(r"\begin{table}") == text.count(r"\end{table}") == 6
+        assert r"YES\_NO (n=21)" in text and r"\toprule" in text
