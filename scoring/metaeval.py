@@ -60,7 +60,16 @@ Choices the paper leaves open:
   second annotator's scores over those candidates, per group.  With judges
   assigned per item (a platform's round), "first" and "second" are the
   item's first and second judgment, the usual reading for more than two
-  people.
+  people.  Beside it Krippendorff's alpha (ordinal, every annotator's score)
+  and, where every candidate has exactly two scores, Cohen's unweighted kappa
+  (:func:`scoring.agreement.agreement_table`).
+* **Systems** (``systems``, where candidates name their ``system``): each
+  system's mean human score with a percentile bootstrap interval over its
+  questions (:func:`scoring.agreement.mean_interval`), its rank, each metric's
+  overall score on all its questions, and Kendall's tau-b between the human
+  and each metric's scores of the systems.
+* **Tables**: ``--format markdown|csv|latex`` prints the results as tables
+  (:func:`metaeval_tables`, written by :mod:`scoring.tables`).
 * **Overall score level** (the paper's Table 3): where candidates name their
   ``system``, each of ``overall_samples`` rounds (default 100) draws
   ``overall_questions`` questions (default 30) without replacement among the
