@@ -8,10 +8,11 @@ the scoring library and are re-exported here for the board's code.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# One Pearson for the paper tables, metaeval and the judging rounds.
+from scoring.agreement import pearson as pearson
 from scoring.tables import LATEX_EMPTY as LATEX_EMPTY
 from scoring.tables import MARKDOWN_EMPTY as MARKDOWN_EMPTY
 from scoring.tables import Cell as Cell
@@ -54,13 +55,3 @@ def improvement_over_baseline(entries: Sequence[tuple[str, bool, float | None]])
         return None
     return Improvement(system=best[False][0], system_value=best[False][1],
                        baseline=best[True][0], baseline_value=best[True][1])
-
-
-def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Pearson's r of paired values; None where it is undefined (fewer than two pairs, or a series
-    whose values are all equal)."""
-    if len(xs) != len(ys):
-        raise ValueError(f"{len(xs)} values against {len(ys)}: pairs are needed")
-    if len(xs) < 2 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None
-    return statistics.correlation(xs, ys)
