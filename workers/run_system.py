@@ -249,23 +249,15 @@ def lease_kept(heartbeat: Callable[[], bool], *, every: float, name: str = "leas
     the run again.  The beats stop once the run is not this attempt's any more (scoring,
     cancelled, reaped); the container's heartbeat is what stops a cancelled run.
     """
-    stop = threading.Event()
-
-    def beat() -> None:
+    def beat() -> bool:
         try:
-            while not stop.wait(every):
-                if not heartbeat():
-                    return
+            return heartbeat()
         except Exception:  # the platform unreachable for a while: the reaper will judge the lease
             logger.exception("%s: lease not renewed", name)
+            return False
 
-    thread = threading.Thread(target=beat, name=name, daemon=True)
-    thread.start()
-    try:
+    with runner.repeated(beat, every=every, name=name):
         yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig) -> None:

@@ -663,6 +663,28 @@ LiveLogSend = Callable[[str, list[RunNote]], None]
 
 
 @contextlib.contextmanager
+def repeated(work: Callable[[], bool], *, every: float, name: str) -> Iterator[None]:
+    """While the block runs, call ``work`` every ``every`` seconds in a daemon thread of its own,
+    until it returns False; the block's end stops and joins it.  What a run keeps doing beside
+    the container (its lease, its live log): a call in progress delays the block's end, never a
+    kill, which the run's own loop makes."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every):
+            if not work():
+                return
+
+    thread = threading.Thread(target=loop, name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextlib.contextmanager
 def log_live(capture: LogCapture, send: LiveLogSend | None, *, every: float = LIVE_LOG_EVERY_S,
              name: str = "live-log") -> Iterator[None]:
     """While the block runs, send what ``capture`` holds every ``every`` seconds in a thread of its
@@ -672,28 +694,23 @@ def log_live(capture: LogCapture, send: LiveLogSend | None, *, every: float = LI
     if send is None:
         yield
         return
-    stop = threading.Event()
+    sent = 0
 
-    def follow() -> None:
-        sent = 0
-        while not stop.wait(every):
-            fed = capture.fed
-            if fed == sent:
-                continue
-            text, notes = capture.result()
-            try:
-                send(text, notes)
-            except Exception as exc:  # noqa: BLE001 - the platform away for a moment: the next one may go
-                logger.warning("%s: not sent (%s)", name, exc)
-            sent = fed
+    def follow() -> bool:
+        nonlocal sent
+        fed = capture.fed
+        if fed == sent:
+            return True
+        text, notes = capture.result()
+        try:
+            send(text, notes)
+        except Exception as exc:  # noqa: BLE001 - the platform away for a moment: the next one may go
+            logger.warning("%s: not sent (%s)", name, exc)
+        sent = fed
+        return True
 
-    thread = threading.Thread(target=follow, name=name, daemon=True)
-    thread.start()
-    try:
+    with repeated(follow, every=every, name=name):
         yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 def _log_follow(client: docker.DockerClient, container_id: str, capture: LogCapture) -> Callable[[float], None]:
