@@ -175,7 +175,8 @@ def _score_label(board: Board) -> str:
 def figure_text(axis: BudgetAxis, value: float | None) -> str:
     if value is None:
         return "—"
-    number = f"{value:,.{axis.decimals}f}"
+    # A small figure (a bundle of some KiB, in MiB) keeps two significant digits instead of reading 0.
+    number = f"{value:.2g}" if 0 < abs(value) < 1 else f"{value:,.{axis.decimals}f}"
     return f"{number} {axis.unit}".strip()
 
 
