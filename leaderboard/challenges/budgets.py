@@ -38,7 +38,7 @@ class BudgetAxis:
 AXES: tuple[BudgetAxis, ...] = (
     BudgetAxis("image_mib", "Image and model", "MiB",
                "the system as uploaded (the image archive with its model, or the code bundle), in MiB; "
-               "known at upload, so an upload naming the track is refused over it"),
+               "known at upload, so an upload naming the track is refused over it", 1),
     BudgetAxis("peak_memory_mib", "Peak memory", "MiB", "the run's peak memory, in MiB"),
     BudgetAxis("seconds_per_1000_questions", "Run time per 1,000 questions", "s",
                "the run's time over the questions of the phase's datasets, in seconds per 1,000 questions", 1),

@@ -217,7 +217,7 @@ def budget_chart_svg(entries: Sequence[RunFigures], *, axis: BudgetAxis, score_l
               for e in entries if e.figures.get(axis.key) is not None and e.score is not None]
     title = f"{score_label} against {axis.label.lower()}"
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" height="{_H}" '
-            f'class="budget-chart" role="img" aria-label="{escape(title)}" font-family="sans-serif" font-size="12">'
+            f'class="budget-chart" role="img" aria-label="{escape(title)}" font-family="sans-serif" font-size="13">'
             f"<title>{escape(title)}</title>")
     if not points:
         return head + f'<text x="{_W / 2}" y="{_H / 2}" text-anchor="middle">No run has this figure yet.</text></svg>'

@@ -7,22 +7,19 @@ organizer read them.  A real container run over a memory budget is in tests/sand
 
 from __future__ import annotations
 
-import json
 import re
+from pathlib import Path
 
 import pytest
 
-from leaderboard.challenges.budgets import AXES, MIB, BudgetTrack, budget_tracks_parse
+from leaderboard.challenges.budgets import AXES, BudgetTrack, budget_tracks_parse
 from leaderboard.core.errors import ServiceError
 from leaderboard.rankings.budgets import RunFigures, budget_chart_svg, pareto_frontier, track_board
 from leaderboard.rankings.selectors import BoardRow
-from leaderboard.sandbox.contract import RunPlan
-from leaderboard.submissions.evaluation import submission_run_finish
-from leaderboard.submissions.intake import submission_create_system
-from leaderboard.submissions.models import RunAttempt, Status, Submission
-from leaderboard.submissions.worker_api import submission_run_claim_next
-from tests.builders.cast import Cast, gold_predictions
-from tests.builders.runs import bundle, gold_outputs, outcome
+from leaderboard.submissions.models import RunAttempt, Submission
+from tests.builders.budgets import budget_run
+from tests.builders.cast import Cast
+from tests.builders.runs import bundle
 from tests.builders.systems import system_phases
 
 pytestmark = pytest.mark.django_db
@@ -125,28 +122,8 @@ def test_the_chart_marks_the_frontier_and_carries_digest_and_hardware() -> None:
     assert "a&lt;b" in svg and "sha256:abc" in svg and "box" in svg and 'class="frontier"' in svg
 
 
-def _run(cast: Cast, *, phase: str, peak_mib: int, seconds: float, hardware: str = "test box, 2 vCPU") -> Submission:
-    submission = submission_create_system(team=cast.alpha, phase=getattr(cast, phase), user=cast.alice,
-                                          upload=bundle(), kind="code_bundle")
-    claim = submission_run_claim_next(queue="cpu", worker="tok/host:1", hardware_class=hardware)
-    assert claim.plan is not None and claim.plan.submission_id == submission.pk
-    outputs = gold_outputs(claim.plan) if phase == "test" else _dev_outputs(claim.plan)
-    submission_run_finish(submission.pk, attempt=claim.plan.attempt, outcome=outcome(
-        outputs=outputs, duration_s=seconds, peak_memory_bytes=peak_mib * MIB))
-    submission.refresh_from_db()
-    assert submission.status == Status.FINISHED, submission.failure_reason
-    return submission
-
-
-def _dev_outputs(plan: RunPlan) -> dict[str, bytes]:
-    answers = gold_predictions("dev")
-    return {ds.slug: json.dumps({system_qid: answers[ds.slug][qid] for system_qid, qid
-                                 in ds.qids_for_system(list(answers[ds.slug])).items()}).encode()
-            for ds in plan.datasets}
-
-
-def test_a_run_over_a_memory_budget_is_marked_with_its_figure_on_the_track_board(tracked: Cast) -> None:
-    submission = _run(tracked, phase="dev", peak_mib=300, seconds=12.34)
+def test_a_run_over_a_memory_budget_is_marked_with_its_figure_on_the_track_board(tracked: Cast, tmp_path: Path) -> None:
+    submission = budget_run(phase=tracked.dev, team_name="Lab", tmp=tmp_path, peak_mib=300, seconds=12.34)
     assert RunAttempt.objects.get(submission=submission).hardware_class == "test box, 2 vCPU"
     page = tracked.client("bob").get(f"/c/{tracked.challenge.slug}/board/dev/budgets/")
     assert page.status_code == 200
@@ -162,8 +139,8 @@ def test_a_run_over_a_memory_budget_is_marked_with_its_figure_on_the_track_board
         f"/c/{tracked.challenge.slug}/board/dev/").content.decode()
 
 
-def test_on_hidden_data_a_team_reads_the_figures_its_run_page_shows_and_no_more(tracked: Cast) -> None:
-    _run(tracked, phase="test", peak_mib=120, seconds=12.6)
+def test_on_hidden_data_a_team_reads_the_figures_its_run_page_shows_and_no_more(tracked: Cast, tmp_path: Path) -> None:
+    budget_run(phase=tracked.test, team_name="Lab", tmp=tmp_path, peak_mib=120, seconds=12.6)
     slug = tracked.challenge.slug
     team = tracked.client("alice").get(f"/c/{slug}/board/test/budgets/").content.decode()
     organizer = tracked.client("oscar").get(f"/c/{slug}/board/test/organizer/budgets/")
