@@ -24,7 +24,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard.challenges.budgets import budget_tracks_parse
+from leaderboard.challenges.budget_tracks import budget_tracks_parse
 from leaderboard.challenges.models import (
     BREAKDOWN_MIN_QUESTIONS,
     SYSTEM_KINDS,

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from django.db import models
 
-from leaderboard.challenges.budgets import TRACK_KEYS
+from leaderboard.challenges.budget_tracks import TRACK_KEYS
 from leaderboard.challenges.models import Challenge, Dataset, FilePortion, Phase, Split
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.base import SuiteOptions

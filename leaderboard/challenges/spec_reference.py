@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from leaderboard.challenges.budgets import AXES
+from leaderboard.challenges.budget_tracks import AXES
 from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys
 from leaderboard.sandbox.contract import Limits
 
@@ -139,7 +139,7 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
          'only: a download, never scored)'),
         'none'),
 }
-# A track's limits: one row per axis, in the words of the axis itself (challenges.budgets.AXES).
+# A track's limits: one row per axis, in the words of the axis itself (challenges.budget_tracks.AXES).
 KEY_DOCS.update({f"phases[].budget_tracks.{axis.key}": (f"a limit (at most) on {axis.meaning}", "no limit") for axis in AXES})
 # Rows whose key is a list of mappings (phases, datasets): shown as ``phases[].slug``.
 LISTS = ("phases", "datasets")

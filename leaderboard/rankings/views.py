@@ -20,7 +20,7 @@ from django.utils.safestring import mark_safe
 from leaderboard.challenges.models import SYSTEM_KINDS
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import NotFound
-from leaderboard.rankings.budgets import AXIS_OF, budget_boards_build, figure_text
+from leaderboard.rankings.budget_boards import AXIS_OF, budget_boards_build, figure_text
 from leaderboard.rankings.pages import board_content_html
 from leaderboard.rankings.paper import PAPER_FORMATS, paper_tables_build
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_get

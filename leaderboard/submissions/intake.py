@@ -26,7 +26,7 @@ from django.utils import timezone
 from leaderboard.accounts.models import Membership, Team
 from leaderboard.accounts.selectors import user_take_part_check
 from leaderboard.accounts.services import baseline_team_get_or_create
-from leaderboard.challenges.budgets import budget_track_upload_refusal
+from leaderboard.challenges.budget_tracks import budget_track_upload_refusal
 from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
 from leaderboard.challenges.selectors import dataset_upload_names, phase_prediction_targets, phase_refusal
 from leaderboard.challenges.suites import suite_for
@@ -308,7 +308,7 @@ def submission_create_system(
 ) -> Submission:
     """Check an image archive or code bundle whole, then store and queue it, inside the quota.
 
-    ``track``: the budget track the team means it for (``challenges.budgets``): refused here,
+    ``track``: the budget track the team means it for (``challenges.budget_tracks``): refused here,
     before it costs a run, when its size is already over that track's.
 
     ``now``: when the upload started (``request_received_at``), for the deadline.  The same system

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from leaderboard.challenges.budgets import budget_tracks_parse
-from tests.builders.budgets import budget_run
+from leaderboard.challenges.budget_tracks import budget_tracks_parse
+from tests.builders.budget_runs import budget_run
 from tests.builders.cast import Cast
 from tests.builders.chromium import chromium_driver, screenshot_widths
 from tests.builders.systems import system_phases

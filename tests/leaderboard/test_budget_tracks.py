@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.challenges.budgets import AXES, BudgetTrack, budget_tracks_parse
+from leaderboard.challenges.budget_tracks import AXES, BudgetTrack, budget_tracks_parse
 from leaderboard.core.errors import ServiceError
-from leaderboard.rankings.budgets import RunFigures, budget_chart_svg, pareto_frontier, track_board
+from leaderboard.rankings.budget_boards import RunFigures, budget_chart_svg, pareto_frontier, track_board
 from leaderboard.rankings.selectors import BoardRow
 from leaderboard.submissions.models import RunAttempt, Submission
-from tests.builders.budgets import budget_run
+from tests.builders.budget_runs import budget_run
 from tests.builders.cast import Cast
 from tests.builders.runs import bundle
 from tests.builders.systems import system_phases

@@ -7,7 +7,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from leaderboard.challenges.budgets import MIB
+from leaderboard.challenges.budget_tracks import MIB
 from leaderboard.challenges.models import Phase, PhaseKind
 from leaderboard.sandbox.contract import RunPlan
 from leaderboard.submissions.evaluation import submission_run_finish

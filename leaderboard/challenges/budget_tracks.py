@@ -9,7 +9,7 @@ several tracks (EfficientQA's 6 GiB and 500 MB ones).  An upload may name a trac
 so the team spends no run or quota on a system the track would only mark over budget.
 
 The limits are checked here (spec) and the figures an upload carries (image bytes); the figures of
-runs, and who may see which, are the board's (``rankings.budgets``).
+runs, and who may see which, are the board's (``rankings.budget_boards``).
 """
 
 from __future__ import annotations

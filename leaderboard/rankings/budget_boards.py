@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from leaderboard.challenges.budgets import AXES, MIB, BudgetAxis, BudgetTrack, phase_budget_tracks
+from leaderboard.challenges.budget_tracks import AXES, MIB, BudgetAxis, BudgetTrack, phase_budget_tracks
 from leaderboard.challenges.models import SYSTEM_KINDS
 from leaderboard.rankings.selectors import ORGANIZER, Board, BoardRow
 from leaderboard.sandbox.contract import SystemSettings
