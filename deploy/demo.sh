@@ -26,11 +26,16 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
 
+# A Redis already on the port is used (a developer's own); anything else there is refused, since
+# the workers would wait on it for ever with nothing said.
+redis_answers() { [ "$(timeout 5 redis-cli -p "$REDIS_PORT" -h 127.0.0.1 ping 2>/dev/null)" = "PONG" ]; }
 if ! (exec 3<>"/dev/tcp/127.0.0.1/${REDIS_PORT}") 2>/dev/null; then
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$PWD/var" --save "" --appendonly no \
     >var/redis.log 2>&1 &
   pids+=($!)
+  for _ in $(seq 50); do redis_answers && break; sleep 0.1; done
 fi
+redis_answers || { echo "demo: port ${REDIS_PORT} does not answer as Redis (var/redis.log); set REDIS_PORT to a free port" >&2; exit 1; }
 # Two workers, so neither waits for the other.  The control worker scores prediction files,
 # finishes runs against the gold and runs the reaper (--beat).
 $PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO -Q celery,control -n scoring@%h --beat \
