@@ -14,6 +14,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from leaderboard.challenges.budget_tracks import budget_tracks_parse
+from tests.builders.browser import login
 from tests.builders.budget_runs import budget_run
 from tests.builders.cast import Cast
 from tests.builders.chromium import chromium_driver, screenshot_widths
@@ -58,3 +59,14 @@ def test_the_budget_page_shows_tracks_and_a_frontier_at_both_widths(cast: Cast, 
     width = driver.execute_script("return document.querySelector('#chart-image_mib svg').getBoundingClientRect().width")
     assert 0 < width <= 400
     driver.find_element(By.ID, "chart-peak_memory_mib").screenshot(str(SCREENSHOTS / "budgets-chart-400.png"))
+    driver.set_window_size(1366, 1000)
+    # The board links to it; the upload page offers the track a system is meant for.
+    driver.get(f"{live_server.url}/c/{cast.challenge.slug}/board/dev/")
+    driver.find_element(By.CSS_SELECTOR, "#budgets-link a").click()
+    assert driver.current_url.endswith("/board/dev/budgets/")
+    driver.get(f"{live_server.url}/c/{cast.challenge.slug}/board/dev/")
+    screenshot_widths(driver, SCREENSHOTS / "board")
+    login(driver, live_server.url, cast, "alice")
+    driver.get(f"{live_server.url}/c/{cast.challenge.slug}/submit/system/")
+    assert driver.find_element(By.ID, "id_track").is_displayed()
+    screenshot_widths(driver, SCREENSHOTS / "submit-system")
