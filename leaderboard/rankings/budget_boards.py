@@ -84,7 +84,9 @@ def budget_figures(*, board: Board) -> tuple[list[RunFigures], int]:
     unmeasured = 0
     for row in board.rows:
         submission = submissions.get(row.submission_id)
-        if submission is None or submission.kind not in SYSTEM_KINDS or submission.status != Status.FINISHED:
+        # An excluded row (disqualified, or left out by the organizers) is unranked on the board: on no track.
+        if (submission is None or submission.kind not in SYSTEM_KINDS or submission.status != Status.FINISHED
+                or row.excluded_reason):
             unmeasured += 1
             continue
         report = submission_run_report(submission=submission, is_organizer=organizer)
