@@ -65,6 +65,8 @@ site_urlpatterns: list[URLPattern | URLResolver] = [
     path("c/<slug:slug>/board/<slug:phase_slug>/chart.svg", rankings.board_chart, name="board-chart"),
     # The overview paper's tables, ?format=latex|csv|md: built from the same board, so no more than it shows.
     path("c/<slug:slug>/board/<slug:phase_slug>/paper/", rankings.board_paper, name="board-paper"),
+    # Budget tracks and the cost-versus-score charts: from the same board, with each run's figures.
+    path("c/<slug:slug>/board/<slug:phase_slug>/budgets/", rankings.board_budgets, name="board-budgets"),
     # Everything, for the challenge's organizers only (404 to anyone else); never to be shared.
     path("c/<slug:slug>/board/<slug:phase_slug>/organizer/", rankings.board_organizer_page, name="board-organizer"),
     path("c/<slug:slug>/board/<slug:phase_slug>/organizer/export.csv", rankings.board_organizer_csv,
@@ -75,6 +77,8 @@ site_urlpatterns: list[URLPattern | URLResolver] = [
          name="board-organizer-chart"),
     path("c/<slug:slug>/board/<slug:phase_slug>/organizer/paper/", rankings.board_organizer_paper,
          name="board-organizer-paper"),
+    path("c/<slug:slug>/board/<slug:phase_slug>/organizer/budgets/", rankings.board_organizer_budgets,
+         name="board-organizer-budgets"),
     # The organizer console: the challenge's organizers only (404 to anyone else).  An action's
     # address shows what it will do (GET) and does it (POST, with a reason).
     path("c/<slug:slug>/console/", console.console_home, name="console"),

@@ -97,7 +97,8 @@ def queues() -> list[str]:
 
 
 def transport(queue: str) -> HttpTransport:
-    return HttpTransport(_env("API_URL"), _env("WORKER_TOKEN"), queue=queue, instance=worker_name())  # the web app's internal API, and a token from manage.py worker_token_create
+    return HttpTransport(_env("API_URL"), _env("WORKER_TOKEN"), queue=queue, instance=worker_name(),  # the web app's internal API, and a token from manage.py worker_token_create
+                         hardware_class=_env("HARDWARE_CLASS", "")[:60])  # this host's hardware in a few words (e.g. 8 vCPU 32 GiB, 1x A100 40 GB): budget boards show it beside each run's figures; empty: "not stated"
 
 
 def jittered(seconds: float) -> float:

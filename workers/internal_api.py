@@ -35,10 +35,11 @@ TURN_TRIES = 5
 
 
 class HttpTransport:
-    def __init__(self, api_url: str, token: str, *, queue: str, instance: str) -> None:
+    def __init__(self, api_url: str, token: str, *, queue: str, instance: str, hardware_class: str = "") -> None:
         self.base = api_url.rstrip("/") + "/internal/v1"
         self.queue = queue
         self.instance = instance
+        self.hardware_class = hardware_class
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {token}"
         # What the platform's last empty claim said to wait before asking again (None: it said nothing).
@@ -49,7 +50,8 @@ class HttpTransport:
 
     def claim(self, hint: int | None = None) -> RunTicket | None:
         """The next run of the queue the platform hands this worker (its choice: ``hint`` is unused)."""
-        response = self.session.post(self._url("runs/claim/"), json={"queue": self.queue, "instance": self.instance},
+        response = self.session.post(self._url("runs/claim/"), json={"queue": self.queue, "instance": self.instance,
+                                                                    "hardware_class": self.hardware_class},
                                      timeout=TIMEOUT)
         _raise_for(response, "claim")
         body: dict[str, Any] = response.json()

@@ -124,6 +124,8 @@ class Phase(models.Model):
     protocol_modes = models.JSONField(default=list, blank=True)
     board_public = models.BooleanField(default=True)
     order = models.PositiveIntegerField(default=0)
+    # Boards by measured cost: [{"name", <axis>: limit}] (``challenges.budget_tracks``); [] for none.
+    budget_tracks = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["challenge", "order", "opens_at"]

@@ -24,6 +24,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
+from leaderboard.challenges.budget_tracks import budget_tracks_parse
 from leaderboard.challenges.models import (
     BREAKDOWN_MIN_QUESTIONS,
     SYSTEM_KINDS,
@@ -460,7 +461,15 @@ def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int, *, s
         "protocol_modes": modes,
         "board_public": bool(spec.get("board_public", True)),
         "order": order,
+        "budget_tracks": _budget_tracks(spec.get("budget_tracks"), where=f"{where}.budget_tracks"),
     }
+
+
+def _budget_tracks(value: Any, *, where: str) -> list[dict[str, Any]]:
+    try:
+        return budget_tracks_parse(value, where=where)
+    except ServiceError as exc:
+        raise SpecError(exc.message) from None
 
 
 def _protocol_modes(value: Any, allowed: Sequence[str], *, suite: str, where: str) -> list[str]:

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from django.db import models
 
+from leaderboard.challenges.budget_tracks import TRACK_KEYS
 from leaderboard.challenges.models import Challenge, Dataset, FilePortion, Phase, Split
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.base import SuiteOptions
@@ -46,6 +47,8 @@ _QUOTA: Keys = {"per_day": None, "total": None, "concurrent": None}
 PHASE_KEYS: Keys = {
     "slug": None, "name": None, "kind": None, "portion": None, "opens_at": None, "closes_at": None,
     "quota": _QUOTA, "allowed_kinds": None, "protocol": None, "board_public": None,
+    # Each track's keys are checked by budgets.budget_tracks_parse (its limits are its axes).
+    "budget_tracks": {key: None for key in TRACK_KEYS},
 }
 DATASET_KEYS: Keys = {
     "slug": None, "name": None, "split": None, "description": None, "sealed_alias": None, "revealed": None,

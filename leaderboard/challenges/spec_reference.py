@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
+from leaderboard.challenges.budget_tracks import AXES
 from leaderboard.challenges.spec import SPEC_KEYS, SUITE_OPTIONS, Keys
 from leaderboard.sandbox.contract import Limits
 
@@ -102,6 +103,14 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
         'batch (every question at once)'),
     'phases[].board_public': ('`false`: the board is for organizers only',
         '`true`'),
+    'phases[].budget_tracks': (('boards by measured cost (a list; each track: a `name` and limits on some of the axes '
+         'below). Every system of the phase is on every track: within its limits it is ranked, over one it '
+         'is listed as over budget with the figure; an upload that names a track (`track`) is refused when '
+         'its size is over that track\'s `image_mib`. Example: `[{name: 6 GiB, image_mib: 6144}, '
+         '{name: 500 MB, image_mib: 500, peak_memory_mib: 4096}]`. See [Budget tracks](budgets.md)'),
+        'none'),
+    'phases[].budget_tracks.name': ("the track's name on its board (up to 40 characters; one per phase)",
+        'required'),
     'datasets': ('a list; each dataset:',
         'required'),
     'datasets[].slug': ('its key in uploads, exports and the API (not shown while sealed)',
@@ -130,6 +139,8 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
          'only: a download, never scored)'),
         'none'),
 }
+# A track's limits: one row per axis, in the words of the axis itself (challenges.budget_tracks.AXES).
+KEY_DOCS.update({f"phases[].budget_tracks.{axis.key}": (f"a limit (at most) on {axis.meaning}", "no limit") for axis in AXES})
 # Rows whose key is a list of mappings (phases, datasets): shown as ``phases[].slug``.
 LISTS = ("phases", "datasets")
 # What a limit is for, where its name does not say it.

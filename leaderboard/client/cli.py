@@ -298,12 +298,14 @@ def _submitted(ctx: Context, created: dict[str, Any], slug: str) -> None:
 
 
 def _submit(ctx: Context, remote: Remote, *, slug: str, phase_slug: str, file: Path, kind: str,
-            description: str, dataset: str = "", filename: str | None = None) -> dict[str, Any]:
+            description: str, dataset: str = "", filename: str | None = None, track: str = "") -> dict[str, Any]:
     phase = _phase_get(remote, slug, phase_slug)
     allowed = phase.get("allowed_kinds") or []
     if kind not in allowed:
         raise ClientError(f"{slug}/{phase_slug} takes {kinds_text(allowed)}, not {kinds_text([kind])}"
                           + ("" if kind != "predictions" else " (a zip with run.py at its top is a code bundle)"))
+    if track and kind == "predictions":
+        raise ClientError("--track names a budget track for a system; a prediction file has no measured cost")
     fields = {"phase": phase_slug, "description": description}
     if kind == "predictions":
         path = f"/api/v1/challenges/{_slug(slug)}/submissions/"
@@ -312,6 +314,8 @@ def _submit(ctx: Context, remote: Remote, *, slug: str, phase_slug: str, file: P
     else:
         path = f"/api/v1/challenges/{_slug(slug)}/systems/"
         fields["kind"] = kind
+        if track:  # the platform refuses a system over the track's size before it runs
+            fields["track"] = track
     ctx.say(f"Uploading {filename or file.name} ({size_text(file.stat().st_size)}, {kinds_text([kind])}) "
             f"to {slug}/{phase_slug}...")
     created: dict[str, Any] = remote.post_file(path, fields=fields, file=file, filename=filename)
@@ -333,7 +337,7 @@ def cmd_submit(ctx: Context, args: argparse.Namespace) -> int:
     kind = args.kind or kind_guess(file)
     remote = ctx.remote()
     created = _submit(ctx, remote, slug=args.slug, phase_slug=args.phase, file=file, kind=kind,
-                      description=args.description, dataset=args.dataset)
+                      description=args.description, dataset=args.dataset, track=args.track)
     return follow_until_final(ctx, remote, created["id"], interval=args.interval) if args.follow else _hint(ctx, created)
 
 
@@ -359,7 +363,7 @@ def cmd_submit_image(ctx: Context, args: argparse.Namespace) -> int:
             raise ClientError(f"docker save {args.image} failed: {why}")
         filename = "".join(c if c.isalnum() or c in "-_." else "-" for c in args.image) + ".tar"
         created = _submit(ctx, remote, slug=args.slug, phase_slug=args.phase, file=archive, kind="docker_image",
-                          description=args.description, filename=filename)
+                          description=args.description, filename=filename, track=args.track)
     return follow_until_final(ctx, remote, created["id"], interval=args.interval) if args.follow else _hint(ctx, created)
 
 
@@ -598,6 +602,8 @@ def parser_build() -> argparse.ArgumentParser:
     submit.add_argument("--kind", choices=["predictions", "code_bundle", "docker_image"],
                         help="what the file is (default: guessed from the file)")
     submit.add_argument("--description", default="", help="a note kept with the submission (300 characters)")
+    submit.add_argument("--track", default="", help="a system: the phase's budget track it is meant for (refused "
+                        "at once if its size is over the track's)")
     submit.add_argument("--dataset", default="", help="prediction files: the dataset a single-dataset file is for")
     follow_options(submit)
 
@@ -607,6 +613,7 @@ def parser_build() -> argparse.ArgumentParser:
     image.add_argument("phase")
     image.add_argument("image", help="the image's name or id, e.g. my-system:latest")
     image.add_argument("--description", default="")
+    image.add_argument("--track", default="", help="the phase's budget track the image is meant for")
     image.add_argument("--docker", default="docker", help=argparse.SUPPRESS)
     follow_options(image)
 

@@ -13,11 +13,14 @@ from collections.abc import Callable
 from django.contrib.messages import get_messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.safestring import mark_safe
 
+from leaderboard.challenges.models import SYSTEM_KINDS
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import NotFound
+from leaderboard.rankings.budget_boards import AXIS_OF, budget_boards_build, figure_text
 from leaderboard.rankings.pages import board_content_html
 from leaderboard.rankings.paper import PAPER_FORMATS, paper_tables_build
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_get
@@ -91,6 +94,10 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
     response = render(request, "rankings/board.html", {
         "content": mark_safe(content),  # rendered from the template, with autoescaping, when the snapshot was built
         "challenge": access.phase.challenge, "phase": access.phase,
+        # Systems run here have measured costs: their budget page (none for a board of prediction files).
+        "budgets_url": reverse("board-organizer-budgets" if view == ORGANIZER else "board-budgets",
+                               args=[slug, phase_slug])
+        if access.phase.budget_tracks or any(k in SYSTEM_KINDS for k in access.phase.allowed_kinds) else "",
     })
     return _validators(response, etag)
 
@@ -144,6 +151,23 @@ def _chart(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpR
     return response
 
 
+def _budgets(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpResponse:
+    """The phase's budget tracks and cost-versus-score charts, from the board this viewer gets."""
+    budgets = budget_boards_build(board=_board(request, slug, phase_slug, view))
+    entries = [(e, [(axis, figure_text(axis, e.figures.get(axis.key)), e.withheld.get(axis.key, ""))
+                    for axis in AXIS_OF.values()]) for e in budgets.entries]
+    tracks = [(t, [(r, [(AXIS_OF[k], figure_text(AXIS_OF[k], v)) for k, v in r.over.items()],
+                    [AXIS_OF[k].label.lower() for k in r.unknown]) for r in t.rows],
+               [(AXIS_OF[k], figure_text(AXIS_OF[k], v)) for k, v in t.track.limits.items()])
+              for t in budgets.tracks]
+    return render(request, "rankings/budgets.html", {
+        "challenge": budgets.board.phase.challenge, "phase": budgets.board.phase, "budgets": budgets,
+        "axes": list(AXIS_OF.values()), "entries": entries, "tracks": tracks,
+        "charts": [(axis, mark_safe(svg)) for axis, svg in budgets.charts],  # built from escaped parts only
+        "organizer_view": view == ORGANIZER,
+    })
+
+
 board_page = _in_view(_page, PUBLIC)
 board_csv = _in_view(_csv, PUBLIC)
 board_json = _in_view(_json, PUBLIC)
@@ -154,3 +178,5 @@ board_organizer_csv = _in_view(_csv, ORGANIZER)
 board_organizer_json = _in_view(_json, ORGANIZER)
 board_organizer_chart = _in_view(_chart, ORGANIZER)
 board_organizer_paper = _in_view(_paper, ORGANIZER)
+board_budgets = _in_view(_budgets, PUBLIC)
+board_organizer_budgets = _in_view(_budgets, ORGANIZER)

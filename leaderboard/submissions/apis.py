@@ -211,6 +211,8 @@ class SystemInput(serializers.Serializer[Any]):
     kind = serializers.ChoiceField(choices=["docker_image", "code_bundle"])
     file = serializers.FileField(help_text="`docker save` archive (tar, optionally gzipped) or a zip with run.py/run.sh")
     description = serializers.CharField(max_length=300, required=False, default="")
+    track = serializers.CharField(max_length=40, required=False, default="", help_text=(
+        "a budget track of the phase this system is meant for: refused at once if its size is over the track's"))
 
 
 class SystemCreateApi(APIView):
@@ -231,6 +233,7 @@ class SystemCreateApi(APIView):
             kind=data.validated_data["kind"],
             description=data.validated_data["description"],
             now=request_received_at(request),
+            track=data.validated_data["track"],
         )
         return Response(submission_payload(submission, is_organizer=False), status=status.HTTP_201_CREATED)
 

@@ -25,13 +25,14 @@ def worker_host(worker: str) -> str:
     return instance.rsplit(":", 1)[0] if ":" in instance else instance
 
 
-def run_attempt_open(*, submission_id: int, number: int, worker: str, now: dt.datetime) -> None:
+def run_attempt_open(*, submission_id: int, number: int, worker: str, now: dt.datetime,
+                     hardware_class: str = "") -> None:
     """Attempt ``number`` claimed by ``worker``.  A record left open by a lost earlier claim of the
     same number (none should exist: claims are conditional) is taken over."""
     RunAttempt.objects.update_or_create(
         submission_id=submission_id, number=number, history=None,
         defaults={"worker": worker[:200], "host": worker_host(worker)[:200], "claimed_at": now,
-                  "ended_at": None, "end": AttemptEnd.RUNNING},
+                  "ended_at": None, "end": AttemptEnd.RUNNING, "hardware_class": hardware_class[:60]},
     )
 
 

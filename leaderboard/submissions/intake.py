@@ -26,6 +26,7 @@ from django.utils import timezone
 from leaderboard.accounts.models import Membership, Team
 from leaderboard.accounts.selectors import user_take_part_check
 from leaderboard.accounts.services import baseline_team_get_or_create
+from leaderboard.challenges.budget_tracks import budget_track_upload_refusal
 from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
 from leaderboard.challenges.selectors import dataset_upload_names, phase_prediction_targets, phase_refusal
 from leaderboard.challenges.suites import suite_for
@@ -303,8 +304,12 @@ def submission_create_system(
     kind: str,
     description: str = "",
     now: dt.datetime | None = None,
+    track: str = "",
 ) -> Submission:
     """Check an image archive or code bundle whole, then store and queue it, inside the quota.
+
+    ``track``: the budget track the team means it for (``challenges.budget_tracks``): refused here,
+    before it costs a run, when its size is already over that track's.
 
     ``now``: when the upload started (``request_received_at``), for the deadline.  The same system
     sent again is taken without a question (unlike a prediction file, ``duplicate_refuse``): a run
@@ -317,7 +322,15 @@ def submission_create_system(
     name = upload.name or ("image.tar" if kind == SubmissionKind.DOCKER_IMAGE else "bundle.zip")
     # Over the team's storage budget: refused before a byte is spooled when the size is declared.
     storage_budget_enforce(team=team, incoming_bytes=upload.size or 0)
+    if track:  # the declared size first, the counted one after the spool: neither is taken over the track's
+        _track_enforce(phase=phase, track=track, name=name, size_bytes=upload.size or 0)
     path, sha256, size = _spool(upload, settings.MAX_SYSTEM_UPLOAD_BYTES)
+    if track:
+        try:
+            _track_enforce(phase=phase, track=track, name=name, size_bytes=size)
+        except UploadError:
+            os.unlink(path)
+            raise
     stored = ""
     try:
         digest = _check_archive(path, kind=kind, name=name, phase=phase)
@@ -336,6 +349,12 @@ def submission_create_system(
     finally:
         if os.path.exists(path):
             os.unlink(path)
+
+
+def _track_enforce(*, phase: Phase, track: str, name: str, size_bytes: int) -> None:
+    refusal = budget_track_upload_refusal(phase=phase, track=track, size_bytes=size_bytes)
+    if refusal is not None:
+        raise UploadError(f"{name}: {refusal}", field="track")
 
 
 def baseline_system_submit(*, phase: Phase, team_name: str, path: str, kind: str, description: str = "") -> Submission:

@@ -83,8 +83,12 @@ def run_claim(request: HttpRequest, worker: WorkerToken) -> HttpResponse:
         # The run stays for a worker of that queue; this one is told why, in its log.
         return JsonResponse({"detail": f"this worker's token may claim runs of {', '.join(worker.queues)} only, "
                                        f"not of {body['queue']!r}"}, status=403)
+    # The host's own words for its hardware (the compute worker's READERBOARD_HARDWARE_CLASS), shown
+    # beside its runs' figures on budget boards; optional (older workers do not send it).
+    hardware = body.get("hardware_class")
     claim = worker_api.submission_run_claim_next(queue=body["queue"],
-                                              worker=worker_api.worker_label(worker, body["instance"]))
+                                              worker=worker_api.worker_label(worker, body["instance"]),
+                                              hardware_class=hardware[:60] if isinstance(hardware, str) else "")
     if claim.plan is None:
         return JsonResponse({"ticket": None, "retry_after": worker_api.CLAIM_RETRY_S})
     try:

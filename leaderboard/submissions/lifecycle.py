@@ -135,7 +135,8 @@ def submission_select(*, submission: Submission, user: User) -> Submission:
     return submission
 
 
-def submission_run_take(*, submission_id: int, attempts: int, worker: str, now: dt.datetime) -> RunPlan | None:
+def submission_run_take(*, submission_id: int, attempts: int, worker: str, now: dt.datetime,
+                        hardware_class: str = "") -> RunPlan | None:
     """queued -> running, as attempt ``attempts + 1`` if the run is still at ``attempts``, with a lease:
     the one claim transition (by id here, or the fair pick of ``worker_api.submission_run_claim_next``).
 
@@ -153,7 +154,8 @@ def submission_run_take(*, submission_id: int, attempts: int, worker: str, now: 
         )
         if claimed != 1:
             return None
-        run_attempt_open(submission_id=submission_id, number=attempts + 1, worker=worker, now=now)
+        run_attempt_open(submission_id=submission_id, number=attempts + 1, worker=worker, now=now,
+                         hardware_class=hardware_class)
     submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
     files = phase_gold_files(phase=submission.phase)
     plan = system_run_plan(submission=submission, files=files)

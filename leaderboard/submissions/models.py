@@ -188,6 +188,9 @@ class RunAttempt(models.Model):
     number = models.PositiveSmallIntegerField()
     worker = models.CharField(max_length=200, blank=True)  # token name / instance (Submission.worker)
     host = models.CharField(max_length=200, blank=True)
+    # The worker's words for its hardware (READERBOARD_HARDWARE_CLASS), as it claimed: budget boards
+    # show it beside the run's figures, which mean little without it.  "": not stated.
+    hardware_class = models.CharField(max_length=60, blank=True)
     claimed_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
     end = models.CharField(max_length=16, choices=AttemptEnd.choices, blank=True, default="")

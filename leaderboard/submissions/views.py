@@ -83,7 +83,10 @@ _SYSTEM_CHOICES = {SubmissionKind.DOCKER_IMAGE: "Docker image (docker save archi
 class SystemForm(UploadForm):
     kinds = tuple(SYSTEM_KINDS)
     kind = forms.ChoiceField(choices=list(_SYSTEM_CHOICES.items()))
-    field_order = ["phase", "kind", "file", "description"]
+    track = forms.CharField(max_length=40, required=False, label="Budget track (optional)", help_text=(
+        "The phase's budget track this system is meant for: an image over its size is refused now, "
+        "before it runs. Left empty, the system is on every track, marked where it is over budget."))
+    field_order = ["phase", "kind", "file", "track", "description"]
 
     def __init__(self, *args: Any, challenge: Challenge, **kwargs: Any) -> None:
         super().__init__(*args, challenge=challenge, **kwargs)
@@ -91,6 +94,8 @@ class SystemForm(UploadForm):
         # Offered: the kinds some phase takes; the service refuses, in words, one the chosen phase does not.
         self.fields["kind"].widget.choices = [(k, label) for k, label in _SYSTEM_CHOICES.items()
                                               if any(phase_takes(p, [k]) for p in self.phases)]
+        if not any(p.budget_tracks for p in self.phases):
+            del self.fields["track"]  # no phase has a budget track: nothing to name
 
 
 def _upload_page(
@@ -169,7 +174,7 @@ def submit_system(request: HttpRequest, slug: str) -> HttpResponse:
         create=lambda team, data: submission_create_system(
             team=team, phase=data["phase"], user=authenticated_user(request),
             upload=data["file"], kind=data["kind"], description=data["description"],
-            now=request_received_at(request),
+            now=request_received_at(request), track=data.get("track", ""),
         ),
     )
 

@@ -121,7 +121,8 @@ class Claim:
     held_back: bool = False
 
 
-def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | None = None) -> Claim:
+def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | None = None,
+                              hardware_class: str = "") -> Claim:
     """Take the next queued run of ``queue`` for ``worker``: queued -> running, with a lease.
 
     Fair between teams, in ``run_queue_order``'s order: so one team's burst of twenty systems
@@ -134,7 +135,8 @@ def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | Non
     for run in order:
         if run.held_back or run.due_at is not None or run.held_for_review:
             break  # the rest are held back by their team's limit, backing off or held for review
-        plan = submission_run_take(submission_id=run.submission_id, attempts=run.attempts, worker=worker, now=now)
+        plan = submission_run_take(submission_id=run.submission_id, attempts=run.attempts, worker=worker, now=now,
+                                   hardware_class=hardware_class)
         if plan is not None:  # else another worker took it a moment ago: the next one
             return Claim(plan)
     return Claim(None, held_back=any(run.due_at is None and not run.held_for_review for run in order))

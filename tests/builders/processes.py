@@ -264,5 +264,7 @@ def compute_workers(api_url: str, root: Path, logs: Path, *, count: int = 2,
     """``count`` compute workers (not started), each with a token of its own (made in the test's
     database), a work folder under ``root`` (made a shared mount: see ``shared_mount``) and a log."""
     shared_mount(root)
+    # Each states its hardware, as an operator's host would (budget boards show it beside the figures).
     return [ComputeWorker(api_url, worker_token_create(name=f"{prefix}-{n}"), root / f"w{n}",
-                          logs / f"{prefix}-{n}.log", name=f"{prefix}{n}") for n in range(1, count + 1)]
+                          logs / f"{prefix}-{n}.log", name=f"{prefix}{n}",
+                          extra_env={"READERBOARD_HARDWARE_CLASS": f"test host {n}"}) for n in range(1, count + 1)]

@@ -25,6 +25,7 @@ from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Phase
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.quac import QuacOptions
+from leaderboard.rankings.budget_boards import AXIS_OF, figure_text
 from leaderboard.submissions.models import DialogAnswers, Score, Status
 from scoring.dialogs import DialogGold, Mode, Session, quac_protocol_dialogs
 from tests.builders.dialogs import conversational_challenge, conversational_phase, interactive_bundle
@@ -141,6 +142,13 @@ def test_a_system_answers_each_mode_turn_by_turn_and_is_scored_per_mode_from_the
     assert row["Peak MiB"] == submission.peak_memory_mb
     assert row["F1 by turn (gold history) Turn 1"] == 0.0
     assert row["F1 by turn (gold history) Turn 2"] == pytest.approx(scores["turn_2_f1"])
+
+    # Its budget page: the p95 latency per question the board shows is the figure a track limits.
+    Phase.objects.filter(pk=phase.pk).update(budget_tracks=[{"name": "Instant", "latency_p95_ms": 0}])
+    budgets = Client().get(f"/c/{phase.challenge.slug}/board/{phase.slug}/budgets/").content.decode()
+    p95 = figure_text(AXIS_OF["latency_p95_ms"], scores["latency_p95_ms"])
+    assert f"p95 latency {p95}" in budgets and "over budget" in budgets, budgets
+    assert 'id="chart-latency_p95_ms"' in budgets
 
 
 # Answers two turns, then stops reading; or answers the first with something that is not JSON.
