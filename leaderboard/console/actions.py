@@ -19,6 +19,7 @@ from leaderboard.challenges.models import SYSTEM_KINDS, Announcement, Challenge,
 from leaderboard.challenges.selectors import dataset_label
 from leaderboard.console import services
 from leaderboard.console.forms import AnnouncementForm, ExtendForm, ReasonForm
+from leaderboard.console.integrity import determinism_check_problem, determinism_check_start
 from leaderboard.console.selectors import (
     console_announcement_get,
     console_dataset_get,
@@ -129,6 +130,18 @@ ACTIONS: dict[tuple[str, str], Action] = {
             "rerun", "submissions", "Run again",
             consequences=_rerun_consequences, problem=submission_rerun_problem,
             perform=lambda s, who, d: submission_rerun(submission=s, by=who, reason=d["reason"]),
+        ),
+        Action(
+            "determinism", "submissions", "Check determinism",
+            consequences=lambda s: [
+                "The system runs again on the same inputs; the answers of its current run are kept, and the "
+                "console's integrity page compares the two runs question by question when the new one finishes.",
+                *_rerun_consequences(s)[:4],
+                "So the board loses this row while it runs: check before the deadline's board is published, "
+                "or expect the row to come back with the new run's scores.",
+            ],
+            problem=determinism_check_problem,
+            perform=lambda s, who, d: determinism_check_start(submission=s, by=who, reason=d["reason"]),
         ),
         Action(
             "release", "submissions", "Release the held run",

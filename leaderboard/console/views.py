@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 from leaderboard.challenges.models import Challenge, Split, SubmissionKind
 from leaderboard.challenges.selectors import announcements_shown, challenge_get_organized, dataset_label
 from leaderboard.console.actions import action_get, action_perform, target_name
+from leaderboard.console.integrity import MEMBERSHIP_DAYS, integrity_report
 from leaderboard.console.selectors import (
     AUDIT_PER_PAGE,
     SUBMISSIONS_PER_PAGE,
@@ -116,8 +117,22 @@ def console_audit_page(request: HttpRequest, challenge: Challenge) -> HttpRespon
     return _page(request, challenge, "console/audit.html", "audit", page=page)
 
 
-def _done_url(challenge: Challenge, target: Any, kind: str) -> str:
+@require_safe
+@organizers_only
+def console_integrity_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
+    """Signals for a person to look into (copies, nondeterminism, team changes); none acts on its own."""
+    try:
+        days = min(max(int(request.GET.get("days", MEMBERSHIP_DAYS)), 1), 60)
+    except ValueError:
+        days = MEMBERSHIP_DAYS
+    return _page(request, challenge, "console/integrity.html", "integrity",
+                 **integrity_report(challenge=challenge, days=days))
+
+
+def _done_url(challenge: Challenge, target: Any, kind: str, action: str = "") -> str:
     """Where the organizer sees the result: the submission's page, or the console page of the target."""
+    if action == "determinism":
+        return reverse("console-integrity", args=[challenge.slug]) + "#determinism"
     if kind == "submissions":
         return reverse("submission-detail", args=[challenge.slug, target.pk])
     return reverse({"teams": "console-teams"}.get(kind, "console"), args=[challenge.slug])
@@ -146,7 +161,7 @@ def console_action_page(request: HttpRequest, challenge: Challenge, target: str,
                 status = exc.status_code
             else:
                 messages.success(request, f"Done: {found.title.lower()}, {target_name(obj)}. Recorded in the audit log.")
-                return redirect(_done_url(challenge, obj, target))
+                return redirect(_done_url(challenge, obj, target, found.key))
         else:
             status = 400
     preview = dataset_reveal_preview(dataset=obj) if found.key == "reveal" and not problem else None

@@ -30,6 +30,7 @@ from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.intake import submission_task_enqueue
 from leaderboard.submissions.models import QuestionScores, Score, ScoreHistory, Status, Submission, Verdict
 from leaderboard.submissions.rescore import score_history_record
+from leaderboard.submissions.storage import run_answers_keep
 
 RERUNNABLE = (Status.FINISHED, Status.FAILED)
 # Enough of an old run's log, in the audit entry, to tell what it did; the full log is replaced.
@@ -127,6 +128,10 @@ def _requeued(current: Submission, *, reason: str) -> ScoreHistory | None:
         transaction.set_rollback(True)
         return None
     run_attempts_archive(submission_id=current.pk, history=history)
+    if current.kind in SYSTEM_KINDS:
+        # The answers of the run being replaced, beside its history entry: a determinism check
+        # compares the new run's with them (the run's own file is overwritten when it is scored).
+        run_answers_keep(submission_id=current.pk, history_id=history.pk)
     Score.objects.filter(submission=current).delete()
     QuestionScores.objects.filter(submission=current).delete()
     board_entry_refresh(team=current.team, phase=current.phase)

@@ -47,7 +47,7 @@ from leaderboard.challenges.selectors import storage_budget_bytes
 from leaderboard.core.display import size_text
 from leaderboard.core.errors import PayloadTooLarge
 from leaderboard.sandbox.archives import RunImage, run_images_list
-from leaderboard.submissions.models import FINAL_STATUSES, BoardEntry, Status, Submission
+from leaderboard.submissions.models import FINAL_STATUSES, BoardEntry, ScoreHistory, Status, Submission
 
 logger = logging.getLogger(__name__)
 
@@ -238,6 +238,10 @@ def _owners() -> dict[str, _Owner]:
     ):
         # The platform's copy, not the team's upload: outside the team's budget.
         owners[run_answers_name(pk)] = _Owner(slug, team, "system outputs (kept for rescoring)")
+    for hid, pk, slug, team in ScoreHistory.objects.filter(submission__kind__in=SYSTEM_KINDS).values_list(
+        "pk", "submission_id", "submission__phase__challenge__slug", "submission__team__name"
+    ):
+        owners[run_answers_history_name(hid)] = _Owner(slug, team, "outputs of an earlier run (determinism)", pk)
     return owners
 
 
@@ -516,4 +520,32 @@ def run_answers_read(*, submission_id: int) -> dict[str, bytes] | None:
     with default_storage.open(name, "rb") as fh:
         data = fh.read()
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {member.rsplit(".", 1)[0]: archive.read(member) for member in archive.namelist()}
+
+
+def run_answers_history_name(history_id: int) -> str:
+    """Where a re-run keeps the answers of the run it replaced (``ScoreHistory`` ``history_id``)."""
+    return f"{RUN_ANSWERS_DIR}/history/{history_id}.zip"
+
+
+def run_answers_keep(*, submission_id: int, history_id: int) -> bool:
+    """Copy the run's kept answers beside its history entry, before a re-run replaces them: what a
+    determinism check compares the new run's answers with.  False if the run kept none."""
+    name = run_answers_name(submission_id)
+    if not default_storage.exists(name):
+        return False
+    with default_storage.open(name, "rb") as fh:
+        data = fh.read()
+    kept = run_answers_history_name(history_id)
+    default_storage.delete(kept)
+    default_storage.save(kept, ContentFile(data))
+    return True
+
+
+def run_answers_read_kept(*, history_id: int) -> dict[str, bytes] | None:
+    """The answers ``run_answers_keep`` kept for a history entry, as ``run_answers_read`` reads them."""
+    name = run_answers_history_name(history_id)
+    if not default_storage.exists(name):
+        return None
+    with default_storage.open(name, "rb") as fh, zipfile.ZipFile(io.BytesIO(fh.read())) as archive:
         return {member.rsplit(".", 1)[0]: archive.read(member) for member in archive.namelist()}
