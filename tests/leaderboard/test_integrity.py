@@ -7,6 +7,7 @@ portion (53 questions), scored as any upload is (``submission_evaluate``).
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from django.conf import settings
@@ -14,13 +15,22 @@ from django.contrib.auth.models import User
 
 from leaderboard.accounts.models import MembershipEvent, Team
 from leaderboard.accounts.services import team_create, team_join, team_leave
-from leaderboard.console.integrity import integrity_duplicates, integrity_membership_changes
-from leaderboard.submissions.evaluation import submission_evaluate
-from leaderboard.submissions.intake import submission_create_predictions
+from leaderboard.challenges.models import AuditEntry
+from leaderboard.console.integrity import (
+    DETERMINISM_ACTION,
+    determinism_result,
+    integrity_duplicates,
+    integrity_membership_changes,
+)
+from leaderboard.submissions.evaluation import submission_evaluate, submission_run_finish
+from leaderboard.submissions.intake import submission_create_predictions, submission_create_system
+from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Status, Submission
 from scoring.copying import MIN_BOTH_WRONG
 from tests.builders.cast import Cast, upload
+from tests.builders.console import bundle, gold_outputs, outcome, run_as_worker
 from tests.builders.integrity import changed, system_answers, with_gold
+from tests.builders.systems import system_phases
 
 pytestmark = pytest.mark.django_db
 
@@ -115,3 +125,42 @@ def test_moves_between_teams_and_changes_before_a_deadline_are_listed(cast: Cast
     assert integrity_membership_changes(challenge=cast.challenge, days=1).near_deadline == []
     html = cast.client("oscar").get("/c/demo/console/integrity/").content.decode()
     assert "Alpha → Charlie&#x27;s" in html and "48 h later" in html
+
+
+def test_the_determinism_action_reruns_keeps_the_first_answers_and_counts_what_differs(cast: Cast) -> None:
+    system_phases(cast)
+    run = submission_create_system(team=cast.alpha, phase=cast.test, user=cast.alice, upload=bundle(),
+                                   kind="code_bundle")
+    first = run_as_worker(run)
+    assert first.status == Status.FINISHED
+    oscar = cast.client("oscar")
+    confirm = oscar.get(f"/c/demo/console/submissions/{run.pk}/determinism/").content.decode()
+    assert "compares the two runs question by question" in confirm and "the board loses this row" in confirm
+    done = oscar.post(f"/c/demo/console/submissions/{run.pk}/determinism/", {"reason": "scores jumped"})
+    assert done.status_code == 302 and done["Location"] == "/c/demo/console/integrity/#determinism"
+    entry = AuditEntry.objects.get(action=DETERMINISM_ACTION)
+    assert entry.reason == "scores jumped" and entry.details["submission_id"] == run.pk
+    assert AuditEntry.objects.filter(action="submission.rerun", details__submission_id=run.pk).exists()
+    pending = determinism_result(entry=entry)
+    assert pending is not None and pending.state == "running"
+    # The second run answers three XQuAD-en questions otherwise (the outputs as the system writes them).
+    plan = submission_run_claim(run.pk, worker="systems@host-a:101")
+    assert plan is not None
+    outputs = gold_outputs(plan)
+    xquad = json.loads(outputs["xquad-en"])
+    for qid in sorted(xquad)[:3]:
+        xquad[qid] = "something else"
+    outputs["xquad-en"] = json.dumps(xquad).encode()
+    submission_run_finish(run.pk, attempt=plan.attempt, outcome=outcome(outputs=outputs))
+    result = determinism_result(entry=entry)
+    assert result is not None and result.state == "compared"
+    assert result.differ == 3 and result.per_dataset[1][1:] == (3, 53), result.per_dataset
+    page = oscar.get("/c/demo/console/integrity/").content.decode()
+    assert "3 of 72 answers differ (XQuAD-en: 3 of 53)" in page
+
+
+def test_a_prediction_file_has_no_determinism_check(cast: Cast, teams: dict[str, Submission]) -> None:
+    response = cast.client("oscar").post(f"/c/demo/console/submissions/{teams['alpha'].pk}/determinism/",
+                                         {"reason": "curious"})
+    assert response.status_code == 409
+    assert not AuditEntry.objects.filter(action=DETERMINISM_ACTION).exists()
