@@ -32,7 +32,7 @@ from leaderboard.challenges.models import (
     SubmissionKind,
     TeamPhaseOverride,
 )
-from leaderboard.challenges.selectors import challenge_run_queue
+from leaderboard.challenges.selectors import challenge_run_queue, phase_has_dataset
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
 from leaderboard.submissions.models import FailureCause, RunAttempt, Score, Status, Submission, WorkerToken
@@ -462,7 +462,7 @@ def dataset_reveal_preview(*, dataset: Dataset) -> RevealPreview:
     challenge = dataset.challenge
     together = reveal_closure(dataset=dataset)
     phases = [p for p in challenge.phases.select_related("challenge")
-              if any(p.portion in ds.portions for ds in together)]
+              if any(phase_has_dataset(p, ds) for ds in together)]
     before = _public_boards(phases)
     with transaction.atomic():
         Dataset.objects.filter(pk__in=[ds.pk for ds in together]).update(revealed_at=timezone.now())
