@@ -35,7 +35,16 @@ from leaderboard.challenges.models import (
 from leaderboard.challenges.selectors import challenge_run_queue, phase_has_dataset
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
-from leaderboard.submissions.models import FailureCause, RunAttempt, Score, Status, Submission, WorkerToken
+from leaderboard.submissions.campaigns import CampaignPlan, campaign_plan, campaign_runs_of
+from leaderboard.submissions.models import (
+    CampaignRun,
+    FailureCause,
+    RunAttempt,
+    Score,
+    Status,
+    Submission,
+    WorkerToken,
+)
 from leaderboard.submissions.selectors import (
     phase_reads_sealed_data,
     reveal_closure,
@@ -64,6 +73,19 @@ def console_team_get(*, challenge: Challenge, pk: int | str) -> Team:
     if team is None:
         raise NotFound(NO_SUCH_THING)
     return team
+
+
+def console_phase_get(*, challenge: Challenge, slug: str) -> Phase:
+    phase = Phase.objects.select_related("challenge").filter(challenge=challenge, slug=slug).first()
+    if phase is None:
+        raise NotFound(NO_SUCH_THING)
+    return phase
+
+
+def console_campaigns(*, challenge: Challenge) -> list[tuple[CampaignPlan, list[CampaignRun]]]:
+    """Each evaluation campaign of the challenge: what starting it would do, and what it asked so far."""
+    phases = [p for p in challenge.phases.select_related("challenge").order_by("order", "opens_at") if p.is_campaign]
+    return [(campaign_plan(phase=p), campaign_runs_of(phase=p)) for p in phases]
 
 
 def console_dataset_get(*, challenge: Challenge, slug: str) -> Dataset:

@@ -17,6 +17,8 @@ is safe to repeat: a source already asked in the campaign is not asked again
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +31,7 @@ from leaderboard.accounts.selectors import team_in_campaigns
 from leaderboard.challenges.audit import audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, Phase, SubmissionKind
 from leaderboard.challenges.selectors import phase_datasets, phase_system_settings, user_is_organizer
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import NotFound, PermissionDenied, ServiceError
 from leaderboard.sandbox.contract import SystemSettings
 from leaderboard.submissions.intake import submission_task_enqueue
@@ -118,12 +121,35 @@ def campaign_plan(*, phase: Phase) -> CampaignPlan:
     return plan
 
 
+@dataclass(frozen=True)
+class CampaignSummary:
+    """What a campaign's board says of it, to anyone who reads the board: no team named, so an
+    anonymous team's word (or its pruned archive) is not pinned on it."""
+
+    source_phase: Phase
+    opened: dt.datetime
+    runs: int
+    # (reason, how many systems) of those not run again.
+    not_run: list[tuple[str, int]]
+
+
+def campaign_summary(*, phase: Phase) -> CampaignSummary | None:
+    """The campaign's line on its board, or None for a phase of uploads."""
+    if not phase.is_campaign:
+        return None
+    records = CampaignRun.objects.filter(phase=phase)
+    reasons = Counter(records.exclude(problem="").values_list("problem", flat=True))
+    return CampaignSummary(source_phase=campaign_source_phase(phase=phase), opened=phase.opens_at,
+                           runs=records.filter(run__isnull=False).count(), not_run=sorted(reasons.items()))
+
+
 def campaign_runs_of(*, phase: Phase) -> list[CampaignRun]:
     """The campaign's records, the runs and the systems that could not run, in the order asked."""
     return list(CampaignRun.objects.filter(phase=phase).select_related("source__team", "source__phase", "run"))
 
 
-def campaign_start(*, phase: Phase, by: AbstractBaseUser, source_ids: Collection[int] | None = None) -> list[CampaignRun]:
+def campaign_start(*, phase: Phase, by: AbstractBaseUser, source_ids: Collection[int] | None = None,
+                   reason: str = "") -> list[CampaignRun]:
     """Ask every candidate of the plan (or those of ``source_ids``) that was not asked yet: a run for
     each that can run, a record of the reason for each that cannot.  Returns the new records.
 
@@ -144,13 +170,15 @@ def campaign_start(*, phase: Phase, by: AbstractBaseUser, source_ids: Collection
     for candidate in wanted:
         try:
             with transaction.atomic():
-                made.append(_ask(phase, candidate, plan, by=by))
+                made.append(_ask(phase, candidate, plan, by=by, reason=reason))
+                board_changed(challenge_id=phase.challenge_id)  # the campaign's board counts what it asked
         except IntegrityError:
             continue  # another start asked it meanwhile
     return made
 
 
-def _ask(phase: Phase, candidate: CampaignCandidate, plan: CampaignPlan, *, by: AbstractBaseUser) -> CampaignRun:
+def _ask(phase: Phase, candidate: CampaignCandidate, plan: CampaignPlan, *, by: AbstractBaseUser,
+         reason: str) -> CampaignRun:
     source = candidate.source
     run = None
     if not candidate.problem:
@@ -170,7 +198,7 @@ def _ask(phase: Phase, candidate: CampaignCandidate, plan: CampaignPlan, *, by: 
         reason=candidate.problem or f"run again in the {phase.name} campaign as submission {run.pk if run else ''}",
         details={"campaign": phase.slug, "source": source.pk, "run": run.pk if run else None,
                  "image_digest": source.image_digest, "sha256": source.sha256,
-                 "limits_changed": plan.limits_changed},
+                 "limits_changed": plan.limits_changed, "why": reason},
     )
     return record
 
