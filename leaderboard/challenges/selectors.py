@@ -479,6 +479,14 @@ def kinds_text(kinds: Iterable[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
+def phase_takes_text(phase: Phase, phases: Sequence[Phase]) -> str:
+    """What the phases table says a phase takes: its kinds, or for a campaign whose systems it runs."""
+    if not phase.is_campaign:
+        return kinds_text(phase.allowed_kinds)
+    source = next((p.name for p in phases if p.slug == phase.campaign.get("of")), phase.campaign.get("of"))
+    return f"no uploads: an evaluation campaign, the archived systems of {source} run again on new data"
+
+
 def phase_takes(phase: Phase, kinds: Iterable[str]) -> bool:
     """Whether ``phase`` takes a submission of any of ``kinds``: the one rule behind the upload
     links, the phases an upload form lists, and the refusal of an upload (intake, web and API)."""

@@ -11,16 +11,18 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from leaderboard.accounts.selectors import team_in_campaigns
 from leaderboard.accounts.services import team_campaign_choice_set
-from leaderboard.challenges.models import CampaignConsent, Challenge, Dataset, DatasetFile, Phase
+from leaderboard.challenges.models import AuditEntry, CampaignConsent, Challenge, Dataset, DatasetFile, Phase
 from leaderboard.challenges.selectors import phase_datasets
 from leaderboard.challenges.spec import SpecError
 from leaderboard.core.errors import PermissionDenied, ServiceError
@@ -273,3 +275,52 @@ def test_a_campaign_without_data_cannot_start(ran: Cast, tmp_path: Path) -> None
     assert Dataset.objects.get(slug="duorc-selfrc").phase_only == "fresh"
     with pytest.raises(ServiceError, match="has no dataset with test gold yet"):
         campaign_start(phase=fresh, by=ran.oscar)
+
+
+def test_the_console_shows_the_plan_and_starts_it_with_a_reason_and_the_board_says_what_ran(
+    ran: Cast, tmp_path: Path
+) -> None:
+    challenge_load(spec_path=spec_of(tmp_path, campaign={"of": "test"}))
+    slug = ran.challenge.slug
+    assert ran.client("alice").get(f"/c/{slug}/console/campaigns/").status_code == 404
+    assert ran.client("alice").get(f"/c/{slug}/console/phases/fresh/campaign/").status_code == 404
+    oscar = ran.client("oscar")
+    page = oscar.get(f"/c/{slug}/console/campaigns/").content.decode()
+    assert "Fresh domains 2026" in page and "DuoRC.SelfRC" in page and "not started" in page
+    assert "will not run: " + PREDICTIONS_PROBLEM in page
+    confirm = oscar.get(f"/c/{slug}/console/phases/fresh/campaign/").content.decode()
+    assert "1 system of the Test phase run again" in confirm and "Alpha (submission" in confirm, confirm
+    assert oscar.post(f"/c/{slug}/console/phases/fresh/campaign/", {"reason": ""}).status_code == 400
+    done = oscar.post(f"/c/{slug}/console/phases/fresh/campaign/", {"reason": "new domains"}, follow=True)
+    assert done.redirect_chain[-1][0] == f"/c/{slug}/console/campaigns/"
+    run = CampaignRun.objects.get(phase__slug="fresh", run__isnull=False).run
+    assert run is not None and f"run {run.pk}</a>: queued" in done.content.decode()
+    again = oscar.post(f"/c/{slug}/console/phases/fresh/campaign/", {"reason": "again"})
+    assert again.status_code == 409 and CampaignRun.objects.count() == 2
+    assert AuditEntry.objects.filter(challenge=ran.challenge, action="campaign_run").count() == 2
+
+    finish_run(run)
+    board = Client().get(f"/c/{slug}/board/fresh/").content.decode()
+    note = board[board.index('id="campaign-note"'):]
+    note = note[:note.index("</p>")]
+    assert "opened 2026-12-01 UTC" in note and "1 system run again" in note and PREDICTIONS_PROBLEM in note
+    assert "Charlie" not in note, "the board names a team its campaign did not run"
+    # The campaign's board links to its source; the source's board does not link to the campaign.
+    assert f'href="/c/{slug}/board/test/"' in board
+    assert "/board/fresh/" not in Client().get(f"/c/{slug}/board/test/").content.decode()
+    detail = Client().get(f"/c/{slug}/").content.decode()
+    assert "an evaluation campaign, the archived systems of Test run again on new data" in detail
+
+
+def test_the_command_says_what_would_run_then_runs_it(ran: Cast, tmp_path: Path) -> None:
+    challenge_load(spec_path=spec_of(tmp_path, campaign={"of": "test"}))
+    out = StringIO()
+    call_command("campaign_run", ran.challenge.slug, "fresh", "--by", "oscar", "--dry-run", stdout=out)
+    assert "would run" in out.getvalue() and PREDICTIONS_PROBLEM in out.getvalue()
+    assert not CampaignRun.objects.exists()
+    with pytest.raises(CommandError, match="its campaigns: fresh"):
+        call_command("campaign_run", ran.challenge.slug, "test", "--by", "oscar")
+    with pytest.raises(CommandError, match="only the challenge's organizers"):
+        call_command("campaign_run", ran.challenge.slug, "fresh", "--by", "alice")
+    call_command("campaign_run", ran.challenge.slug, "fresh", "--by", "oscar", stdout=out)
+    assert "1 run(s) queued, 1 recorded as not run again" in out.getvalue()
