@@ -258,6 +258,10 @@ def _campaigns_check(spec: Mapping[str, Any], where: str) -> None:
         if campaign.get("systems", "final") not in CAMPAIGN_SYSTEMS:
             raise SpecError(f"{at}.systems: {campaign['systems']!r} is not one of final (each team's board "
                             "submission), all (every system that finished)")
+        if source.get("protocol") and not phase.get("protocol"):
+            raise SpecError(f"{where}.phases[{i}].protocol: the systems of {campaign['of']!r} answer turn by turn; "
+                            f"a campaign of them runs in the interactive protocol too (for example protocol: "
+                            f"{source['protocol']!r})")
         if phase.get("allowed_kinds"):
             raise SpecError(f"{where}.phases[{i}].allowed_kinds: a campaign takes no uploads (its runs are "
                             "archived systems run again); leave allowed_kinds out")

@@ -35,32 +35,15 @@ from leaderboard.submissions.models import CampaignRun, Status, Submission
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.storage import KEEP_SHARED, storage_retention_plan, team_storage_usage
 from leaderboard.submissions.worker_api import submission_run_claim_next
-from tests.builders.cast import DEMO_DATA, SPEC, Cast, gold_predictions, mrqa_gold, upload
+from tests.builders.campaigns import mrqa_campaign_spec, quac_campaign_spec
+from tests.builders.cast import Cast, gold_predictions, mrqa_gold, upload
 from tests.builders.runs import outcome
 from tests.builders.systems import TEST_LIMITS, bundle
 
 pytestmark = pytest.mark.django_db
 
-CAMPAIGN_GOLD = DEMO_DATA / "mrqa" / "DuoRC.SelfRC.test.jsonl.gz"
-
-
 def spec_of(tmp_path: Path, *, campaign: dict[str, Any] | None = None, **changes: Any) -> Path:
-    """The cast's spec with systems in its test phase, and (given ``campaign``) a campaign phase "fresh"
-    with a sealed dataset of its own, DuoRC (a domain the test phase never had)."""
-    spec = yaml.safe_load(SPEC)
-    spec["phases"][1]["allowed_kinds"] = ["predictions", "docker_image", "code_bundle"]
-    spec["systems"] = {"limits": TEST_LIMITS}
-    if campaign is not None:
-        spec["phases"].append({"slug": "fresh", "name": "Fresh domains 2026", "kind": "test",
-                               "opens_at": "2026-12-01T00:00:00Z", "closes_at": "2027-01-01T00:00:00Z",
-                               "campaign": campaign})
-        # The same file under a name of its own: the MRQA header names DuoRC.SelfRC.
-        spec["datasets"].append({"slug": "duorc-selfrc", "name": "DuoRC.SelfRC", "split": "III", "phase": "fresh",
-                                 "files": {"test": str(CAMPAIGN_GOLD)}})
-    spec.update(changes)
-    path = tmp_path / f"spec-{len(list(tmp_path.glob('spec-*')))}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    return mrqa_campaign_spec(tmp_path, campaign=campaign, **changes)
 
 
 def finish_run(submission: Submission, *, wrong_every: int = 0) -> Submission:
@@ -324,3 +307,16 @@ def test_the_command_says_what_would_run_then_runs_it(ran: Cast, tmp_path: Path)
         call_command("campaign_run", ran.challenge.slug, "fresh", "--by", "alice")
     call_command("campaign_run", ran.challenge.slug, "fresh", "--by", "oscar", stdout=out)
     assert "1 run(s) queued, 1 recorded as not run again" in out.getvalue()
+
+
+def test_a_campaign_of_turn_by_turn_systems_must_run_them_turn_by_turn(tmp_path: Path) -> None:
+    path = quac_campaign_spec(tmp_path, modes=["gold", "own"], campaign=True)
+    spec = yaml.safe_load(path.read_text())
+    spec["phases"][1].pop("protocol")
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(SpecError, match=r"phases\[1\].protocol: the systems of 'test' answer turn by turn"):
+        challenge_load(spec_path=path)
+    fresh = challenge_load(spec_path=quac_campaign_spec(tmp_path, modes=["gold", "own"], campaign=True)).phases.get(
+        slug="fresh")
+    assert fresh.protocol_modes == ["gold", "own"] and fresh.allowed_kinds == []
+    assert [d.slug for d in phase_datasets(phase=fresh)] == ["quac-again"]
