@@ -87,6 +87,7 @@ site_urlpatterns: list[URLPattern | URLResolver] = [
     path("c/<slug:slug>/console/teams/", console.console_teams_page, name="console-teams"),
     path("c/<slug:slug>/console/audit/", console.console_audit_page, name="console-audit"),
     path("c/<slug:slug>/console/integrity/", console.console_integrity_page, name="console-integrity"),
+    path("c/<slug:slug>/console/campaigns/", console.console_campaigns_page, name="console-campaigns"),
     path("c/<slug:slug>/console/announce/", console.console_action_page,
          {"target": "challenge", "key": "", "action": "announce"}, name="console-announce"),
     path("c/<slug:slug>/console/<slug:target>/<str:key>/<slug:action>/", console.console_action_page,

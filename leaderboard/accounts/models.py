@@ -29,6 +29,10 @@ class Team(models.Model):
     # Made in a challenge whose spec says ``teams: {approval: required}`` and not yet approved by an
     # organizer (in the console): the team cannot submit, and its page says so.
     approval_pending = models.BooleanField(default=False)
+    # The team's word on evaluation campaigns (re-runs of its archived systems on new data): "in",
+    # "out", or "" (not said: the challenge's ``campaign_consent`` decides).
+    campaign_choice = models.CharField(max_length=3, blank=True,
+                                       choices=[("", "not said"), ("in", "opted in"), ("out", "opted out")])
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -21,7 +21,7 @@ from leaderboard.accounts.models import (
     Team,
     TeamInvite,
 )
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.models import CampaignConsent, Challenge
 from leaderboard.challenges.selectors import Viewer, user_is_organizer
 from leaderboard.core.errors import PermissionDenied
 
@@ -173,3 +173,25 @@ def team_members_at(*, team: Team, when: dt.datetime) -> list[MemberAt]:
         (replace(m, role=Role.OWNER) if uid == owner_id else m for uid, m in members.items()),
         key=lambda m: (m.role != Role.OWNER, m.since),
     )
+
+
+def team_in_campaigns(team: Team) -> bool:
+    """Whether an evaluation campaign may run the team's archived systems again: the challenge's
+    terms (``Challenge.campaign_consent``) with the team's word (``Team.campaign_choice``).  The one
+    rule the campaign's plan and the team page both read."""
+    consent = team.challenge.campaign_consent
+    if consent == CampaignConsent.REQUIRED:
+        return True
+    if consent == CampaignConsent.OPT_IN:
+        return team.campaign_choice == "in"
+    return team.campaign_choice != "out"
+
+
+def campaign_choice_text(team: Team) -> str:
+    """What the team page says of campaigns, in the team's words."""
+    consent = team.challenge.campaign_consent
+    if consent == CampaignConsent.REQUIRED:
+        return "this challenge's terms let the organizers run your archived systems again on new data"
+    said = {"in": "you opted in", "out": "you opted out", "": "you have not said"}[team.campaign_choice]
+    runs = "may run" if team_in_campaigns(team) else "will not run"
+    return f"{said}: evaluation campaigns {runs} your archived systems again on new data"

@@ -43,7 +43,7 @@ from leaderboard.accounts.selectors import (
     user_email_in_use,
     user_take_part_check,
 )
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.models import CampaignConsent, Challenge
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
 
@@ -180,6 +180,24 @@ def team_update(*, team: Team, actor: User, is_anonymous: bool | None = None, af
     with transaction.atomic():
         team.save(update_fields=["is_anonymous", "affiliation"])
         board_changed(challenge_id=team.challenge_id)  # the boards show both
+    return team
+
+
+CAMPAIGN_CHOICES = ("", "in", "out")
+
+
+def team_campaign_choice_set(*, team: Team, actor: User, choice: str) -> Team:
+    """The team's word on evaluation campaigns re-running its archived systems on new data: "in",
+    "out" or "" (the challenge's terms decide).  Under terms that allow no opting out it is refused,
+    not stored and ignored; a campaign started earlier keeps the runs it made."""
+    _require_owner(team, actor)
+    if choice not in CAMPAIGN_CHOICES:
+        raise ServiceError("say in, out, or nothing", field="campaign_choice")
+    if team.challenge.campaign_consent == CampaignConsent.REQUIRED and choice == "out":
+        raise ServiceError("this challenge's terms let the organizers run every archived system again in "
+                           "evaluation campaigns: a team cannot opt out", field="campaign_choice")
+    Team.objects.filter(pk=team.pk).update(campaign_choice=choice)
+    team.campaign_choice = choice
     return team
 
 

@@ -27,6 +27,7 @@ from leaderboard.accounts.forms import (
 from leaderboard.accounts.models import ApiToken, Role, Team
 from leaderboard.accounts.selectors import (
     api_token_list,
+    campaign_choice_text,
     team_invites_for_user,
     team_invites_pending,
     team_members,
@@ -41,6 +42,7 @@ from leaderboard.accounts.services import (
     api_token_revoke,
     api_token_rotate,
     login_device_cookie_set,
+    team_campaign_choice_set,
     team_create,
     team_invite_accept,
     team_invite_cancel,
@@ -308,6 +310,7 @@ def team_page(request: HttpRequest, slug: str) -> HttpResponse:
             "pending_invites": team_invites_pending(team=team) if is_owner and team else [],
             "my_invites": team_invites_for_user(user=user, challenge=challenge),
             "max_team_size": challenge.max_team_size,
+            "campaign_text": campaign_choice_text(team) if team else "",
             # The upload links, each only where some phase takes that kind (the challenge page's rule).
             "submit_predictions": any(phase_takes(p, [SubmissionKind.PREDICTIONS]) for p in challenge.phases.all()),
             "submit_system": any(phase_takes(p, SYSTEM_KINDS) for p in challenge.phases.all()),
@@ -362,6 +365,11 @@ def _team_rename(request: HttpRequest, team: Team) -> None:
     messages.success(request, f"The team is now called {team.name}.")
 
 
+def _team_campaigns(request: HttpRequest, team: Team) -> None:
+    team_campaign_choice_set(team=team, actor=authenticated_user(request), choice=request.POST.get("campaign_choice", ""))
+    messages.success(request, "Saved: " + campaign_choice_text(team) + ".")
+
+
 def _team_handover(request: HttpRequest, team: Team) -> None:
     member = _posted_user(request)
     team_owner_handover(team=team, actor=authenticated_user(request), new_owner=member)
@@ -375,4 +383,5 @@ _TEAM_ACTIONS: dict[str, Callable[[HttpRequest, Team], None]] = {
     "remove": _team_remove,
     "rename": _team_rename,
     "handover": _team_handover,
+    "campaigns": _team_campaigns,
 }

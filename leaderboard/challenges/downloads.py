@@ -47,7 +47,12 @@ from leaderboard.challenges.models import (
     Split,
     SubmissionKind,
 )
-from leaderboard.challenges.selectors import Viewer, datasets_public_order, phase_prediction_targets
+from leaderboard.challenges.selectors import (
+    Viewer,
+    datasets_public_order,
+    phase_has_dataset,
+    phase_prediction_targets,
+)
 from leaderboard.challenges.suites import suite_for
 
 logger = logging.getLogger(__name__)
@@ -182,7 +187,7 @@ def data_catalogue(challenge: Challenge) -> DataCatalogue:
         scored = {ds.pk for ds, _ in phase_prediction_targets(phase=phase)} if takes_files else set()
         row = []
         for record in records:
-            if record.portion != phase.portion:
+            if record.portion != phase.portion or not phase_has_dataset(phase, record.dataset):
                 continue
             kind = _kind_in_phase(phase, record, scored)
             row.append((record, offer(kind, record, phase.opens_at) if kind else ""))

@@ -54,6 +54,15 @@ class IncompleteRows(models.TextChoices):
 BREAKDOWN_MIN_QUESTIONS = 50
 
 
+class CampaignConsent(models.TextChoices):
+    """Which archived systems an evaluation campaign may run again, by the challenge's terms
+    (spec ``campaigns: {consent: ...}``); a team says yes or no on its page (``Team.campaign_choice``)."""
+
+    OPT_OUT = "opt_out", "every system, unless its team opted out"
+    OPT_IN = "opt_in", "only the systems of teams that opted in"
+    REQUIRED = "required", "every system: the terms allow no opting out"
+
+
 class Challenge(models.Model):
     slug = models.SlugField(unique=True)
     title = models.CharField(max_length=200)
@@ -78,6 +87,9 @@ class Challenge(models.Model):
     # Breakdowns of a submission's scores (submissions.score_slices): on hidden data, a family of slices
     # with one smaller than this many questions is not shown to teams (spec: breakdowns.min_questions).
     breakdown_min_questions = models.PositiveIntegerField(default=BREAKDOWN_MIN_QUESTIONS)
+    # Whose systems an evaluation campaign may run again (``submissions.campaigns``).
+    campaign_consent = models.CharField(max_length=16, choices=CampaignConsent.choices,
+                                        default=CampaignConsent.OPT_OUT)
     # Never shown: keys the re-keyed ids and the aliases of sealed datasets.
     secret = models.CharField(max_length=64, default=new_challenge_secret, editable=False)
     staff = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="organized_challenges")
@@ -126,6 +138,10 @@ class Phase(models.Model):
     order = models.PositiveIntegerField(default=0)
     # Boards by measured cost: [{"name", <axis>: limit}] (``challenges.budget_tracks``); [] for none.
     budget_tracks = models.JSONField(default=list, blank=True)
+    # An evaluation campaign (spec ``phases[].campaign``): archived systems of another phase run again
+    # on datasets of this phase only.  {"of": source phase slug, "systems": "final" | "all",
+    # "limits": {limit: value} (what the organizer changed of the challenge's)}; {}: a phase of uploads.
+    campaign = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["challenge", "order", "opens_at"]
@@ -133,6 +149,10 @@ class Phase(models.Model):
 
     def __str__(self) -> str:
         return f"{self.challenge.slug}/{self.slug}"
+
+    @property
+    def is_campaign(self) -> bool:
+        return bool(self.campaign)
 
 
 class FilePortion(models.TextChoices):
@@ -167,6 +187,9 @@ class Dataset(models.Model):
     # which dataset hides behind its alias.
     tags = models.JSONField(default=dict, blank=True)
     order = models.PositiveIntegerField(default=0)
+    # The slug of the one phase the dataset belongs to (a campaign's new data: spec ``datasets[].phase``);
+    # "": every phase with its portion.  A campaign's dataset on the original boards would change them.
+    phase_only = models.SlugField(blank=True)
 
     class Meta:
         ordering = ["challenge", "order", "slug"]

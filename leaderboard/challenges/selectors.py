@@ -12,11 +12,11 @@ import datetime as dt
 import hashlib
 import hmac
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.text import slugify
 
 from leaderboard.challenges.disclosure import Average, averages_to_publish
@@ -189,11 +189,35 @@ def ranking_scope_get(*, challenge: Challenge, datasets: Sequence[Dataset], reve
 
 
 def phase_datasets(*, phase: Phase) -> list[Dataset]:
-    """The datasets of a phase: those that have its portion, in the organizer's order (a board's columns)."""
+    """The datasets of a phase: those that have its portion, in the organizer's order (a board's columns).
+
+    A dataset given to one phase (``Dataset.phase_only``: a campaign's new data) is that phase's only;
+    an evaluation campaign has no other, so the boards, runs and uploads of the original phases do
+    not change when a campaign adds data.
+    """
     return [
         ds for ds in Dataset.objects.filter(challenge_id=phase.challenge_id).order_by("order", "slug")
-        if phase.portion in ds.portions
+        if phase_has_dataset(phase, ds)
     ]
+
+
+def phase_has_dataset(phase: Phase, dataset: Dataset) -> bool:
+    """Whether ``dataset`` is one of ``phase``'s: the one rule of ``phase_datasets``, for the callers
+    that hold the datasets already."""
+    if phase.portion not in dataset.portions:
+        return False
+    if dataset.phase_only:
+        return dataset.phase_only == phase.slug
+    return not phase.is_campaign
+
+
+def phase_dataset_files(*, phase: Phase) -> QuerySet[DatasetFile]:
+    """The gold files of the phase's portion of its datasets (``phase_has_dataset``'s rule, in a query):
+    what its runs read, its uploads answer and its boards score."""
+    files = DatasetFile.objects.filter(dataset__challenge_id=phase.challenge_id, portion=phase.portion)
+    if phase.is_campaign:
+        return files.filter(dataset__phase_only=phase.slug)
+    return files.filter(Q(dataset__phase_only="") | Q(dataset__phase_only=phase.slug))
 
 
 def phase_ranking_scope(*, phase: Phase, reveal_sealed: bool = False) -> RankingScope:
@@ -215,12 +239,20 @@ def phase_prediction_targets(*, phase: Phase) -> list[tuple[Dataset, DatasetFile
     containerised systems can be run on them.
     """
     files = (
-        DatasetFile.objects.filter(dataset__challenge_id=phase.challenge_id, portion=phase.portion)
+        phase_dataset_files(phase=phase)
         .exclude(dataset__split=Split.III)
         .select_related("dataset")
         .order_by("dataset__order", "dataset__slug")
     )
     return [(f.dataset, f) for f in files]
+
+
+def phase_system_settings(*, phase: Phase) -> SystemSettings:
+    """How the phase's systems run: the challenge's settings, with the limits an evaluation campaign
+    changed (``Phase.campaign["limits"]``, checked at the load)."""
+    system = SystemSettings.from_json(phase.challenge.system_settings)
+    changed = (phase.campaign or {}).get("limits") or {}
+    return replace(system, limits=replace(system.limits, **changed)) if changed else system
 
 
 def challenge_run_queue(challenge: Challenge) -> str:
@@ -309,9 +341,7 @@ def phase_averages_covered(*, phase: Phase, reveal: bool = False) -> list[str]:
     sealed one by its alias unless ``reveal``): what a submission page and a starting kit say."""
     challenge = phase.challenge
     suite = suite_for(challenge)
-    datasets = [ds for ds in Dataset.objects.filter(challenge_id=phase.challenge_id).order_by("order", "slug")
-                if phase.portion in ds.portions]
-    datasets = datasets_ordered(datasets, reveal_sealed=reveal)
+    datasets = datasets_ordered(phase_datasets(phase=phase), reveal_sealed=reveal)
     scope = ranking_scope_get(challenge=challenge, datasets=datasets, reveal_sealed=reveal)
     columns = [c for c in phase_aggregate_columns(suite, phase) if aggregate_applies(c.metric, datasets)]
     return averages_covered(suite=suite, columns=columns, datasets=datasets, ranked=scope.datasets, reveal=reveal)
@@ -447,6 +477,14 @@ def kinds_text(kinds: Iterable[str]) -> str:
     if not words:
         return "nothing"
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def phase_takes_text(phase: Phase, phases: Sequence[Phase]) -> str:
+    """What the phases table says a phase takes: its kinds, or for a campaign whose systems it runs."""
+    if not phase.is_campaign:
+        return kinds_text(phase.allowed_kinds)
+    source = next((p.name for p in phases if p.slug == phase.campaign.get("of")), phase.campaign.get("of"))
+    return f"no uploads: an evaluation campaign, the archived systems of {source} run again on new data"
 
 
 def phase_takes(phase: Phase, kinds: Iterable[str]) -> bool:

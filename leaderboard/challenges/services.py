@@ -28,6 +28,7 @@ from leaderboard.challenges.budget_tracks import budget_tracks_parse
 from leaderboard.challenges.models import (
     BREAKDOWN_MIN_QUESTIONS,
     SYSTEM_KINDS,
+    CampaignConsent,
     Challenge,
     Dataset,
     DatasetFile,
@@ -54,7 +55,7 @@ from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.mrqa import MrqaOptions
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import ServiceError
-from leaderboard.sandbox.contract import SystemSettings
+from leaderboard.sandbox.contract import Limits, SystemSettings
 from scoring import inputs
 from scoring.cmrc2018 import cjk_share
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Mode
@@ -108,6 +109,7 @@ class ChallengeSpec:
     sealed_aggregates: str
     max_team_size: int | None
     breakdown_min_questions: int
+    campaign_consent: str = CampaignConsent.OPT_OUT
 
 
 def spec_read(spec_path: Path) -> dict[str, Any]:
@@ -146,6 +148,8 @@ def challenge_spec_read(spec_path: Path) -> ChallengeSpec:
         sealed_aggregates=sealed_aggregates,
         max_team_size=_max_team_size(spec.get("max_team_size"), f"{slug}.max_team_size"),
         breakdown_min_questions=_breakdown_min_questions(spec.get("breakdowns"), f"{slug}.breakdowns"),
+        campaign_consent=_choice(str((spec.get("campaigns") or {}).get("consent", CampaignConsent.OPT_OUT)),
+                                 CampaignConsent, f"{slug}.campaigns.consent"),
     )
 
 
@@ -200,6 +204,7 @@ def challenge_spec_apply(
             "sealed_aggregates": spec.sealed_aggregates,
             "max_team_size": spec.max_team_size,
             "breakdown_min_questions": spec.breakdown_min_questions,
+            "campaign_consent": spec.campaign_consent,
         },
     )
     for username in raw.get("staff", []) or []:
@@ -440,10 +445,13 @@ def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int, *, s
     where = f"{challenge_slug}.phases[{order}]"
     kind = _choice(_get(spec, "kind", where), PhaseKind, f"{where}.kind")
     quota = spec.get("quota") or {}
-    allowed = spec.get("allowed_kinds", [SubmissionKind.PREDICTIONS.value])
+    campaign = _campaign(spec.get("campaign"), where=f"{where}.campaign")
+    # A campaign takes no uploads (spec_check refuses allowed_kinds on one); its runs are systems.
+    allowed = [] if campaign else spec.get("allowed_kinds", [SubmissionKind.PREDICTIONS.value])
     for k in allowed:
         _choice(k, SubmissionKind, f"{where}.allowed_kinds")
-    modes = _protocol_modes(spec.get("protocol"), allowed, suite=suite, where=f"{where}.protocol")
+    modes = _protocol_modes(spec.get("protocol"), [SubmissionKind.DOCKER_IMAGE] if campaign else allowed,
+                            suite=suite, where=f"{where}.protocol")
     opens_at = _parse_utc(_get(spec, "opens_at", where, (str, dt.datetime)), f"{where}.opens_at")
     closes_at = _parse_utc(_get(spec, "closes_at", where, (str, dt.datetime)), f"{where}.closes_at")
     if closes_at <= opens_at:
@@ -462,7 +470,27 @@ def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int, *, s
         "board_public": bool(spec.get("board_public", True)),
         "order": order,
         "budget_tracks": _budget_tracks(spec.get("budget_tracks"), where=f"{where}.budget_tracks"),
+        "campaign": campaign,
     }
+
+
+def _campaign(value: Any, *, where: str) -> dict[str, Any]:
+    """A phase's ``campaign`` as stored ({} for a phase of uploads); its source is checked by spec_check.
+
+    Limits the organizer changes are checked as the challenge's own (``SystemSettings``), so a typo
+    fails the load rather than the campaign's runs."""
+    if value is None:
+        return {}
+    limits = value.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise SpecError(f"{where}.limits: expected a mapping like {{time_limit_s: 1200}}, found {limits!r}")
+    defaults = Limits()
+    for name, limit in limits.items():
+        whole = isinstance(getattr(defaults, name), int)
+        if isinstance(limit, bool) or not isinstance(limit, int if whole else (int, float)) or limit <= 0:
+            raise SpecError(f"{where}.limits.{name}: expected a {'whole ' if whole else ''}number above 0, "
+                            f"found {limit!r}")
+    return {"of": str(value["of"]), "systems": str(value.get("systems", "final")), "limits": dict(limits)}
 
 
 def _budget_tracks(value: Any, *, where: str) -> list[dict[str, Any]]:
@@ -528,6 +556,7 @@ def _dataset_load(
             # As the spec says now: a tag removed from the spec is removed here too.
             "tags": dataset_tags_parse(spec.get("tags"), where=f"{where}.tags"),
             "order": order,
+            "phase_only": str(spec.get("phase") or ""),
             # Training files are downloads, not scored portions: no board, upload or run reads them.
             "portions": sorted(set(spec.get("portions") or []) | (set(files) - {FilePortion.TRAIN})),
         },

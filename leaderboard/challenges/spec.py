@@ -49,12 +49,16 @@ PHASE_KEYS: Keys = {
     "quota": _QUOTA, "allowed_kinds": None, "protocol": None, "board_public": None,
     # Each track's keys are checked by budgets.budget_tracks_parse (its limits are its axes).
     "budget_tracks": {key: None for key in TRACK_KEYS},
+    # An evaluation campaign on archived systems of another phase (submissions.campaigns).
+    "campaign": {"of": None, "systems": None, "limits": {name: None for name in Limits.__dataclass_fields__}},
 }
 DATASET_KEYS: Keys = {
     "slug": None, "name": None, "split": None, "description": None, "sealed_alias": None, "revealed": None,
     "portions": None, "files": {portion.value: None for portion in FilePortion},
     # A mapping of the organizer's own tag names; checked by dataset_tags_parse, not here.
     "tags": None,
+    # The one phase the dataset belongs to (a campaign's new data); absent: every phase with its portion.
+    "phase": None,
 }
 # From the dataclasses the loader builds, so a setting added there is accepted here.
 SYSTEMS_KEYS: Keys = {
@@ -75,6 +79,8 @@ SPEC_KEYS: Keys = {
     # Checked by the loader (services._breakdown_min_questions).
     "breakdowns": {"min_questions": None},
     "systems": SYSTEMS_KEYS,
+    # Whose archived systems a campaign may run again (CampaignConsent).
+    "campaigns": {"consent": None},
     "phases": PHASE_KEYS,
     "datasets": DATASET_KEYS,
 }
@@ -224,6 +230,45 @@ def spec_check(spec: Mapping[str, Any], *, spec_path: Path | None = None) -> Non
             _no_dev_portion(dataset, f"{where}.datasets[{i}]")
     _lengths_check(spec, where)
     _tags_check(spec, where)
+    _campaigns_check(spec, where)
+
+
+CAMPAIGN_SYSTEMS = ("final", "all")
+
+
+def _campaigns_check(spec: Mapping[str, Any], where: str) -> None:
+    """A campaign runs the systems of another phase of the spec, that is not a campaign itself, and
+    takes no uploads; a dataset given to one phase names a phase of the spec."""
+    phases = [p for p in spec.get("phases") or [] if isinstance(p, dict)]
+    by_slug = {str(p.get("slug")): p for p in phases}
+    for i, phase in enumerate(spec.get("phases") or []):
+        if not isinstance(phase, dict) or phase.get("campaign") is None:
+            continue
+        at = f"{where}.phases[{i}].campaign"
+        campaign = phase["campaign"]
+        if not isinstance(campaign, dict) or "of" not in campaign:
+            raise SpecError(f"{at}: expected a mapping like {{of: test, systems: final}}, found {campaign!r}")
+        source = by_slug.get(str(campaign["of"]))
+        if source is None or source is phase:
+            others = ", ".join(s for s, p in by_slug.items() if p is not phase and p.get("campaign") is None)
+            raise SpecError(f"{at}.of: {campaign['of']!r} is not another phase of this spec (its phases: {others or 'none'})")
+        if source.get("campaign") is not None:
+            raise SpecError(f"{at}.of: {campaign['of']!r} is a campaign itself; a campaign runs the systems "
+                            "teams uploaded to a phase")
+        if campaign.get("systems", "final") not in CAMPAIGN_SYSTEMS:
+            raise SpecError(f"{at}.systems: {campaign['systems']!r} is not one of final (each team's board "
+                            "submission), all (every system that finished)")
+        if source.get("protocol") and not phase.get("protocol"):
+            raise SpecError(f"{where}.phases[{i}].protocol: the systems of {campaign['of']!r} answer turn by turn; "
+                            f"a campaign of them runs in the interactive protocol too (for example protocol: "
+                            f"{source['protocol']!r})")
+        if phase.get("allowed_kinds"):
+            raise SpecError(f"{where}.phases[{i}].allowed_kinds: a campaign takes no uploads (its runs are "
+                            "archived systems run again); leave allowed_kinds out")
+    for i, dataset in enumerate(spec.get("datasets") or []):
+        if isinstance(dataset, dict) and dataset.get("phase") is not None and str(dataset["phase"]) not in by_slug:
+            raise SpecError(f"{where}.datasets[{i}].phase: no phase with slug {dataset['phase']!r} in this spec "
+                            f"(it has {', '.join(by_slug) or 'none'})")
 
 
 def _lengths_check(spec: Mapping[str, Any], where: str) -> None:

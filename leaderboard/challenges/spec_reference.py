@@ -78,6 +78,12 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
         '3'),
     'systems.storage_mb_per_team': ('MiB of uploads each team may keep',
         '4096'),
+    'campaigns': ('evaluation campaigns on archived systems (see [Evaluation campaigns](campaigns.md))',
+        'below'),
+    'campaigns.consent': (('whose systems a campaign may run again: `opt_out` (every system unless its team '
+         'opted out on its team page), `opt_in` (only teams that opted in), `required` (the terms allow no '
+         'opting out)'),
+        '`opt_out`'),
     'phases': ('a list; each phase:',
         'required'),
     'phases[].slug': ("the phase's address (`/c/<slug>/board/<phase>/`)",
@@ -111,6 +117,19 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
         'none'),
     'phases[].budget_tracks.name': ("the track's name on its board (up to 40 characters; one per phase)",
         'required'),
+    'phases[].campaign': (('an evaluation campaign: archived systems of another phase run again on this phase\'s own '
+         'datasets (those whose `phase` names it), same image or bundle, under the same sealing rules; its board is '
+         'separate and the original boards do not change; it takes no uploads; an organizer starts it in the '
+         'console or with `manage.py campaign_run`. See [Evaluation campaigns](campaigns.md)'),
+        'none: a phase of uploads'),
+    'phases[].campaign.of': ('the slug of the phase whose systems it runs again (not a campaign)',
+        'required'),
+    'phases[].campaign.systems': (("`final` (each team's board submission there) or `all` (every system that "
+         'finished there)'),
+        '`final`'),
+    'phases[].campaign.limits': (("limits changed for the campaign's runs, with the keys of `systems.limits`; each "
+         'change is recorded beside the run'),
+        "the challenge's `systems.limits`"),
     'datasets': ('a list; each dataset:',
         'required'),
     'datasets[].slug': ('its key in uploads, exports and the API (not shown while sealed)',
@@ -135,6 +154,9 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
         '`false`'),
     'datasets[].portions': ('portions without gold files here, e.g. for imported results: `[test]`',
         'those of `files`'),
+    'datasets[].phase': (("the one phase the dataset belongs to, by slug (a campaign's new data); no other "
+         'phase shows, runs or offers it'),
+        'every phase with its portion'),
     'datasets[].files': (('gold files by portion, paths relative to the spec: `dev`, `test`, and `train` (Split I '
          'only: a download, never scored)'),
         'none'),

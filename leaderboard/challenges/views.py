@@ -19,9 +19,9 @@ from leaderboard.challenges.selectors import (
     challenge_status,
     dataset_label,
     datasets_public_order,
-    kinds_text,
     phase_status,
     phase_takes,
+    phase_takes_text,
     storage_budget_bytes,
     system_contract_of,
     team_extension_open,
@@ -62,7 +62,7 @@ def challenge_detail(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "challenge": challenge,
             "phases": phases,
-            "phase_rows": [(p, s, kinds_text(p.allowed_kinds)) for p, s in zip(phases, statuses, strict=True)],
+            "phase_rows": [(p, s, phase_takes_text(p, phases)) for p, s in zip(phases, statuses, strict=True)],
             "submit_predictions": any(phase_takes(p, [SubmissionKind.PREDICTIONS]) for p in taking),
             "submit_system": any(phase_takes(p, SYSTEM_KINDS) for p in taking),
             # Nothing left to take part in: the page says so instead of inviting people in.

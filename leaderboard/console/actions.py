@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from leaderboard.accounts.models import Team
-from leaderboard.challenges.models import SYSTEM_KINDS, Announcement, Challenge, Dataset, Split
+from leaderboard.challenges.models import SYSTEM_KINDS, Announcement, Challenge, Dataset, Phase, Split
 from leaderboard.challenges.selectors import dataset_label
 from leaderboard.console import services
 from leaderboard.console.forms import AnnouncementForm, ExtendForm, ReasonForm
@@ -23,12 +23,14 @@ from leaderboard.console.integrity import determinism_check_problem, determinism
 from leaderboard.console.selectors import (
     console_announcement_get,
     console_dataset_get,
+    console_phase_get,
     console_submission_get,
     console_team_get,
     runs_in_progress,
     submission_log_release_preview,
 )
 from leaderboard.core.errors import NotFound
+from leaderboard.submissions.campaigns import campaign_plan, campaign_start
 from leaderboard.submissions.lifecycle import submission_hold_release
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.rerun import submission_rerun, submission_rerun_problem
@@ -44,6 +46,7 @@ TARGETS: dict[str, Callable[[Challenge, str], Any]] = {
     "teams": lambda c, key: console_team_get(challenge=c, pk=key),
     "datasets": lambda c, key: console_dataset_get(challenge=c, slug=key),
     "announcements": lambda c, key: console_announcement_get(challenge=c, pk=key),
+    "phases": lambda c, key: console_phase_get(challenge=c, slug=key),
     "challenge": lambda c, key: c,
 }
 
@@ -75,7 +78,40 @@ def target_name(target: Any) -> str:
         return f"dataset {target.name}" + (f" (public name now: {alias})" if alias != target.name else "")
     if isinstance(target, Announcement):
         return f"announcement {target.pk}"
+    if isinstance(target, Phase):
+        return f"phase {target.name}"
     return f"challenge {target.title}"
+
+
+def _campaign_consequences(phase: Phase) -> list[str]:
+    if not phase.is_campaign:
+        return []
+    plan = campaign_plan(phase=phase)
+    start = plan.to_start
+    lines = [f"{len(start)} system{'s' if len(start) != 1 else ''} of the {plan.source_phase.name} phase run again, each "
+             f"with its own archive (same image id or bundle sha256), on {', '.join(ds.name for ds in plan.datasets)}: "
+             + (", ".join(f"{c.source.team.name} (submission {c.source.pk})" for c in start) or "none") + "."]
+    refused = [c for c in plan.candidates if c.run is None and c.problem]
+    if refused:
+        lines.append("Recorded as not run again, with the reason: " + "; ".join(
+            f"{c.source.team.name} (submission {c.source.pk}): {c.problem}" for c in refused) + ".")
+    if plan.limits_changed:
+        lines.append("Limits changed from the challenge's, recorded with each run: " + ", ".join(
+            f"{name} {old} -> {new}" for name, (old, new) in plan.limits_changed.items()) + ".")
+    lines.append(f"Runs go through the systems queue like any other, under the same sealing rules; the "
+                 f"{plan.source_phase.name} boards are not changed. Teams see their campaign runs on their pages.")
+    return lines
+
+
+def _campaign_problem(phase: Phase) -> str:
+    if not phase.is_campaign:
+        return "it is not an evaluation campaign"
+    plan = campaign_plan(phase=phase)
+    if plan.problem:
+        return plan.problem
+    if not [c for c in plan.candidates if c.run is None]:
+        return "every system it takes was asked already"
+    return ""
 
 
 def _rerun_consequences(s: Submission) -> list[str]:
@@ -142,6 +178,11 @@ ACTIONS: dict[tuple[str, str], Action] = {
             ],
             problem=determinism_check_problem,
             perform=lambda s, who, d: determinism_check_start(submission=s, by=who, reason=d["reason"]),
+        ),
+        Action(
+            "campaign", "phases", "Start the evaluation campaign",
+            consequences=_campaign_consequences, problem=_campaign_problem,
+            perform=lambda p, who, d: campaign_start(phase=p, by=who, reason=d["reason"]),
         ),
         Action(
             "release", "submissions", "Release the held run",

@@ -32,10 +32,19 @@ from leaderboard.challenges.models import (
     SubmissionKind,
     TeamPhaseOverride,
 )
-from leaderboard.challenges.selectors import challenge_run_queue
+from leaderboard.challenges.selectors import challenge_run_queue, phase_has_dataset
 from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.rankings.selectors import PUBLIC, Board, board_build
-from leaderboard.submissions.models import FailureCause, RunAttempt, Score, Status, Submission, WorkerToken
+from leaderboard.submissions.campaigns import CampaignPlan, campaign_plan, campaign_runs_of
+from leaderboard.submissions.models import (
+    CampaignRun,
+    FailureCause,
+    RunAttempt,
+    Score,
+    Status,
+    Submission,
+    WorkerToken,
+)
 from leaderboard.submissions.selectors import (
     phase_reads_sealed_data,
     reveal_closure,
@@ -64,6 +73,19 @@ def console_team_get(*, challenge: Challenge, pk: int | str) -> Team:
     if team is None:
         raise NotFound(NO_SUCH_THING)
     return team
+
+
+def console_phase_get(*, challenge: Challenge, slug: str) -> Phase:
+    phase = Phase.objects.select_related("challenge").filter(challenge=challenge, slug=slug).first()
+    if phase is None:
+        raise NotFound(NO_SUCH_THING)
+    return phase
+
+
+def console_campaigns(*, challenge: Challenge) -> list[tuple[CampaignPlan, list[CampaignRun]]]:
+    """Each evaluation campaign of the challenge: what starting it would do, and what it asked so far."""
+    phases = [p for p in challenge.phases.select_related("challenge").order_by("order", "opens_at") if p.is_campaign]
+    return [(campaign_plan(phase=p), campaign_runs_of(phase=p)) for p in phases]
 
 
 def console_dataset_get(*, challenge: Challenge, slug: str) -> Dataset:
@@ -462,7 +484,7 @@ def dataset_reveal_preview(*, dataset: Dataset) -> RevealPreview:
     challenge = dataset.challenge
     together = reveal_closure(dataset=dataset)
     phases = [p for p in challenge.phases.select_related("challenge")
-              if any(p.portion in ds.portions for ds in together)]
+              if any(phase_has_dataset(p, ds) for ds in together)]
     before = _public_boards(phases)
     with transaction.atomic():
         Dataset.objects.filter(pk__in=[ds.pk for ds in together]).update(revealed_at=timezone.now())

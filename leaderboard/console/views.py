@@ -28,6 +28,7 @@ from leaderboard.console.selectors import (
     AUDIT_PER_PAGE,
     SUBMISSIONS_PER_PAGE,
     audit_entries,
+    console_campaigns,
     console_submissions,
     console_teams,
     dataset_reveal_preview,
@@ -112,6 +113,12 @@ def console_teams_page(request: HttpRequest, challenge: Challenge) -> HttpRespon
 
 @require_safe
 @organizers_only
+def console_campaigns_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
+    return _page(request, challenge, "console/campaigns.html", "campaigns", campaigns=console_campaigns(challenge=challenge))
+
+
+@require_safe
+@organizers_only
 def console_audit_page(request: HttpRequest, challenge: Challenge) -> HttpResponse:
     page = Paginator(audit_entries(challenge=challenge), AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     return _page(request, challenge, "console/audit.html", "audit", page=page)
@@ -135,7 +142,7 @@ def _done_url(challenge: Challenge, target: Any, kind: str, action: str = "") ->
         return reverse("console-integrity", args=[challenge.slug]) + "#determinism"
     if kind == "submissions":
         return reverse("submission-detail", args=[challenge.slug, target.pk])
-    return reverse({"teams": "console-teams"}.get(kind, "console"), args=[challenge.slug])
+    return reverse({"teams": "console-teams", "phases": "console-campaigns"}.get(kind, "console"), args=[challenge.slug])
 
 
 @require_http_methods(["GET", "POST"])

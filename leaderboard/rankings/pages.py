@@ -23,6 +23,7 @@ from leaderboard.rankings.table import (
     board_page_get,
     significance_after,
 )
+from leaderboard.submissions.campaigns import campaign_summary
 
 
 def board_content_html(board: Board, number: str | int | None) -> str:
@@ -54,6 +55,7 @@ def board_content_html(board: Board, number: str | int | None) -> str:
             "body": board_body_html(board, page.rows),
             "pages": page,
             "phases": board_phases(phase=phase, view=view),
+            "campaign": campaign_summary(phase=phase),
             "chart": mark_safe(board_chart_svg(board)),  # built from escaped parts only
             "organizer_view": view == ORGANIZER,
             # From the gold: for the organizers only (it reads every reference).

@@ -37,7 +37,6 @@ from leaderboard.accounts.models import TeamKind
 from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import (
     Dataset,
-    DatasetFile,
     IncompleteRows,
     Phase,
     SealedAggregates,
@@ -50,6 +49,8 @@ from leaderboard.challenges.selectors import (
     averages_covered,
     dataset_label,
     datasets_public_order,
+    phase_dataset_files,
+    phase_has_dataset,
     ranking_scope_get,
     user_is_organizer,
 )
@@ -199,14 +200,21 @@ class BoardNotVisible(Exception):
 
 def board_datasets(*, phase: Phase) -> list[Dataset]:
     """Datasets that have this phase's portion, in the organizer's order."""
-    return [ds for ds in _challenge_datasets(phase) if phase.portion in ds.portions]
+    return [ds for ds in _challenge_datasets(phase) if phase_has_dataset(phase, ds)]
 
 
 def board_phases(*, phase: Phase, view: str = PUBLIC) -> list[Phase]:
     """The phases whose boards a board page links to, by name: in the public view those whose
-    board is public, in the organizer view every phase of the challenge."""
+    board is public, in the organizer view every phase of the challenge.
+
+    An evaluation campaign's board is separate: the task's boards link to the task's phases only (a
+    campaign added later changes none of their pages), a campaign's to its source and the other
+    campaigns; the challenge page lists both."""
     phases = Phase.objects.filter(challenge_id=phase.challenge_id).order_by("order", "opens_at", "pk")
-    return list(phases if view == ORGANIZER else phases.filter(board_public=True))
+    phases = phases if view == ORGANIZER else phases.filter(board_public=True)
+    if not phase.is_campaign:
+        return [p for p in phases if not p.is_campaign]
+    return [p for p in phases if p.is_campaign or p.slug == phase.campaign.get("of")]
 
 
 def _challenge_datasets(phase: Phase) -> list[Dataset]:
@@ -265,7 +273,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
     suite = suite_for(challenge)
     every_dataset = _challenge_datasets(phase)
     by_pk = {ds.pk: ds for ds in every_dataset}
-    datasets = [ds for ds in every_dataset if phase.portion in ds.portions]
+    datasets = [ds for ds in every_dataset if phase_has_dataset(phase, ds)]
     if not reveal:
         datasets = datasets_public_order(datasets)  # sealed columns last, by alias
     scope = ranking_scope_get(challenge=challenge, datasets=datasets, reveal_sealed=reveal)
@@ -551,7 +559,7 @@ def phase_best_reachable(*, phase: Phase) -> list[BestReachable]:
     fmt = phase.challenge.metric_suite
     if fmt not in DIALOG_FORMATS:
         return []
-    files = (DatasetFile.objects.filter(dataset__challenge_id=phase.challenge_id, portion=phase.portion)
+    files = (phase_dataset_files(phase=phase)
              .select_related("dataset").order_by("dataset__order", "dataset__slug"))
     return [BestReachable(dataset_label(f.dataset, reveal_sealed=True),
                           *_best_reachable(fmt, f.gold.path, os.path.getmtime(f.gold.path))) for f in files]

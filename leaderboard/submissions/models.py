@@ -363,3 +363,32 @@ class DialogAnswers(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["submission", "attempt", "mode", "dataset", "dialog"],
                                                name="dialoganswers_unique")]
+
+
+class CampaignRun(models.Model):
+    """One archived system an organizer asked to run again in an evaluation campaign
+    (``submissions.campaigns``): the run it became, or why it could not run again.
+
+    The re-run is a submission of the campaign's phase, of the source's team, pinned to the source's
+    upload (the same stored file, its sha256 and image id): the whole run, scoring and sealing path of
+    any submission serves it, and the source phase's rows are not touched.
+    """
+
+    phase = models.ForeignKey("challenges.Phase", on_delete=models.CASCADE, related_name="campaign_runs")
+    source = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="campaign_runs")
+    # Null when it could not run again (``problem`` says why).
+    run = models.OneToOneField(Submission, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="campaign_source")
+    problem = models.TextField(blank=True)
+    # The limits that differ from the source run's, {name: [source, campaign]}: what the organizer changed.
+    limits_changed = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["phase", "created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["phase", "source"], name="campaignrun_unique")]
+
+    def __str__(self) -> str:
+        return f"campaign run of submission {self.source_id} in {self.phase_id}"

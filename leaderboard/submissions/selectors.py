@@ -37,7 +37,10 @@ from leaderboard.challenges.selectors import (
     dataset_positions,
     dataset_run_key,
     datasets_public_order,
+    phase_dataset_files,
+    phase_has_dataset,
     phase_ranking_scope,
+    phase_system_settings,
     ranking_scope_get,
     user_is_organizer,
 )
@@ -275,7 +278,7 @@ def dataset_id_key(dataset: Dataset) -> str:
 def phase_gold_files(*, phase: Phase) -> list[DatasetFile]:
     """The gold a run of the phase reads now: every dataset's file for the phase's portion."""
     return list(
-        DatasetFile.objects.filter(dataset__challenge_id=phase.challenge_id, portion=phase.portion)
+        phase_dataset_files(phase=phase)
         .select_related("dataset__challenge")
         .order_by("dataset__order", "dataset__slug")
     )
@@ -315,7 +318,7 @@ def system_run_plan(*, submission: Submission, files: Sequence[DatasetFile] | No
     phase = submission.phase
     challenge = phase.challenge
     suite = suite_for(challenge)
-    system = SystemSettings.from_json(challenge.system_settings)
+    system = phase_system_settings(phase=phase)
     if files is None:
         files = phase_gold_files(phase=phase)
     by_dataset = {f.dataset.pk: f for f in files}
@@ -515,10 +518,7 @@ def phase_runs_on_hidden_data(*, phase: Phase) -> bool:
 def phase_reads_sealed_data(*, phase: Phase) -> bool:
     """Whether a run of the phase reads a dataset sealed now: its portion of a Split III dataset not
     revealed (a system run reads every dataset of its portion)."""
-    return DatasetFile.objects.filter(
-        dataset__challenge_id=phase.challenge_id, portion=phase.portion, dataset__split=Split.III,
-        dataset__revealed_at__isnull=True,
-    ).exists()
+    return phase_dataset_files(phase=phase).filter(dataset__split=Split.III, dataset__revealed_at__isnull=True).exists()
 
 
 @dataclass(frozen=True)
@@ -890,7 +890,7 @@ def reveal_exposes(*, datasets: Sequence[Dataset]) -> list[Dataset]:
     by_pk = {ds.pk: ds for ds in every}
     exposed: set[int] = set()
     for phase in Phase.objects.filter(challenge=challenge):
-        in_phase = [ds for ds in every if phase.portion in ds.portions]
+        in_phase = [ds for ds in every if phase_has_dataset(phase, ds)]
         if not revealing & {ds.pk for ds in in_phase}:
             continue
         ranked = ranking_scope_get(challenge=challenge, datasets=in_phase).datasets

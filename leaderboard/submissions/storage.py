@@ -87,7 +87,9 @@ class StorageUsage:
 
 def team_storage_usage(*, team: Team) -> StorageUsage:
     """Bytes of the team's uploads still stored (a file freed by retention no longer counts)."""
-    used = Submission.objects.filter(team=team).exclude(file="").aggregate(total=Sum("size_bytes"))["total"]
+    # A campaign's run names its source's file: the bytes are counted once, on the source.
+    used = (Submission.objects.filter(team=team, campaign_source__isnull=True).exclude(file="")
+            .aggregate(total=Sum("size_bytes"))["total"])
     return StorageUsage(used_bytes=used or 0, budget_bytes=storage_budget_bytes(challenge=team.challenge))
 
 
@@ -350,6 +352,7 @@ KEEP_ACTIVE = "queued, running or being scored (the run needs its file)"
 KEEP_BOARD = "the team's board submission, or the one it selected"
 KEEP_NEWEST = "among the team's newest in its phase"
 KEEP_RECENT = "newer than the cut-off"
+KEEP_SHARED = "named by a kept submission too (an evaluation campaign's run shares its source's upload)"
 
 
 def storage_retention_plan(
@@ -372,6 +375,8 @@ def storage_retention_plan(
     on_board = set(BoardEntry.objects.values_list("submission_id", flat=True))
     newest: dict[tuple[int, int], int] = {}
     root = Path(settings.PRIVATE_STORAGE_ROOT)
+    freeable: list[RetentionItem] = []
+    kept_names: set[str] = set()
     for submission in with_files.order_by("-created_at", "-id"):
         rank = newest[(submission.team_id, submission.phase_id)] = newest.get(
             (submission.team_id, submission.phase_id), 0) + 1
@@ -389,13 +394,20 @@ def storage_retention_plan(
                 size = (root / name).stat().st_size
             except OSError:
                 size = 0  # already gone from disk: the row is cleared, nothing is freed
-            plan.free.append(RetentionItem(
+            freeable.append(RetentionItem(
                 name, size, submission.pk,
                 f"submission {submission.pk} ({submission.team.name}, {submission.phase.slug}, {submission.status}, "
                 f"{submission.created_at:%Y-%m-%d})",
             ))
             continue
+        kept_names.add(str(submission.file.name))
         plan.kept[reason] = plan.kept.get(reason, 0) + 1
+    # One stored file may be two submissions' (a campaign's run and its source): kept if either is.
+    for item in freeable:
+        if item.name in kept_names:
+            plan.kept[KEEP_SHARED] = plan.kept.get(KEEP_SHARED, 0) + 1
+        else:
+            plan.free.append(item)
     if challenge is None:
         plan.free += _orphans(root, before=min(cutoff, now - ORPHAN_GRACE).timestamp())
     return plan
@@ -433,6 +445,10 @@ def storage_retain(*, plan: RetentionPlan) -> RetentionResult:
     """
     result = RetentionResult()
     root = Path(settings.PRIVATE_STORAGE_ROOT)
+    planned: dict[str, set[int]] = {}
+    for item in plan.free:
+        if item.submission is not None:
+            planned.setdefault(item.name, set()).add(item.submission)
     for item in plan.free:
         if item.submission is None:
             _delete_file(root, item.name)
@@ -445,7 +461,9 @@ def storage_retain(*, plan: RetentionPlan) -> RetentionResult:
                 .exclude(pk__in=BoardEntry.objects.values("submission_id"))
                 .first()
             )
-            if submission is None:
+            # A campaign started since the plan may run this file again under another row.
+            shared = Submission.objects.filter(file=item.name).exclude(pk__in=planned[item.name]).exists()
+            if submission is None or shared:
                 result.skipped.append(item)
                 continue
             note = {

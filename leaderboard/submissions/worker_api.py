@@ -42,6 +42,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.utils import timezone
 
 from leaderboard.challenges.models import SYSTEM_KINDS
+from leaderboard.challenges.selectors import phase_system_settings
 from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, enqueue_on_commit
 from leaderboard.core.errors import ServiceError
 from leaderboard.sandbox.contract import (
@@ -49,7 +50,6 @@ from leaderboard.sandbox.contract import (
     RunOutcome,
     RunPlan,
     RunTicket,
-    SystemSettings,
     TicketFile,
     log_cap_chars,
     log_clean,
@@ -191,7 +191,7 @@ def _entry(name: str, url: str, path: Path) -> TicketFile:
 
 def run_ticket_build(plan: RunPlan) -> RunTicket:
     submission = Submission.objects.select_related("phase__challenge").get(pk=plan.submission_id)
-    system = SystemSettings.from_json(submission.phase.challenge.system_settings)
+    system = phase_system_settings(phase=submission.phase)
     base = f"runs/{plan.submission_id}/{plan.attempt}"
     modes = submission.phase.protocol_modes
     protocol = {"modes": list(modes), "format": submission.phase.challenge.metric_suite} if modes else None
