@@ -127,8 +127,8 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
     'phases[].campaign.systems': (("`final` (each team's board submission there) or `all` (every system that "
          'finished there)'),
         '`final`'),
-    'phases[].campaign.limits': (("limits changed for the campaign's runs, with the keys of `systems.limits`; each "
-         'change is recorded beside the run'),
+    'phases[].campaign.limits': (("limits changed for the campaign's runs, any of `systems.limits`' keys ("
+         + ", ".join(f"`{f.name}`" for f in dataclasses.fields(Limits)) + "); each change is recorded beside the run"),
         "the challenge's `systems.limits`"),
     'datasets': ('a list; each dataset:',
         'required'),
