@@ -133,6 +133,14 @@ class RoundItem(models.Model):
     # The gold the item was sampled from: references shown and exported come from it, and a gold
     # change afterwards is visible as a different hash.
     gold_sha256 = models.CharField(max_length=64)
+    # What the judge reads, copied from the dataset's files when the item was sampled (judging.items):
+    # the question, the evidence ([{"title", "paragraphs"}], from the answer-free inputs), the references
+    # ([{"text", "yesno"}]) and DuReader's gold entities.  Organizer-side data, shown only through
+    # selectors.judge_item_view.
+    question = models.TextField(blank=True)
+    evidence = models.JSONField(default=list, blank=True)
+    references = models.JSONField(default=list, blank=True)
+    entities = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["round", "position"]
