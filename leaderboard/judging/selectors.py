@@ -389,3 +389,11 @@ def round_judgments_export(*, round: Round, fmt: ExportFormat = "jsonl", per_sys
     writer = csv.writer(buffer)
     writer.writerows(csv_rows_safe(EXPORT_FIELDS, cells))
     return buffer.getvalue()
+
+
+def round_candidate_get(*, round: Round, candidate_id: int) -> Candidate:
+    candidate = Candidate.objects.filter(pk=candidate_id, item__round=round).select_related(
+        "item__round__phase__challenge", "item__dataset").first()
+    if candidate is None:
+        raise NotFound(JUDGE_NOT_FOUND)
+    return candidate
