@@ -41,10 +41,10 @@ def judge_page(request: HttpRequest, slug: str, round_id: int) -> HttpResponse:
         round, judge = judge_round_get(user=request.user, slug=slug, round_id=round_id)
         if request.method == "POST":
             candidate_id, shown_at = judgment_token_read(request.POST.get("token", ""))
-            candidate = round_candidate_get(round=round, candidate_id=candidate_id)
+            judged = round_candidate_get(round=round, candidate_id=candidate_id)
             try:
                 acceptable = (request.POST.get("acceptable") == "1") if "acceptable_asked" in request.POST else None
-                judgment_give(judge=judge, candidate=candidate, score=_score(request.POST.get("score")),
+                judgment_give(judge=judge, candidate=judged, score=_score(request.POST.get("score")),
                               acceptable=acceptable, shown_at=shown_at)
             except NotFound:
                 raise

@@ -22,6 +22,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import connection
+from django.db.models import Model
 from django.test import Client
 
 from leaderboard.accounts.models import Team
@@ -76,8 +78,27 @@ class MrcWorld:
         return [self.systems[k].pk for k in ("gold", "half", "mixed")]
 
 
+# Submission ids start here, so that a page showing one would show a number found nowhere else.
+SUBMISSION_IDS_FROM = 73_100
+
+
+def ids_start_at(model: type[Model], start: int) -> None:
+    """The next automatic id of ``model``'s table is above ``start`` (PostgreSQL or SQLite)."""
+    table = model._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), GREATEST(%s, "
+                           "(SELECT COALESCE(MAX(id), 1) FROM " + connection.ops.quote_name(table) + ")))",
+                           [table, start])
+        else:
+            cursor.execute("UPDATE sqlite_sequence SET seq = MAX(seq, %s) WHERE name = %s", [start, table])
+            if cursor.rowcount == 0:
+                cursor.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (%s, %s)", [table, start])
+
+
 def mrc_world_build() -> MrcWorld:
     """Call with the commit callbacks executed (the uploads are scored after commit)."""
+    ids_start_at(Submission, SUBMISSION_IDS_FROM)
     users = {name: User.objects.create_user(name, email=f"{name}@example.org")
              for name in ("organizer", "alice", "bea", "gus", "jane", "jim", "dave")}
     challenge = challenge_load(spec_path=MRC_SPEC)
