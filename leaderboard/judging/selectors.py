@@ -1,6 +1,7 @@
 """Reads of the judging rounds: what a judge is shown, progress, agreement, disagreements, the export.
 
-Who may see an item is decided in one place, :func:`judge_may_see`.  A judge's page is built by
+Who may see an item is decided in one place, :meth:`JudgeStanding.may_see` (:func:`judge_may_see` for
+one item; lists of items read the judge's standing once).  A judge's page is built by
 :func:`judge_item_view` from the item and one candidate only: nothing of a system (team, label,
 submission) and nothing of another judge's judgment is in what it returns, so no template can show it.
 """
@@ -67,11 +68,32 @@ def judge_may_see(*, judge: Judge, item: RoundItem) -> bool:
     challenge = item.round.phase.challenge
     if judge.challenge_id != challenge.pk:
         return False
-    if user_is_organizer(user=judge.user, challenge=challenge):
-        return True
-    if team_of_user(user=judge.user, challenge=challenge) is not None:
-        return False
-    return not item.dataset.is_sealed
+    return judge_standing(judge=judge).may_see(item)
+
+
+@dataclass(frozen=True)
+class JudgeStanding:
+    """What :func:`judge_may_see` needs to know of a judge, read once for many items."""
+
+    challenge_id: int
+    organizer: bool
+    on_team: bool
+
+    def may_see(self, item: RoundItem) -> bool:
+        if item.dataset.challenge_id != self.challenge_id:
+            return False
+        if self.organizer:
+            return True
+        return not self.on_team and not item.dataset.is_sealed
+
+
+def judge_standing(*, judge: Judge) -> JudgeStanding:
+    """The judge's role in its challenge now (the rule is :meth:`JudgeStanding.may_see`)."""
+    return JudgeStanding(
+        challenge_id=judge.challenge_id,
+        organizer=user_is_organizer(user=judge.user, challenge=judge.challenge),
+        on_team=team_of_user(user=judge.user, challenge=judge.challenge) is not None,
+    )
 
 
 def judge_of(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> Judge | None:
@@ -96,7 +118,8 @@ def _judge_items(*, judge: Judge, round: Round) -> list[RoundItem]:
     """The judge's items in the round, in the round's order, those it may see only."""
     items = (RoundItem.objects.filter(round=round, assignments__judge=judge)
              .select_related("dataset", "round__phase__challenge").order_by("position"))
-    return [item for item in items if judge_may_see(judge=judge, item=item)]
+    standing = judge_standing(judge=judge)
+    return [item for item in items if standing.may_see(item)]
 
 
 def judge_next_item(*, judge: Judge, round: Round) -> Candidate | None:

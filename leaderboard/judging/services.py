@@ -52,7 +52,7 @@ from leaderboard.judging.models import (
     Scale,
     Stratify,
 )
-from leaderboard.judging.selectors import JUDGE_NOT_FOUND, judge_may_see
+from leaderboard.judging.selectors import JUDGE_NOT_FOUND, judge_may_see, judge_standing
 from leaderboard.submissions.models import BoardEntry, Status, Submission
 
 MAX_QUESTIONS = 5000
@@ -256,7 +256,9 @@ def round_judges_assign(*, round: Round) -> list[RoundItem]:
     """Give every item of the round judges until it has ``judges_per_item`` (existing assignments
     stay): for each item in order, among the judges who may see it (``judge_may_see``), those with
     the fewest items so far, ties broken by a seeded order.  Returns the items still short."""
-    judges = list(Judge.objects.filter(challenge=round.phase.challenge).select_related("user").order_by("pk"))
+    judges = list(Judge.objects.filter(challenge=round.phase.challenge).select_related("user", "challenge")
+                  .order_by("pk"))
+    standings = {j.pk: judge_standing(judge=j) for j in judges}
     random.Random(f"{round.seed}:judges").shuffle(judges)
     tie = {j.pk: i for i, j in enumerate(judges)}
     load = {j.pk: 0 for j in judges}
@@ -269,7 +271,7 @@ def round_judges_assign(*, round: Round) -> list[RoundItem]:
     for item in items:
         have = {a.judge_id for a in item.assignments.all()}
         need = round.judges_per_item - len(have)
-        eligible = [j for j in judges if j.pk not in have and judge_may_see(judge=j, item=item)]
+        eligible = [j for j in judges if j.pk not in have and standings[j.pk].may_see(item)]
         eligible.sort(key=lambda j: (load[j.pk], tie[j.pk]))
         for judge in eligible[:max(need, 0)]:
             Assignment.objects.create(item=item, judge=judge)
