@@ -12,6 +12,7 @@ from leaderboard.challenges import views as challenges
 from leaderboard.console import apis as console_api
 from leaderboard.console import views as console
 from leaderboard.core import views as core
+from leaderboard.judging import views as judging
 from leaderboard.rankings import apis as rankings_api
 from leaderboard.rankings import views as rankings
 from leaderboard.submissions import apis as submissions_api
@@ -92,6 +93,8 @@ site_urlpatterns: list[URLPattern | URLResolver] = [
          {"target": "challenge", "key": "", "action": "announce"}, name="console-announce"),
     path("c/<slug:slug>/console/<slug:target>/<str:key>/<slug:action>/", console.console_action_page,
          name="console-action"),
+    # A judge's page of a human evaluation round: the round's judges only (404 to anyone else).
+    path("c/<slug:slug>/judge/<int:round_id>/", judging.judge_page, name="judge"),
     path("api/v1/auth/token/", accounts_api.TokenApi.as_view(), name="api-token"),
     path("api/v1/auth/token/rotate/", accounts_api.TokenRotateApi.as_view(), name="api-token-rotate"),
     path("api/v1/auth/tokens/", accounts_api.TokenListApi.as_view(), name="api-tokens-list"),

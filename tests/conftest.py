@@ -22,6 +22,7 @@ pytest_plugins = [
     "tests.fixtures.cast",
     "tests.fixtures.console",
     "tests.fixtures.dialogs",
+    "tests.fixtures.judging",
     "tests.fixtures.kits",
     "tests.fixtures.system_uploads",
     "tests.fixtures.systems",

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "leaderboard.accounts",
     "leaderboard.challenges",
     "leaderboard.submissions",
+    "leaderboard.judging",
     "leaderboard.rankings",
     "leaderboard.console",
 ]
