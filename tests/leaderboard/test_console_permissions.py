@@ -110,6 +110,7 @@ def matrix(console_world: ConsoleWorld) -> Matrix:  # noqa: F811
 def console_pages(m: Matrix) -> list[str]:
     return ["/c/demo/console/", "/c/demo/console/submissions/", "/c/demo/console/submissions/?status=failed",
             "/c/demo/console/queue/", "/c/demo/console/teams/", "/c/demo/console/audit/", "/c/demo/console/integrity/",
+            "/c/demo/console/campaigns/",
             *[s.html for s in m.steps]]
 
 
