@@ -484,7 +484,7 @@ def phase_takes_text(phase: Phase, phases: Sequence[Phase]) -> str:
     if not phase.is_campaign:
         return kinds_text(phase.allowed_kinds)
     source = next((p.name for p in phases if p.slug == phase.campaign.get("of")), phase.campaign.get("of"))
-    return f"no uploads: an evaluation campaign, the archived systems of {source} run again on new data"
+    return f"no uploads: a campaign re-running {source}'s systems"
 
 
 def phase_takes(phase: Phase, kinds: Iterable[str]) -> bool:

@@ -292,7 +292,7 @@ def test_the_console_shows_the_plan_and_starts_it_with_a_reason_and_the_board_sa
     assert f'href="/c/{slug}/board/test/"' in board
     assert "/board/fresh/" not in Client().get(f"/c/{slug}/board/test/").content.decode()
     detail = Client().get(f"/c/{slug}/").content.decode()
-    assert "an evaluation campaign, the archived systems of Test run again on new data" in detail
+    assert "no uploads: a campaign re-running Test&#x27;s systems" in detail
 
 
 def test_the_command_says_what_would_run_then_runs_it(ran: Cast, tmp_path: Path) -> None:
