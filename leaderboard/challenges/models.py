@@ -142,6 +142,9 @@ class Phase(models.Model):
     # on datasets of this phase only.  {"of": source phase slug, "systems": "final" | "all",
     # "limits": {limit: value} (what the organizer changed of the challenge's)}; {}: a phase of uploads.
     campaign = models.JSONField(default=dict, blank=True)
+    # The settings of its human evaluation round (spec ``phases[].human_eval``, checked by
+    # ``challenges.human_eval``); the judging app creates the round from them.  {}: none set.
+    human_eval = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["challenge", "order", "opens_at"]

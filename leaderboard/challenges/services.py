@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.challenges.budget_tracks import budget_tracks_parse
+from leaderboard.challenges.human_eval import human_eval_parse
 from leaderboard.challenges.models import (
     BREAKDOWN_MIN_QUESTIONS,
     SYSTEM_KINDS,
@@ -471,7 +472,15 @@ def _phase_fields(challenge_slug: str, spec: Mapping[str, Any], order: int, *, s
         "order": order,
         "budget_tracks": _budget_tracks(spec.get("budget_tracks"), where=f"{where}.budget_tracks"),
         "campaign": campaign,
+        "human_eval": _human_eval(spec.get("human_eval"), where=f"{where}.human_eval", suite=suite),
     }
+
+
+def _human_eval(value: Any, *, where: str, suite: str) -> dict[str, Any]:
+    try:
+        return human_eval_parse(value, where=where, suite=suite)
+    except ServiceError as exc:
+        raise SpecError(exc.message) from None
 
 
 def _campaign(value: Any, *, where: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import yaml
 from django.db import models
 
 from leaderboard.challenges.budget_tracks import TRACK_KEYS
+from leaderboard.challenges.human_eval import HUMAN_EVAL_KEYS
 from leaderboard.challenges.models import Challenge, Dataset, FilePortion, Phase, Split
 from leaderboard.challenges.suites import SUITES
 from leaderboard.challenges.suites.base import SuiteOptions
@@ -51,6 +52,8 @@ PHASE_KEYS: Keys = {
     "budget_tracks": {key: None for key in TRACK_KEYS},
     # An evaluation campaign on archived systems of another phase (submissions.campaigns).
     "campaign": {"of": None, "systems": None, "limits": {name: None for name in Limits.__dataclass_fields__}},
+    # A human evaluation round's settings; each value is checked by human_eval.human_eval_parse.
+    "human_eval": {key: None for key in HUMAN_EVAL_KEYS},
 }
 DATASET_KEYS: Keys = {
     "slug": None, "name": None, "split": None, "description": None, "sealed_alias": None, "revealed": None,

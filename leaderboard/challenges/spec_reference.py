@@ -154,6 +154,24 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
         '`false`'),
     'datasets[].portions': ('portions without gold files here, e.g. for imported results: `[test]`',
         'those of `files`'),
+    'phases[].human_eval': (("the settings of the phase's human evaluation round, from which an organizer creates it "
+         '(console, or `manage.py judging_round_create`): its systems are the board\'s top ones. '
+         'See [Human evaluation](human-evaluation.md)'),
+        'none'),
+    'phases[].human_eval.name': ("the round's name", 'the phase\'s name'),
+    'phases[].human_eval.top': ("how many of the board's systems are judged (its top k, by the board's ranking)", '5'),
+    'phases[].human_eval.questions': ('how many questions are sampled (seeded)', '500'),
+    'phases[].human_eval.seed': ('the sample\'s seed, so it can be drawn again', 'a random one, recorded'),
+    'phases[].human_eval.stratify_by': (('`question_type` (suites with typed questions: `mrc2018`), `dataset`, or '
+         '`none`'), '`none`'),
+    'phases[].human_eval.judges_per_item': ('how many judges score each answer', '2'),
+    'phases[].human_eval.scale': (('`five_point` (1-5, Yang et al.\'s guideline) or `correct_partly_wrong` (with an '
+         '"acceptable answer" flag)'), '`five_point` for `mrc2018`, `correct_partly_wrong` for `mrqa`'),
+    'phases[].human_eval.guideline': ('the guideline judges read', "the scale's default (the paper's for 1-5)"),
+    'phases[].human_eval.deadline': ('when judging closes, in UTC with a `Z`', 'none'),
+    'phases[].human_eval.disagreement_margin': (('judges differing by more than this go to adjudication by an '
+         'organizer'), '1 on the 1-5 scale, 0 on correct/partly/wrong'),
+    'phases[].human_eval.judges': ('usernames invited as judges when the round is created', 'none'),
     'datasets[].phase': (("the one phase the dataset belongs to, by slug (a campaign's new data); no other "
          'phase shows, runs or offers it'),
         'every phase with its portion'),

@@ -25,7 +25,6 @@ from scoring.mrqa import load_mrqa_gold
 
 JUDGED_SUITES = ("mrc2018", "mrqa")
 # The suites whose questions carry a type a round can stratify by.
-TYPED_SUITES = frozenset({"mrc2018"})
 T = TypeVar("T")
 
 

@@ -11,23 +11,16 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+# The scales and strata are the spec's too (phases[].human_eval): their one definition is there.
+from leaderboard.challenges.human_eval import Scale as Scale
+from leaderboard.challenges.human_eval import Stratify as Stratify
+
 
 class RoundState(models.TextChoices):
     DRAFT = "draft", "draft"
     OPEN = "open", "open for judging"
     CLOSED = "closed", "closed"
     PUBLISHED = "published", "published"
-
-
-class Scale(models.TextChoices):
-    FIVE_POINT = "five_point", "1-5 (Yang et al. 2018)"
-    CORRECT_PARTLY_WRONG = "correct_partly_wrong", "correct / partly correct / wrong"
-
-
-class Stratify(models.TextChoices):
-    NONE = "", "no strata"
-    QUESTION_TYPE = "question_type", "by question type"
-    DATASET = "dataset", "by dataset"
 
 
 # The values a judgment takes on each scale, lowest first, with what the judge reads on the button.

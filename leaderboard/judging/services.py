@@ -26,12 +26,12 @@ from django.utils import timezone
 
 from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.audit import audit_record
+from leaderboard.challenges.human_eval import MAX_JUDGES_PER_ITEM, MAX_QUESTIONS, TYPED_SUITES
 from leaderboard.challenges.models import Challenge, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, user_is_organizer
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
 from leaderboard.judging.answers import Answer, answer_of, submission_answers_read
 from leaderboard.judging.items import (
-    TYPED_SUITES,
     QuestionText,
     questions_sample,
     questions_text,
@@ -55,8 +55,6 @@ from leaderboard.judging.models import (
 from leaderboard.judging.selectors import JUDGE_NOT_FOUND, judge_may_see, judge_standing
 from leaderboard.submissions.models import BoardEntry, Status, Submission
 
-MAX_QUESTIONS = 5000
-MAX_JUDGES_PER_ITEM = 10
 NOTE_MAX = 2000
 # Scales by suite when the organizer names none: the paper's 1-5 for generated answers (DuReader),
 # correct / partly / wrong with "acceptable" for extracted spans.

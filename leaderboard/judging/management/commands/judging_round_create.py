@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from leaderboard.challenges.models import Challenge
+from leaderboard.core.errors import ServiceError
+from leaderboard.judging.spec_rounds import round_create_from_spec
+
+
+class Command(BaseCommand):
+    help = ("Create a draft human evaluation round on a phase from its spec settings (phases[].human_eval): "
+            "the board's top systems, the questions sampled (seeded), the judges it names invited. Open it in the "
+            "console when you have read it.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("challenge", help="the challenge's slug")
+        parser.add_argument("phase", help="the phase's slug")
+        parser.add_argument("--by", required=True, help="the organizer it is done as (a username; audit log)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        challenge = Challenge.objects.filter(slug=options["challenge"]).first()
+        if challenge is None:
+            raise CommandError(f"no challenge {options['challenge']!r}")
+        phase = challenge.phases.filter(slug=options["phase"]).first()
+        if phase is None:
+            raise CommandError(f"{challenge.slug} has no phase {options['phase']!r} "
+                               f"(it has {', '.join(challenge.phases.values_list('slug', flat=True))})")
+        by = User.objects.filter(username=options["by"]).first()
+        if by is None:
+            raise CommandError(f"no user {options['by']!r}")
+        try:
+            made = round_create_from_spec(phase=phase, by=by)
+        except ServiceError as exc:
+            raise CommandError(exc.message) from None
+        r = made.round
+        self.stdout.write(f"round {r.pk} ({r.name or phase.name}): draft, {r.items.count()} questions, "
+                          f"{r.systems.count()} systems, {r.judges_per_item} judges per answer, seed {r.seed}")
+        if made.invited:
+            self.stdout.write(f"invited as judges: {', '.join(made.invited)}")
+        if made.judging_already:
+            self.stdout.write(f"judging this challenge already: {', '.join(made.judging_already)}")
