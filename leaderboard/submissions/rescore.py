@@ -382,8 +382,12 @@ def rescore_preview(*, submission: Submission, dataset_file: DatasetFile, gold_p
     rescore them.  The other datasets keep their scores, as they do in a rescore after one gold change.
     """
     read = list(Score.objects.filter(submission=submission).select_related("dataset"))
+    current = _current_gold(challenge_id=submission.phase.challenge_id, portion=submission.phase.portion)
+    # Read as the rescore reads the upload: against every dataset it was scored on (a single
+    # target would read a multi-dataset upload as one flat map).
+    files = [current[i] for i in _by_dataset(read) if i in current and i != dataset_file.dataset_id] + [dataset_file]
     try:
-        answers = _stored_answers(submission, [dataset_file])[dataset_file]
+        answers = _stored_answers(submission, files)[dataset_file]
         result = score_dataset(submission=submission, dataset_file=dataset_file, predictions=answers,
                                gold_path=gold_path)
     except (ScoringError, UploadError, JsonRejected, OSError) as exc:
