@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +52,10 @@ from leaderboard.submissions.models import Score, Status, Submission, Verdict
 from leaderboard.submissions.rerun import gold_failures_requeue
 from leaderboard.submissions.rescore import (
     RESCORABLE_KINDS,
+    RescoreUnavailable,
+    ScoreChange,
     rescore_enqueue,
+    rescore_preview,
     rescore_problem,
     retired_gold_prune,
     score_history_record,
@@ -189,6 +193,8 @@ class GoldChange:
     not_rescorable: dict[str, int] = field(default_factory=dict)
     # Ones that failed because of the organizers' gold of this portion: evaluated again.
     reevaluated: int = 0
+    # Asked for (``gold_change_plan``): what each rescorable one's rescore would write, changed or not.
+    score_changes: tuple[ScoreChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -366,7 +372,25 @@ def reload_plan(
     return plan
 
 
-def _gold_change(suite_key: str, dataset: Dataset, old: DatasetFile, path: Path, sha: str) -> GoldChange:
+def gold_change_plan(*, dataset: Dataset, portion: str, content: bytes, filename: str) -> GoldChange:
+    """What replacing the dataset's gold of ``portion`` with ``content`` would change, as the
+    reload plan says it for a spec's file, and with each rescorable submission's scores before and
+    after (``rescore.rescore_preview``); writes nothing.  For a gold change made from content
+    rather than a spec (``judging.gold``); ``dataset_gold_replace`` applies it."""
+    old = DatasetFile.objects.select_related("dataset__challenge").get(dataset=dataset, portion=portion)
+    suffix = "".join(Path(filename).suffixes) or ".jsonl"
+    with tempfile.TemporaryDirectory(prefix="gold-plan-") as folder:
+        # The scoring loaders read paths: the new content is scored from a file of the stored name's kind.
+        path = Path(folder) / f"new{suffix}"
+        path.write_bytes(content)
+        return _gold_change(dataset.challenge.metric_suite, dataset, old, path, hashlib.sha256(content).hexdigest(),
+                            scores=True)
+
+
+def _gold_change(suite_key: str, dataset: Dataset, old: DatasetFile, path: Path, sha: str, *,
+                 scores: bool = False) -> GoldChange:
+    """``scores``: score each rescorable submission's stored answers against ``path`` too (costly:
+    the spec's plan counts them only)."""
     diff: GoldDiff | None = None
     error = ""
     try:
@@ -383,8 +407,14 @@ def _gold_change(suite_key: str, dataset: Dataset, old: DatasetFile, path: Path,
                                         status=Status.FINISHED, kind__in=RESCORABLE_KINDS, scores__dataset=dataset)
               .distinct().select_related("phase"))
     rescored, not_rescorable = 0, Counter[str]()
-    for submission in scored:
+    changes: list[ScoreChange] = []
+    for submission in scored.order_by("pk"):
         problem = rescore_problem(submission)  # what the rescore itself will find
+        if not problem and scores and not error:
+            try:
+                changes.append(rescore_preview(submission=submission, dataset_file=old, gold_path=str(path)))
+            except RescoreUnavailable as exc:
+                problem = str(exc)
         if problem:
             not_rescorable[problem] += 1
         else:
@@ -393,7 +423,7 @@ def _gold_change(suite_key: str, dataset: Dataset, old: DatasetFile, path: Path,
                                              status=Status.FAILED, verdict=Verdict.GOLD, verdict_dataset=dataset)
                    .exclude(kind="imported").count())
     return GoldChange(dataset.slug, old.portion, old.sha256, sha, diff, rescored, error, dict(not_rescorable),
-                      reevaluated)
+                      reevaluated, tuple(changes))
 
 
 # --------------------------------------------------------------------------- removing datasets

@@ -303,11 +303,7 @@ def _scores_replace(
     # A dataset without gold for the portion any more keeps its scores (nothing to score them against).
     kept = [s for s in read if s.dataset is not None and s.dataset_id not in rescored]
     replaced = [s for s in read if s.dataset is None or s.dataset_id in rescored]
-    per_dataset: dict[Dataset, dict[str, float | None]] = {f.dataset: dict(r.metrics) for f, r in results.items()}
-    for score in kept:
-        if score.dataset is not None:  # always (kept holds dataset scores only); narrows the type
-            per_dataset.setdefault(score.dataset, {})[score.metric] = score.value
-    aggregates = submission_aggregates(submission=submission, per_dataset=per_dataset)
+    aggregates = _aggregates_after(submission, read, {f.dataset: r.metrics for f, r in results.items()})
     with transaction.atomic():
         # The claim: exactly the rows this rescore read are still there.  A rescore that got here
         # first replaced them (new rows, new ids), and this one leaves its result.
@@ -342,6 +338,67 @@ def _scores_replace(
         transaction.on_commit(functools.partial(retired_gold_prune, challenge=challenge))
     logger.info("submission %s rescored: %s", submission.pk, reason)
     return Rescored.RESCORED
+
+
+def _aggregates_after(
+    submission: Submission, read: Sequence[Score], rescored: Mapping[Dataset, Mapping[str, float | None]]
+) -> dict[str, float | None]:
+    """The aggregates once the datasets of ``rescored`` have these metrics and the others keep theirs
+    (one computation for the rescore and its preview)."""
+    per_dataset: dict[Dataset, dict[str, float | None]] = {ds: dict(m) for ds, m in rescored.items()}
+    ids = {ds.pk for ds in rescored}
+    for score in read:
+        if score.dataset is not None and score.dataset_id not in ids:
+            per_dataset.setdefault(score.dataset, {})[score.metric] = score.value
+    return submission_aggregates(submission=submission, per_dataset=per_dataset)
+
+
+@dataclass(frozen=True)
+class ScoreChange:
+    """What rescoring one submission against a dataset's new gold would change: the dataset's
+    metrics and the primary score (the board's value), before and after."""
+
+    submission: Submission
+    dataset: str
+    before: dict[str, float | None]
+    after: dict[str, float | None]
+    primary_before: float | None
+    primary_after: float | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after or self.primary_before != self.primary_after
+
+    def delta(self, metric: str) -> float | None:
+        old, new = self.before.get(metric), self.after.get(metric)
+        return None if old is None or new is None else new - old
+
+
+def rescore_preview(*, submission: Submission, dataset_file: DatasetFile, gold_path: str) -> ScoreChange:
+    """What ``submission_rescore`` would write for ``dataset_file``'s dataset if the gold file at
+    ``gold_path`` (same questions, not stored yet) replaced it; writes nothing.
+
+    Reads the stored answers as the rescore does; RescoreUnavailable (saying why) when it could not
+    rescore them.  The other datasets keep their scores, as they do in a rescore after one gold change.
+    """
+    read = list(Score.objects.filter(submission=submission).select_related("dataset"))
+    current = _current_gold(challenge_id=submission.phase.challenge_id, portion=submission.phase.portion)
+    # Read as the rescore reads the upload: against every dataset it was scored on (a single
+    # target would read a multi-dataset upload as one flat map).
+    files = [current[i] for i in _by_dataset(read) if i in current and i != dataset_file.dataset_id] + [dataset_file]
+    try:
+        answers = _stored_answers(submission, files)[dataset_file]
+        result = score_dataset(submission=submission, dataset_file=dataset_file, predictions=answers,
+                               gold_path=gold_path)
+    except (ScoringError, UploadError, JsonRejected, OSError) as exc:
+        raise RescoreUnavailable(f"its stored answers could not be scored against the new gold: {exc}") from None
+    aggregates = _aggregates_after(submission, read, {dataset_file.dataset: result.metrics})
+    primary = suite_for(submission.phase.challenge).primary_metric
+    return ScoreChange(
+        submission=submission, dataset=dataset_file.dataset.slug,
+        before={s.metric: s.value for s in read if s.dataset_id == dataset_file.dataset_id},
+        after=dict(result.metrics), primary_before=submission.primary_score, primary_after=aggregates.get(primary),
+    )
 
 
 # --------------------------------------------------------------------------- replaced gold files

@@ -41,9 +41,16 @@ def predictions_check(suite: Suite, answers: Answers, *, qids: Sequence[str], wh
     check_qids(answers, qids=qids, where=where)
 
 
-def score_dataset(*, submission: Submission, dataset_file: DatasetFile, predictions: Any) -> DatasetResult:
+def score_dataset(
+    *, submission: Submission, dataset_file: DatasetFile, predictions: Any, gold_path: str | None = None
+) -> DatasetResult:
+    """Score ``predictions`` on the dataset with the challenge's suite and options.
+
+    ``gold_path``: another gold file of the dataset to score against than the stored one (a gold
+    change's plan scores against the file before it is stored: ``rescore.rescore_preview``).
+    """
     suite = suite_for(submission.phase.challenge)
-    return suite.score(dataset_file.gold.path, predictions, suite_options_of(submission.phase.challenge))
+    return suite.score(gold_path or dataset_file.gold.path, predictions, suite_options_of(submission.phase.challenge))
 
 
 def submission_aggregates(
