@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import pytest
 from django.conf import settings
 from django.core import mail
+from django.test import Client
 
 from leaderboard.challenges.models import Dataset
+from leaderboard.judging.services import judge_invite, round_create, round_open
 from leaderboard.submissions.models import Status
 from scoring.inputs import FORMATS
 from tests.builders.canary import CANARY, HIDDEN, LEAK, plant_canaries
@@ -132,6 +135,67 @@ def test_no_side_channel_carries_hidden_test_data_to_the_team(platform: Platform
     page = oscar.get(f"/c/{platform.cast.challenge.slug}/submissions/{pks['unknown_ids']}/").content.decode()
     assert "LEAK0" in page
     assert CANARY in oscar.get(f"/api/v1/submissions/{pks['log']}/log/").json()["log"]
+
+
+SEALED_SLUGS = ("coqa", "drop")
+
+
+def judge_pages(client: Client, url: str) -> list[str]:
+    """Every page a judge reads while judging a round to the end, through the page's own form."""
+    pages = []
+    for _ in range(500):
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        page = response.content.decode()
+        pages.append(page)
+        token = re.search(r'name="token" value="([^"]+)"', page)
+        if token is None:
+            return pages
+        score = re.search(r'name="score" value="(\d+)"', page)
+        assert score is not None, page
+        posted = client.post(url, {"token": token.group(1), "score": score.group(1)})
+        assert posted.status_code == 302, posted.content[:400]
+    raise AssertionError("the judge page never ran out of items")
+
+
+def test_a_judge_who_is_no_organizer_reads_nothing_of_a_sealed_dataset(platform: Platform) -> None:
+    """A round on the test phase over a system that read every hidden dataset: the organizer judges
+    the sealed items, an outside judge (dave: no team, no organizer) the others.  Dave reads the
+    Split II items he judges (a judge's job) but nothing of the sealed ones, by canary, name or id;
+    the team reads nothing of the round before it is published."""
+    cast = platform.cast
+    plant_canaries(cast)
+    run = platform.wait_final(platform.submit(bundle(("run.py", LEAK.read_text()))), timeout=120)  # mode "log"
+    assert run.status == Status.FINISHED, (run.failure_reason, platform.logs())
+    judge_invite(challenge=cast.challenge, user=cast.dave, by=cast.oscar)
+    judge_invite(challenge=cast.challenge, user=cast.oscar, by=cast.oscar)
+    created = round_create(phase=cast.test, by=cast.oscar, systems=[run.pk], questions=500, seed=3,
+                           stratify_by="dataset", judges_per_item=1, name="Canary round")
+    assert set(created.items.values_list("dataset__slug", flat=True)) == {"xquad-en", *SEALED_SLUGS}
+    opened = round_open(round=created, by=cast.oscar)
+    url = f"/c/{cast.challenge.slug}/judge/{opened.pk}/"
+
+    pages = judge_pages(cast.client("dave"), url)
+    assert len(pages) > 1, "dave judged nothing"
+    sealed_items = set(created.items.filter(dataset__slug__in=SEALED_SLUGS).values_list("qid", flat=True))
+    for n, page in enumerate(pages):
+        for slug in SEALED_SLUGS:
+            assert f"{CANARY} of {slug}" not in page and f"{CANARY}-qid-{slug}" not in page, (n, slug)
+        for name in SEALED_NAMES:
+            assert name not in page, f"the sealed dataset's real name {name} reached a judge (page {n})"
+        leaked = [qid for qid in sealed_items if len(qid) >= 8 and qid in page]
+        assert not leaked, f"sealed ids reached a judge: {leaked[:3]}"
+    # The organizer judges the sealed items: they are on the round, and reach him.
+    oscar_pages = judge_pages(cast.client("oscar"), url)
+    assert any(f"{CANARY} of coqa" in p or f"{CANARY} of drop" in p for p in oscar_pages)
+
+    # The team: no judge page, and nothing of the round anywhere it reads, before publication.
+    alice = cast.client("alice")
+    assert alice.get(url).status_code == 404
+    for where, text in team_surfaces(platform, [run.pk]).items():
+        assert "Canary round" not in text and f"/judge/{opened.pk}/" not in text, where
+        for slug in SEALED_SLUGS:
+            assert f"{CANARY} of {slug}" not in text, where
 
 
 def detail_text(client: object, pk: int) -> str:
