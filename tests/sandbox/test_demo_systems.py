@@ -1,6 +1,9 @@
-"""The demo's budget tracks (deploy/demo/mrqa-demo.yaml), with its own baseline image run for real:
-the image is refused for the track its archive is over, taken for the one it fits, run on the demo's
-hidden test data, and marked over the memory track with the peak the engine measured."""
+"""The demo's MRQA challenge (deploy/demo/mrqa-demo.yaml) with its own baseline image run for real.
+
+Its budget tracks: the image is refused for the track its archive is over, taken for the one it fits,
+run on the hidden test data, and marked over the memory track with the peak the engine measured.  Its
+evaluation campaign: the organizer starts it, the same image runs again on Quoref (sealed, the
+campaign's own), and the campaign's board has the score while the test board does not change."""
 
 from __future__ import annotations
 
@@ -56,3 +59,16 @@ def test_the_demo_refuses_an_image_over_a_track_and_marks_a_run_over_its_memory_
     assert "over budget" not in roomy and "Alpha" in roomy
     image = html[html.index("<h2>64 MiB image"):html.index("<h2>8 MiB memory")]
     assert "over budget" in image and "image" in image
+
+    organizer = Client()
+    organizer.force_login(User.objects.get(username="organizer"))
+    board = organizer.get(f"/c/{challenge.slug}/board/test/organizer/export.json").content
+    confirm = organizer.get(f"/c/{challenge.slug}/console/phases/new-domains/campaign/").content.decode()
+    assert "1 system of the Test (hidden) phase run again" in confirm and "Quoref" in confirm, confirm
+    started = organizer.post(f"/c/{challenge.slug}/console/phases/new-domains/campaign/", {"reason": "demo"})
+    assert started.status_code == 302, started.content[:500]
+    run = platform.wait_final(Submission.objects.get(phase__slug="new-domains").pk, timeout=300)
+    assert run.status == Status.FINISHED and run.image_digest == submission.image_digest, run.failure_reason
+    [row] = organizer.get(f"/c/{challenge.slug}/board/new-domains/organizer/export.json").json()["rows"]
+    assert row["team"] == "Alpha" and row["Quoref F1"] is not None and "Quoref" not in run.log
+    assert organizer.get(f"/c/{challenge.slug}/board/test/organizer/export.json").content == board
