@@ -36,7 +36,7 @@ from scoring.metaeval import (
     parse_judgments,
     parse_references,
 )
-from scoring.tables import Table
+from scoring.tables import MARKDOWN_EMPTY, Table, fixed
 
 TableFormat = Literal["markdown", "csv", "latex"]
 TABLE_FORMATS: tuple[TableFormat, ...] = ("markdown", "csv", "latex")
@@ -138,6 +138,36 @@ def round_results(*, round: Round, overall_questions: int | None = None,
                         [math.nan if v is None else v for v in board])
     return RoundResults(round=round, level=level, overall_questions=n, overall_samples=overall_samples,
                         metrics=result.metrics, warnings=result.warnings, systems=rows, board_tau=tau)
+
+
+@dataclass(frozen=True)
+class ShownTable:
+    """A table as the results page shows it: the cells written as the Markdown download writes them."""
+
+    key: str
+    title: str
+    header: Sequence[str]
+    numeric: Sequence[bool]
+    rows: Sequence[Sequence[str]]
+    notes: Sequence[str]
+
+
+def _cell(value: object, decimals: int, signed: bool) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MARKDOWN_EMPTY
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    text = fixed(value, decimals)
+    return "+" + text if signed and not text.startswith("-") and float(text) != 0 else text
+
+
+def tables_shown(tables: Sequence[Table]) -> list[ShownTable]:
+    return [ShownTable(
+        key=t.key, title=t.title, header=[c.flat_label for c in t.columns], numeric=[c.numeric for c in t.columns],
+        rows=[[_cell(v, c.decimals, c.signed) for v, c in zip(row, t.columns)] for row in t.rows], notes=t.notes,
+    ) for t in tables]
 
 
 def round_results_tables(*, results: RoundResults, fmt: TableFormat) -> str:
