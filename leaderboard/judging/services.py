@@ -28,6 +28,7 @@ from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.audit import audit_record
 from leaderboard.challenges.models import Challenge, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, user_is_organizer
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
 from leaderboard.judging.answers import Answer, answer_of, submission_answers_read
 from leaderboard.judging.items import (
@@ -299,6 +300,9 @@ def _transition(round: Round, *, by: AbstractBaseUser, frm: str, to: str, stamp:
                            f"{_DONE[action]}")
         round.refresh_from_db()
         _audit(round, by, f"round_{action}", reason=reason)
+        if to == RoundState.PUBLISHED:
+            # The phase's board shows the round's human scores from now: snapshots are built again.
+            board_changed(challenge_id=round.phase.challenge_id)
     return round
 
 
