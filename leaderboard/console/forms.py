@@ -94,6 +94,7 @@ class RoundCreateForm(forms.Form):
         self.challenge = challenge
         phase_field = self.fields["phase"]
         phase_field.queryset = challenge.phases.order_by("order", "opens_at")  # type: ignore[attr-defined]
+        phase_field.label_from_instance = lambda p: p.name  # type: ignore[attr-defined]
         finished = (Submission.objects.filter(phase__challenge=challenge, status=Status.FINISHED,
                                               kind__in=JUDGEABLE_KINDS)
                     .select_related("team", "phase").order_by("phase__order", "-primary_score", "pk"))

@@ -456,7 +456,11 @@ def _human_column(*, columns: list[BoardColumn], rows: list[BoardRow], phase: Ph
     shown = [row for row in rows if row.submission_id in scores]
     if not shown:
         return None
-    columns.append(BoardColumn(key=HUMAN_KEY, label="Human", group=HUMAN_GROUP, note=HUMAN_NOTE))
+    # Beside the ranking's group (after the significance columns that follow it), not after every
+    # dataset: people's verdict is read next to the automatic one.
+    primary_group = next((c.group for c in columns if c.is_primary), "Overall")
+    at = max((i + 1 for i, c in enumerate(columns) if c.group == primary_group), default=len(columns))
+    columns.insert(at, BoardColumn(key=HUMAN_KEY, label="Human", group=HUMAN_GROUP, note=HUMAN_NOTE))
     for row in shown:
         row.human = scores[row.submission_id]
         row.values[HUMAN_KEY] = row.human.mean
