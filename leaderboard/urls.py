@@ -10,6 +10,7 @@ from leaderboard.accounts.forms import ThrottledAdminAuthenticationForm
 from leaderboard.challenges import apis as challenges_api
 from leaderboard.challenges import views as challenges
 from leaderboard.console import apis as console_api
+from leaderboard.console import rounds as console_rounds
 from leaderboard.console import views as console
 from leaderboard.core import views as core
 from leaderboard.judging import views as judging
@@ -89,6 +90,15 @@ site_urlpatterns: list[URLPattern | URLResolver] = [
     path("c/<slug:slug>/console/audit/", console.console_audit_page, name="console-audit"),
     path("c/<slug:slug>/console/integrity/", console.console_integrity_page, name="console-integrity"),
     path("c/<slug:slug>/console/campaigns/", console.console_campaigns_page, name="console-campaigns"),
+    path("c/<slug:slug>/console/judging/", console_rounds.console_rounds_page, name="console-rounds"),
+    path("c/<slug:slug>/console/judging/new/", console_rounds.console_round_new_page, name="console-round-new"),
+    path("c/<slug:slug>/console/judging/<int:round_id>/", console_rounds.console_round_page, name="console-round"),
+    path("c/<slug:slug>/console/judging/<int:round_id>/adjudicate/<int:candidate_id>/",
+         console_rounds.console_round_adjudicate, name="console-round-adjudicate"),
+    path("c/<slug:slug>/console/judging/<int:round_id>/results/", console_rounds.console_round_results_page,
+         name="console-round-results"),
+    path("c/<slug:slug>/console/judging/<int:round_id>/download/<str:name>", console_rounds.console_round_download,
+         name="console-round-download"),
     path("c/<slug:slug>/console/announce/", console.console_action_page,
          {"target": "challenge", "key": "", "action": "announce"}, name="console-announce"),
     path("c/<slug:slug>/console/<slug:target>/<str:key>/<slug:action>/", console.console_action_page,

@@ -312,7 +312,12 @@ def _judgment_rows(name: str, text: str) -> Iterator[tuple[int, Mapping[str, Any
 def load_judgments(path: str | os.PathLike[str]) -> list[Judgment]:
     """Read a judgment file: JSON lines, or CSV with a header when the name ends in ``.csv``."""
     name = os.fspath(path)
-    text = decode_text(read_bytes(name), name)
+    return parse_judgments(decode_text(read_bytes(name), name), name=name)
+
+
+def parse_judgments(text: str, *, name: str = "judgments.jsonl") -> list[Judgment]:
+    """A judgment file's text, read as :func:`load_judgments` reads the file called ``name`` (so a
+    platform can analyse its export without writing it to disk first)."""
     judgments = [_judgment(obj, path=name, line=line) for line, obj in _judgment_rows(name, text)]
     if not judgments:
         raise InputFormatError("no judgment in the file", path=name)
@@ -323,8 +328,14 @@ def load_references(path: str | os.PathLike[str]) -> dict[str, Reference]:
     """Read an MRC2018 reference file or a released DuReader file, validated as ``mrc_eval.py`` reads it."""
 
     name = os.fspath(path)
+    return parse_references(iter_json_lines_official(name, in_band=False), name=name)
+
+
+def parse_references(rows: Iterable[tuple[str, int, Any]], *, name: str = "references") -> dict[str, Reference]:
+    """References from ``(where, line, object)`` rows, each object a line of an MRC2018 reference
+    file (or a released DuReader record), checked as :func:`load_references` checks the file's."""
     out: dict[str, Reference] = {}
-    for where, line, obj in iter_json_lines_official(name, in_band=False):
+    for where, line, obj in rows:
         if isinstance(obj, dict) and "source" not in obj and "question_id" in obj and "question_type" in obj:
             # A released file (search.dev.json...): its records have no source, which is not used here.
             obj = raw_to_reference(obj, source="search")

@@ -30,6 +30,9 @@ from leaderboard.console.selectors import (
     submission_log_release_preview,
 )
 from leaderboard.core.errors import NotFound
+from leaderboard.judging.models import Round, RoundState
+from leaderboard.judging.selectors import round_get_organized
+from leaderboard.judging.services import round_close, round_open, round_publish
 from leaderboard.submissions.campaigns import campaign_plan, campaign_start
 from leaderboard.submissions.lifecycle import submission_hold_release
 from leaderboard.submissions.models import Submission
@@ -47,8 +50,16 @@ TARGETS: dict[str, Callable[[Challenge, str], Any]] = {
     "datasets": lambda c, key: console_dataset_get(challenge=c, slug=key),
     "announcements": lambda c, key: console_announcement_get(challenge=c, pk=key),
     "phases": lambda c, key: console_phase_get(challenge=c, slug=key),
+    "rounds": lambda c, key: round_get_organized(challenge=c, round_id=_round_id(key)),
     "challenge": lambda c, key: c,
 }
+
+
+def _round_id(key: str) -> int:
+    try:
+        return int(key)
+    except ValueError:
+        raise NotFound("No such page, or not one you may see.") from None
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,9 @@ def target_name(target: Any) -> str:
         return f"announcement {target.pk}"
     if isinstance(target, Phase):
         return f"phase {target.name}"
+    if isinstance(target, Round):
+        return f"human evaluation round {target.pk}" + (f" ({target.name})" if target.name else "") + \
+            f" of {target.phase.name}"
     return f"challenge {target.title}"
 
 
@@ -153,6 +167,34 @@ def _seal_problem(dataset: Dataset, *, revealing: bool) -> str:
         return (f"{running} system run(s) of this challenge are in progress; a run reads the dataset under the seal "
                 "of its start and is read back under the seal of its end, so change it once they end")
     return ""
+
+
+def _round_problem(round: Round, frm: str, verb: str) -> str:
+    if round.state != frm:
+        return f"the round is {round.get_state_display()}; only a {RoundState(frm).label} round can be {verb}"
+    return ""
+
+
+def _round_open_consequences(round: Round) -> list[str]:
+    return [
+        f"Each of its {round.items.count()} questions gets {round.judges_per_item} judge"
+        f"{'s' if round.judges_per_item != 1 else ''} among the challenge's {round.phase.challenge.judges.count()} "
+        "(the least loaded first; items of a sealed dataset go to organizers who judge only).",
+        "The judges find the round on their judging page and judge from now"
+        + (f" until {round.deadline:%Y-%m-%d %H:%M} UTC." if round.deadline else " until you close it."),
+        "The questions, systems and candidates are fixed from now on.",
+    ]
+
+
+def _round_publish_consequences(round: Round) -> list[str]:
+    return [
+        f"The {round.phase.name} board shows a Human column for the round's {round.systems.count()} systems: "
+        "each one's mean human score, its number of questions and its bootstrap interval, to everyone who reads "
+        "the board, the teams too.",
+        "Nothing of the round changes any more: no adjudication, no judgment. The judgments themselves stay "
+        "organizer-side (the console's downloads).",
+        "A later published round of the phase replaces this one on the board.",
+    ]
 
 
 def _fields(data: dict[str, Any], *names: str) -> dict[str, Any]:
@@ -320,6 +362,27 @@ ACTIONS: dict[tuple[str, str], Action] = {
             ],
             problem=lambda ds: _seal_problem(ds, revealing=False),
             perform=lambda ds, who, d: services.dataset_unreveal_audited(dataset=ds, actor=who, reason=d["reason"]),
+        ),
+        Action(
+            "open", "rounds", "Open the round for judging",
+            consequences=_round_open_consequences, problem=lambda r: _round_problem(r, RoundState.DRAFT, "opened"),
+            perform=lambda r, who, d: round_open(round=r, by=who, reason=d["reason"]),
+        ),
+        Action(
+            "close", "rounds", "Close the round",
+            consequences=lambda r: [
+                "Judges can no longer judge its answers; what they judged so far stays.",
+                "Disagreements can still be adjudicated; then the round can be published.",
+            ],
+            problem=lambda r: _round_problem(r, RoundState.OPEN, "closed"),
+            perform=lambda r, who, d: round_close(round=r, by=who, reason=d["reason"]),
+        ),
+        Action(
+            "publish", "rounds", "Publish the round's human scores",
+            consequences=_round_publish_consequences,
+            problem=lambda r: _round_problem(r, RoundState.CLOSED, "published"),
+            perform=lambda r, who, d: round_publish(round=r, by=who, reason=d["reason"]),
+            reason_help="Kept in the audit log with your name and the time; the board shows the scores, not this.",
         ),
         Action(
             "announce", "challenge", "Post an announcement",

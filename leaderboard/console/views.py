@@ -142,6 +142,8 @@ def _done_url(challenge: Challenge, target: Any, kind: str, action: str = "") ->
         return reverse("console-integrity", args=[challenge.slug]) + "#determinism"
     if kind == "submissions":
         return reverse("submission-detail", args=[challenge.slug, target.pk])
+    if kind == "rounds":
+        return reverse("console-round", args=[challenge.slug, target.pk])
     return reverse({"teams": "console-teams", "phases": "console-campaigns"}.get(kind, "console"), args=[challenge.slug])
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core import signing
 from django.db.models import Count, Prefetch
@@ -24,7 +25,7 @@ from leaderboard.accounts.selectors import team_of_user
 from leaderboard.challenges.models import Challenge
 from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, dataset_label, user_is_organizer
 from leaderboard.core.csv_safe import csv_rows_safe
-from leaderboard.core.errors import NotFound
+from leaderboard.core.errors import NotFound, ServiceError
 from leaderboard.judging.models import (
     DEFAULT_GUIDELINES,
     SCALE_VALUES,
@@ -420,3 +421,57 @@ def round_candidate_get(*, round: Round, candidate_id: int) -> Candidate:
     if candidate is None:
         raise NotFound(JUDGE_NOT_FOUND)
     return candidate
+
+
+# --------------------------------------------------------------------------- the console's reads
+
+
+def round_get_organized(*, challenge: Challenge, round_id: int) -> Round:
+    """A round of the challenge for its console (the caller checked the organizer role); NotFound else."""
+    found = Round.objects.filter(pk=round_id, phase__challenge=challenge).select_related("phase__challenge").first()
+    if found is None:
+        raise NotFound(CONSOLE_NOT_FOUND)
+    return found
+
+
+@dataclass(frozen=True)
+class PhaseRounds:
+    phase: Any  # challenges.Phase
+    rounds: Sequence[Round]
+
+
+def rounds_by_phase(*, challenge: Challenge) -> list[PhaseRounds]:
+    """Every phase of the challenge with its rounds, newest first; each round annotated with its
+    counts (``n_items``, ``n_systems``, ``n_judgments``) for the list."""
+    rounds = (Round.objects.filter(phase__challenge=challenge)
+              .annotate(n_items=Count("items", distinct=True), n_systems=Count("systems", distinct=True),
+                        n_judgments=Count("items__candidates__judgments", distinct=True))
+              .order_by("-created_at", "-id"))
+    by_phase: dict[int, list[Round]] = {}
+    for r in rounds:
+        by_phase.setdefault(r.phase_id, []).append(r)
+    return [PhaseRounds(p, by_phase.get(p.pk, [])) for p in challenge.phases.order_by("order", "opens_at")]
+
+
+def challenge_judges(*, challenge: Challenge) -> list[Judge]:
+    return list(Judge.objects.filter(challenge=challenge).select_related("user").order_by("user__username"))
+
+
+def judge_user_find(*, name_or_email: str) -> AbstractBaseUser:
+    """The existing account with this username, or this e-mail address (case-insensitive).  None
+    found, or an address of several accounts (the username then says which): a ServiceError, not
+    NotFound, so the organizer's form says why."""
+    users = get_user_model().objects
+    wanted = name_or_email.strip()
+    if not wanted:
+        raise ServiceError("Name a judge: the username or e-mail address of an existing account.", field="user")
+    by_name = users.filter(username=wanted).first()
+    if by_name is not None:
+        return by_name
+    by_email = list(users.filter(email__iexact=wanted)[:2])
+    if len(by_email) == 1:
+        return by_email[0]
+    if by_email:
+        raise ServiceError(f"Several accounts have the address {wanted}; give the username.", field="user")
+    raise ServiceError(f"No account has the username or e-mail address {wanted}; the judge signs up first.",
+                       field="user")

@@ -29,6 +29,7 @@ from leaderboard.challenges.audit import audit_record
 from leaderboard.challenges.human_eval import MAX_JUDGES_PER_ITEM, MAX_QUESTIONS, TYPED_SUITES
 from leaderboard.challenges.models import Challenge, DatasetFile, Phase, SubmissionKind
 from leaderboard.challenges.selectors import CONSOLE_NOT_FOUND, user_is_organizer
+from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import Conflict, NotFound, ServiceError
 from leaderboard.judging.answers import Answer, answer_of, submission_answers_read
 from leaderboard.judging.items import (
@@ -70,9 +71,9 @@ def _organizer_check(challenge: Challenge, actor: AbstractBaseUser) -> None:
         raise NotFound(CONSOLE_NOT_FOUND)
 
 
-def _audit(round: Round, actor: AbstractBaseUser | None, action: str, **details: object) -> None:
+def _audit(round: Round, actor: AbstractBaseUser | None, action: str, reason: str = "", **details: object) -> None:
     audit_record(challenge=round.phase.challenge, actor=actor, action=f"judging.{action}",
-                 target=f"judging round {round.pk} ({round.phase.name})", reason="",
+                 target=f"judging round {round.pk} ({round.phase.name})", reason=reason,
                  details={"round_id": round.pk, **details})
 
 
@@ -285,7 +286,8 @@ def round_judges_assign(*, round: Round) -> list[RoundItem]:
 _DONE = {"open": "opened", "close": "closed", "publish": "published"}
 
 
-def _transition(round: Round, *, by: AbstractBaseUser, frm: str, to: str, stamp: str, action: str) -> Round:
+def _transition(round: Round, *, by: AbstractBaseUser, frm: str, to: str, stamp: str, action: str,
+                reason: str = "") -> Round:
     _organizer_check(round.phase.challenge, by)
     with transaction.atomic():
         # The conditional update is the claim: of two organizers pressing at once, one moves it.
@@ -295,11 +297,14 @@ def _transition(round: Round, *, by: AbstractBaseUser, frm: str, to: str, stamp:
             raise Conflict(f"the round is {round.get_state_display()}; only a {RoundState(frm).label} round can be "
                            f"{_DONE[action]}")
         round.refresh_from_db()
-        _audit(round, by, f"round_{action}")
+        _audit(round, by, f"round_{action}", reason=reason)
+        if to == RoundState.PUBLISHED:
+            # The phase's board shows the round's human scores from now: snapshots are built again.
+            board_changed(challenge_id=round.phase.challenge_id)
     return round
 
 
-def round_open(*, round: Round, by: AbstractBaseUser) -> Round:
+def round_open(*, round: Round, by: AbstractBaseUser, reason: str = "") -> Round:
     """Open the round for judging, assigning every item ``judges_per_item`` judges.  Refused when the
     challenge has too few judges who may see an item (a sealed dataset's items: organizers only)."""
     _organizer_check(round.phase.challenge, by)
@@ -312,19 +317,19 @@ def round_open(*, round: Round, by: AbstractBaseUser) -> Round:
                 f"(first: {short[0].dataset.slug}/{short[0].qid}); invite more judges"
                 + (" (items of a sealed dataset go to organizers only)" if short[0].dataset.is_sealed else ""))
         return _transition(round, by=by, frm=RoundState.DRAFT, to=RoundState.OPEN, stamp="opened_at",
-                           action="open")
+                           action="open", reason=reason)
 
 
-def round_close(*, round: Round, by: AbstractBaseUser) -> Round:
+def round_close(*, round: Round, by: AbstractBaseUser, reason: str = "") -> Round:
     return _transition(round, by=by, frm=RoundState.OPEN, to=RoundState.CLOSED, stamp="closed_at",
-                       action="close")
+                       action="close", reason=reason)
 
 
-def round_publish(*, round: Round, by: AbstractBaseUser) -> Round:
+def round_publish(*, round: Round, by: AbstractBaseUser, reason: str = "") -> Round:
     """Publish a closed round: its human scores may then reach beyond the organizers (the board's
     human column reads published rounds only)."""
     return _transition(round, by=by, frm=RoundState.CLOSED, to=RoundState.PUBLISHED, stamp="published_at",
-                       action="publish")
+                       action="publish", reason=reason)
 
 
 # --------------------------------------------------------------------------- judgments

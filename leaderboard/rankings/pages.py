@@ -14,7 +14,7 @@ from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
 from leaderboard.rankings.board_significance import METHOD
 from leaderboard.rankings.charts import board_chart_svg
 from leaderboard.rankings.paper import PAPER_FORMATS, board_tag_averages
-from leaderboard.rankings.selectors import ORGANIZER, Board, board_phases, phase_best_reachable
+from leaderboard.rankings.selectors import HUMAN_NOTE, ORGANIZER, Board, board_phases, phase_best_reachable
 from leaderboard.rankings.table import (
     PUBLISHED_NOTE,
     SIGNIFICANCE_GROUP,
@@ -62,6 +62,7 @@ def board_content_html(board: Board, number: str | int | None) -> str:
             "best_reachable": phase_best_reachable(phase=phase) if view == ORGANIZER else [],
             "sealed_note": AGGREGATE_SEALED_NOTE,
             "published_note": PUBLISHED_NOTE,
+            "human_note": HUMAN_NOTE,
             "exports": {
                 kind: reverse(f"{name}-{kind}", kwargs={"slug": slug, "phase_slug": phase_slug})
                 for name in ["board-organizer" if view == ORGANIZER else "board"]

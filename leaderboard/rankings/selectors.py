@@ -58,6 +58,7 @@ from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import Suite
 from leaderboard.challenges.suites.columns import phase_aggregate_columns, turn_columns
 from leaderboard.core.errors import NotFound
+from leaderboard.judging.results import HumanScore, phase_human_scores
 from leaderboard.rankings.board_significance import METHOD as SIGNIFICANCE_METHOD
 from leaderboard.rankings.board_significance import (
     Significance,
@@ -120,6 +121,9 @@ class BoardRow:
     excluded_reason: str = ""
     # "2 of 3 datasets" when the row answered only some of the ranked datasets ("" when all).
     coverage: str = ""
+    # The system's human score in the phase's latest published judging round (None: not judged, or
+    # no round published).
+    human: HumanScore | None = None
 
 
 @dataclass
@@ -142,6 +146,8 @@ class Board:
     ranked_metric: str = ""
     # What each average shown covers, one sentence per column ("Macro F1: the mean of F1 over ...").
     averages: list[str] = field(default_factory=list)
+    # The published judging round the Human column comes from (None: no column).
+    human_round_id: int | None = None
 
     @property
     def has_incomplete(self) -> bool:
@@ -408,6 +414,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
                 coverage=coverage,
             )
         )
+    human_round = _human_column(columns=columns, rows=rows, phase=phase)
     primary = f"shown:{suite.primary_metric}" if shown_only else f"agg:{suite.primary_metric}"
     ranked_by = f"{primary_label} over the datasets shown" if shown_only else primary_label
     if scope.description and not (shown_only and scope.description.startswith("over every dataset")):
@@ -415,6 +422,7 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
     board = Board(
         phase=phase, columns=columns, rows=_ranked(rows), primary_key=primary, view=view, ranked_by=ranked_by,
         withheld=[c.label for c in aggregate_columns if c.metric in withheld], incomplete=scope.incomplete,
+        human_round_id=human_round,
     )
     board.averages = averages_covered(suite=suite, columns=aggregate_columns, datasets=datasets,
                                        ranked=scope.datasets, reveal=reveal)
@@ -432,6 +440,31 @@ def board_build(*, phase: Phase, viewer: Viewer, view: str = PUBLIC, trusted: bo
     if significance:
         board.significance = board_significance_get(board.significance_inputs)
     return board
+
+
+HUMAN_KEY = "human"
+HUMAN_GROUP = "Human evaluation"
+HUMAN_NOTE = ("mean human score (1-5, or 1-3 for wrong / partly / correct) of the system's answers to the questions "
+              "judged in the organizers' published round, with its 95% bootstrap interval over those questions")
+
+
+def _human_column(*, columns: list[BoardColumn], rows: list[BoardRow], phase: Phase) -> int | None:
+    """Add the Human column when a round of the phase is published and judged some row's system
+    (``judging.results.phase_human_scores``, which reads published rounds only): its value is the
+    row's mean human score, and the row keeps the n and the interval.  Returns the round's id."""
+    scores = phase_human_scores(phase_id=phase.pk)
+    shown = [row for row in rows if row.submission_id in scores]
+    if not shown:
+        return None
+    # Beside the ranking's group (after the significance columns that follow it), not after every
+    # dataset: people's verdict is read next to the automatic one.
+    primary_group = next((c.group for c in columns if c.is_primary), "Overall")
+    at = max((i + 1 for i, c in enumerate(columns) if c.group == primary_group), default=len(columns))
+    columns.insert(at, BoardColumn(key=HUMAN_KEY, label="Human", group=HUMAN_GROUP, note=HUMAN_NOTE))
+    for row in shown:
+        row.human = scores[row.submission_id]
+        row.values[HUMAN_KEY] = row.human.mean
+    return next(iter(scores.values())).round_id
 
 
 def _ranked(rows: list[BoardRow]) -> list[BoardRow]:
@@ -504,6 +537,13 @@ def board_as_records(board: Board) -> list[dict[str, Any]]:
             "published_on": row.published_on.isoformat() if row.published_on else None,
         }
         for column in board.columns:
+            if column.key == HUMAN_KEY:
+                human = row.human
+                record.update({"human": None if human is None else human.mean,
+                               "human_n": None if human is None else human.n,
+                               "human_ci95_low": None if human is None else human.low,
+                               "human_ci95_high": None if human is None else human.high})
+                continue
             name = f"{column.group} {column.label}" if column.group != "Overall" else column.label
             hidden = column.sealed or column.key in row.sealed_keys
             record[name] = None if hidden else row.values.get(column.key)

@@ -24,6 +24,8 @@ from leaderboard.core.display import fixed, interval_text  # one rounding for th
 from leaderboard.rankings.board_significance import RowSignificance, Significance
 from leaderboard.rankings.selectors import (
     DATASET_SEALED_NOTE,
+    HUMAN_KEY,
+    HUMAN_NOTE,
     WITHHELD_SIGNIFICANCE,
     Board,
     BoardColumn,
@@ -201,6 +203,9 @@ def _score_cells(row: BoardRow, board: Board) -> str:
         if c.key in row.sealed_keys:
             parts.append(WITHHELD_CELL)
             continue
+        if c.key == HUMAN_KEY:
+            parts.append(_human_cell(row))
+            continue
         v = row.values.get(c.key)
         css = "num primary" if c.is_primary else "num"
         if v is None:
@@ -211,6 +216,17 @@ def _score_cells(row: BoardRow, board: Board) -> str:
     if after == len(columns):
         parts.append(_significance_cells(row, board))
     return "".join(parts)
+
+
+def _human_cell(row: BoardRow) -> str:
+    """The row's human score, with its n and interval under it (the column's header says what it is)."""
+    human = row.human
+    if human is None:
+        return '<td class="num human" data-v="-1">—</td>'
+    interval = interval_text(human.low, human.high, 2)
+    detail = f"n {human.n}" + (f" · {interval}" if interval else "")
+    return (f'<td class="num human" data-v="{human.mean:.6f}" title="{escape(HUMAN_NOTE)}">{fixed(human.mean, 2)}'
+            f'<div class="human-detail muted">{detail}</div></td>')
 
 
 def _interval_title(column: BoardColumn, sig: RowSignificance | None, board: Board) -> str:

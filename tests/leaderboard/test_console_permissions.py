@@ -20,6 +20,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from leaderboard.accounts.services import api_token_obtain
 from leaderboard.challenges.models import Announcement, AuditEntry, Dataset
+from leaderboard.judging.models import Adjudication, Candidate, Judge, Round, RoundItem
 from leaderboard.submissions.models import Submission
 from tests.builders.console import FAILED_LOG, ConsoleWorld
 
@@ -56,6 +57,7 @@ class Matrix:
     world: ConsoleWorld
     notice: Announcement
     steps: list[Step]
+    round: Round
 
     def html_client(self, role: str) -> Client:
         return self.world.client(role) if role != "stan" else _logged_in(self._stan())
@@ -86,6 +88,13 @@ def matrix(console_world: ConsoleWorld) -> Matrix:  # noqa: F811
     w = console_world
     User.objects.create_user("stan", password="stan-pw", is_staff=True)
     notice = Announcement.objects.create(challenge=w.cast.challenge, text="Welcome", created_by=w.cast.oscar)
+    # A round of human evaluation with one question and one answer (made as rows: the demo's suite
+    # has no judging rounds, and its pages and actions are the console's like any other).
+    judged = Round.objects.create(phase=w.cast.dev, guideline="Judge.", questions=1, seed=1, judges_per_item=1)
+    Judge.objects.create(challenge=w.cast.challenge, user=w.cast.dave)
+    public = Dataset.objects.filter(challenge=w.cast.challenge).exclude(split="III").first()
+    item = RoundItem.objects.create(round=judged, dataset=public, qid="q1", position=0, gold_sha256="0" * 64)
+    Candidate.objects.create(item=item, answer="an answer", key="k", position=0)
     a, t, charlies = w.alpha_dev.pk, w.alpha_test.pk, w.cast.charlies.pk
     # In an order in which each can be done: hide before unhide, reveal before sealing again.
     steps = [
@@ -103,15 +112,30 @@ def matrix(console_world: ConsoleWorld) -> Matrix:  # noqa: F811
         Step("datasets", "coqa", "unreveal", {}),
         Step("challenge", "", "announce", {"text": "Test phase extended"}),
         Step("announcements", str(notice.pk), "withdraw", {}),
+        Step("rounds", str(judged.pk), "open", {}),
+        Step("rounds", str(judged.pk), "close", {}),
+        Step("rounds", str(judged.pk), "publish", {}),
     ]
-    return Matrix(w, notice, steps)
+    return Matrix(w, notice, steps, judged)
 
 
 def console_pages(m: Matrix) -> list[str]:
     return ["/c/demo/console/", "/c/demo/console/submissions/", "/c/demo/console/submissions/?status=failed",
             "/c/demo/console/queue/", "/c/demo/console/teams/", "/c/demo/console/audit/", "/c/demo/console/integrity/",
-            "/c/demo/console/campaigns/",
+            "/c/demo/console/campaigns/", "/c/demo/console/judging/", "/c/demo/console/judging/new/",
+            f"/c/demo/console/judging/{m.round.pk}/", f"/c/demo/console/judging/{m.round.pk}/results/",
+            f"/c/demo/console/judging/{m.round.pk}/download/judgments.jsonl",
+            f"/c/demo/console/judging/{m.round.pk}/download/references.jsonl",
             *[s.html for s in m.steps]]
+
+
+def console_posts(m: Matrix) -> list[tuple[str, dict[str, str]]]:
+    """Forms posted outside the actions table: a judge invited, a candidate adjudicated, a round made."""
+    candidate = Candidate.objects.get(item__round=m.round)
+    return [("/c/demo/console/judging/", {"user": "stan"}),
+            (f"/c/demo/console/judging/{m.round.pk}/adjudicate/{candidate.pk}/", {f"c{candidate.pk}-score": "3"}),
+            ("/c/demo/console/judging/new/", {"phase": "dev", "systems_from": "top", "top_k": "1", "questions": "1",
+                                              "judges_per_item": "1", "scale": "five_point"})]
 
 
 def console_api_reads(m: Matrix) -> list[str]:
@@ -128,6 +152,8 @@ def state(m: Matrix) -> tuple:
                                                             "excluded_reason")),
         list(w.cast.challenge.teams.order_by("pk").values_list("pk", "disqualified_reason", "hidden")),
         Dataset.objects.get(pk=w.coqa.pk).revealed_at,
+        list(Round.objects.order_by("pk").values_list("pk", "state")), Judge.objects.count(),
+        Adjudication.objects.count(),
         list(Announcement.objects.order_by("pk").values_list("pk", "is_active")),
         AuditEntry.objects.count(),
     )
@@ -147,6 +173,8 @@ def test_console_pages_and_actions_are_404_to_everyone_else_and_change_nothing(m
         response = api.get(url)
         assert response.status_code == 404, (role, url, response.status_code)
         assert response.json() == unknown_api.json(), (role, url)
+    for url, data in console_posts(matrix):
+        assert html.post(url, data).status_code == 404, (role, url)
     for step in matrix.steps:
         data = {"reason": "trying", **step.data}
         assert html.post(step.html, data).status_code == 404, (role, step)
@@ -233,6 +261,7 @@ def test_the_matrix_covers_every_console_route(matrix: Matrix) -> None:
     console_routes = {r for r in routes(get_resolver()) if "console" in r}
     covered = {resolve(url.split("?")[0]).route for url in (*console_pages(matrix), *console_api_reads(matrix))}
     covered |= {resolve(s.api).route for s in matrix.steps}
+    covered |= {resolve(url).route for url, _ in console_posts(matrix)}
     assert console_routes <= covered, console_routes - covered
 
 
