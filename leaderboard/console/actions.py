@@ -30,6 +30,11 @@ from leaderboard.console.selectors import (
     submission_log_release_preview,
 )
 from leaderboard.core.errors import NotFound
+from leaderboard.judging.gold import (
+    gold_additions_preview,
+    gold_additions_problem,
+    round_gold_additions_apply,
+)
 from leaderboard.judging.models import Round, RoundState
 from leaderboard.judging.selectors import round_get_organized
 from leaderboard.judging.services import round_close, round_open, round_publish
@@ -383,6 +388,19 @@ ACTIONS: dict[tuple[str, str], Action] = {
             problem=lambda r: _round_problem(r, RoundState.CLOSED, "published"),
             perform=lambda r, who, d: round_publish(round=r, by=who, reason=d["reason"]),
             reason_help="Kept in the audit log with your name and the time; the board shows the scores, not this.",
+        ),
+        Action(
+            "gold-answers", "rounds", "Add the accepted answers to the gold",
+            consequences=lambda r: [
+                *[line.strip() for line in gold_additions_preview(round=r).lines()],
+                "Each dataset's gold is replaced as by a reload: the old file is kept while scores refer to it, "
+                "every scored submission is rescored in the background, and its earlier scores stay in its "
+                "history; the boards then show F1 against the adjudicated gold.",
+            ] if not gold_additions_problem(r) else [],
+            problem=lambda r: gold_additions_problem(r) or (
+                "" if gold_additions_preview(round=r).has_additions else "nothing to add: no accepted answer is "
+                "missing from the gold (or each is held: its dataset is sealed)"),
+            perform=lambda r, who, d: round_gold_additions_apply(round=r, by=who, reason=d["reason"]),
         ),
         Action(
             "announce", "challenge", "Post an announcement",

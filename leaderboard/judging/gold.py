@@ -273,14 +273,31 @@ def _dataset_additions(dataset: Dataset, gold: DatasetFile, accepted: Mapping[st
                             change=change)
 
 
+def gold_additions_problem(round: Round) -> str:
+    """Why the round's accepted answers cannot be added to the gold now ("" when they can): the
+    console action's rule, the same as :func:`round_gold_additions_apply`'s (its role check aside)."""
+    challenge = round.phase.challenge
+    if challenge.metric_suite not in EXTRACTIVE_SUITES or round.scale != Scale.CORRECT_PARTLY_WRONG:
+        return "accepted answers come from an extractive round (the correct / partly / wrong scale)"
+    if round.state != RoundState.PUBLISHED:
+        return f"the round is {round.get_state_display()}: its accepted answers are added once it is published"
+    return ""
+
+
+def gold_additions_preview(*, round: Round) -> GoldAdditionsPlan:
+    """The plan of :func:`round_gold_additions_plan` without its role check, for a page that made it
+    already (the console's action, behind ``organizers_only``)."""
+    accepted, datasets = _additions(round, with_change=True)
+    return GoldAdditionsPlan(round=round, accepted=accepted, datasets=datasets)
+
+
 def round_gold_additions_plan(*, round: Round, by: AbstractBaseUser) -> GoldAdditionsPlan:
     """What :func:`round_gold_additions_apply` would do, writing nothing: per dataset of the round,
     the answers each question gains (or why they are held), and the reload plan's view of the gold
     change with each rescored submission's scores before and after.  For organizers of the round's
     challenge (NotFound for anyone else) once the round is closed."""
     _round_check(round, by, states=(RoundState.CLOSED, RoundState.PUBLISHED), doing="its accepted answers are planned")
-    accepted, datasets = _additions(round, with_change=True)
-    return GoldAdditionsPlan(round=round, accepted=accepted, datasets=datasets)
+    return gold_additions_preview(round=round)
 
 
 def round_gold_additions_apply(*, round: Round, by: AbstractBaseUser, reason: str) -> GoldAdditionsPlan:
