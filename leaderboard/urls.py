@@ -10,8 +10,8 @@ from leaderboard.accounts.forms import ThrottledAdminAuthenticationForm
 from leaderboard.challenges import apis as challenges_api
 from leaderboard.challenges import views as challenges
 from leaderboard.console import apis as console_api
-from leaderboard.console import rounds as console_rounds
 from leaderboard.console import views as console
+from leaderboard.console.views import rounds as console_rounds
 from leaderboard.core import views as core
 from leaderboard.judging import views as judging
 from leaderboard.rankings import apis as rankings_api

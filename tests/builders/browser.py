@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from django.test import Client
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
 
 from tests.builders.cast import Cast
 
@@ -41,3 +43,20 @@ def screenshot(driver, name: str, width: int) -> Path:  # type: ignore[no-untype
     assert overflow <= 0, f"{name} at {width}px is {overflow}px wider than the window"
     driver.set_window_size(1366, 1000)
     return path
+
+
+# The judging tests' photographs (tests/e2e/test_judging*_browser.py).
+JUDGING_SHOTS = Path(tempfile.gettempdir()) / "readerboard-judging"
+
+
+def sign_in(driver: Any, base: str, user: Any) -> None:
+    client = Client()
+    client.force_login(user)
+    driver.get(f"{base}/")
+    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
+
+
+def confirm(driver: Any, wait: Any, reason: str) -> None:
+    driver.find_element(By.ID, "id_reason").send_keys(reason)
+    driver.find_element(By.ID, "confirm").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".messages li.success")))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
@@ -28,7 +29,9 @@ from django.test import Client
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
-from leaderboard.challenges.models import Challenge, Phase
+from leaderboard.challenges.models import Challenge, DatasetFile, Phase
+from leaderboard.judging.models import Candidate, Judge, Round
+from leaderboard.judging.services import judge_invite, judgment_give, round_create, round_open
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.reload import challenge_load
@@ -118,3 +121,23 @@ def mrc_world_check(world: MrcWorld) -> None:
     for submission in world.systems.values():
         submission.refresh_from_db()
         assert submission.status == Status.FINISHED, submission.failure_reason
+
+
+def judged_round(world: MrcWorld) -> tuple[Round, Judge, Judge]:
+    """Every candidate of 20 questions judged by jane and jim, who mostly agree."""
+    jane = judge_invite(challenge=world.challenge, user=world.jane, by=world.organizer)
+    jim = judge_invite(challenge=world.challenge, user=world.jim, by=world.organizer)
+    round = round_open(round=round_create(phase=world.dev, by=world.organizer, questions=20,
+                                          systems=world.system_ids, seed=11, stratify_by="question_type"),
+                       by=world.organizer)
+    rng = np.random.default_rng(5)
+    for candidate in Candidate.objects.filter(item__round=round).order_by("item__position", "position"):
+        first = int(rng.integers(1, 6))
+        second = int(min(5, max(1, first + rng.choice([-1, 0, 0, 0, 1, 2]))))
+        judgment_give(judge=jane, candidate=candidate, score=first)
+        judgment_give(judge=jim, candidate=candidate, score=second)
+    return round, jane, jim
+
+
+def gold_path(world: MrcWorld) -> str:
+    return DatasetFile.objects.get(dataset__challenge=world.challenge, portion="dev").gold.path

@@ -6,25 +6,24 @@ public board shows the Human column.  Pages are photographed at 1366 and 400 px
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
-from django.test import Client
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.judging.models import Judgment, Round, RoundState
 from leaderboard.judging.results import round_human_scores
+from tests.builders.browser import JUDGING_SHOTS as SHOTS
+from tests.builders.browser import confirm, sign_in
 from tests.builders.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
 from tests.builders.judging import MrcWorld, mrc_world_build, mrc_world_check
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-SHOTS = Path(tempfile.gettempdir()) / "readerboard-judging"
 
 
 def _files() -> set[Path]:
@@ -42,19 +41,6 @@ def world() -> Iterator[MrcWorld]:
     finally:
         for path in _files() - before:
             path.unlink(missing_ok=True)
-
-
-def sign_in(driver: Any, base: str, user: Any) -> None:
-    client = Client()
-    client.force_login(user)
-    driver.get(f"{base}/")
-    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
-
-
-def confirm(driver: Any, wait: Any, reason: str) -> None:
-    driver.find_element(By.ID, "id_reason").send_keys(reason)
-    driver.find_element(By.ID, "confirm").click()
-    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".messages li.success")))
 
 
 def judge_with_keys(driver: Any, base: str, world: MrcWorld, round: Round, keys: Iterator[str], shots: str) -> int:

@@ -27,9 +27,10 @@ from leaderboard.judging.services import judge_invite, round_create
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission
 from leaderboard.submissions.reload import challenge_load
+from tests.builders.browser import JUDGING_SHOTS as SHOTS
+from tests.builders.browser import confirm, sign_in
 from tests.builders.cast import DEMO_DATA, upload
 from tests.builders.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
-from tests.e2e.test_judging_browser import SHOTS, confirm, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -142,6 +143,10 @@ def test_an_mrqa_round_adds_the_answers_people_accept_to_the_gold_and_the_board_
         organizer.get(f"{base}/c/{slug}/console/judging/{round.pk}/")
         organizer.find_element(By.ID, "close-round").click()
         confirm(organizer, wait, "judged")
+        organizer.get(f"{base}/c/{slug}/console/judging/{round.pk}/results/")
+        agreement = organizer.find_element(By.ID, "table-agreement").text
+        assert "overall" in agreement and "F1" in organizer.find_element(By.TAG_NAME, "body").text
+        screenshot_widths(organizer, SHOTS / "mrqa-results")
         organizer.get(f"{base}/c/{slug}/console/judging/{round.pk}/")
         organizer.find_element(By.ID, "publish-round").click()
         confirm(organizer, wait, "checked")

@@ -10,8 +10,7 @@ from leaderboard.judging.models import Round
 from leaderboard.judging.results import round_human_scores
 from leaderboard.judging.services import round_close, round_publish
 from leaderboard.rankings.selectors import HUMAN_GROUP
-from tests.builders.judging import MrcWorld
-from tests.judging.test_export import judged_round
+from tests.builders.judging import MrcWorld, judged_round
 
 MARKERS = ("Human evaluation", "human_n", "human-detail", '"human"')
 

@@ -12,8 +12,7 @@ from leaderboard.challenges.models import AuditEntry
 from leaderboard.judging.models import Adjudication, Judge, Round, RoundState
 from leaderboard.judging.results import round_results, round_results_tables
 from leaderboard.judging.selectors import round_disagreements
-from tests.builders.judging import MrcWorld
-from tests.judging.test_export import judged_round
+from tests.builders.judging import MrcWorld, judged_round
 
 
 def pages(world: MrcWorld, round: Round) -> list[str]:

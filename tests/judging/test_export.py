@@ -11,15 +11,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from leaderboard.challenges.models import DatasetFile
-from leaderboard.judging.models import Candidate, Judge, Round
+from leaderboard.judging.models import Candidate
 from leaderboard.judging.selectors import round_agreement, round_judged, round_judgments_export
 from leaderboard.judging.services import (
     adjudication_record,
-    judge_invite,
-    judgment_give,
-    round_create,
-    round_open,
 )
 from scoring.agreement import AgreementRow
 from scoring.metaeval import (
@@ -29,27 +24,7 @@ from scoring.metaeval import (
     load_references,
     match_references,
 )
-from tests.builders.judging import MrcWorld
-
-
-def judged_round(world: MrcWorld) -> tuple[Round, Judge, Judge]:
-    """Every candidate of 20 questions judged by jane and jim, who mostly agree."""
-    jane = judge_invite(challenge=world.challenge, user=world.jane, by=world.organizer)
-    jim = judge_invite(challenge=world.challenge, user=world.jim, by=world.organizer)
-    round = round_open(round=round_create(phase=world.dev, by=world.organizer, questions=20,
-                                          systems=world.system_ids, seed=11, stratify_by="question_type"),
-                       by=world.organizer)
-    rng = np.random.default_rng(5)
-    for candidate in Candidate.objects.filter(item__round=round).order_by("item__position", "position"):
-        first = int(rng.integers(1, 6))
-        second = int(min(5, max(1, first + rng.choice([-1, 0, 0, 0, 1, 2]))))
-        judgment_give(judge=jane, candidate=candidate, score=first)
-        judgment_give(judge=jim, candidate=candidate, score=second)
-    return round, jane, jim
-
-
-def gold_path(world: MrcWorld) -> str:
-    return DatasetFile.objects.get(dataset__challenge=world.challenge, portion="dev").gold.path
+from tests.builders.judging import MrcWorld, gold_path, judged_round
 
 
 def metaeval_agreement(world: MrcWorld, path: Path) -> dict[str, dict]:

@@ -34,8 +34,7 @@ from scoring.metaeval import (
     parse_judgments,
     parse_references,
 )
-from tests.builders.judging import REPO, MrcWorld
-from tests.judging.test_export import gold_path, judged_round
+from tests.builders.judging import REPO, MrcWorld, gold_path, judged_round
 
 
 def records(round: Round) -> list[dict]:
