@@ -2,10 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.management.lookups import challenge_named, user_named
 from leaderboard.core.errors import ServiceError
 from leaderboard.judging.gold import round_gold_additions_apply, round_gold_additions_plan
 from leaderboard.judging.models import Round
@@ -24,16 +23,12 @@ class Command(BaseCommand):
         parser.add_argument("--reason", default="", help="why, for the audit log (required with --apply)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        challenge = Challenge.objects.filter(slug=options["challenge"]).first()
-        if challenge is None:
-            raise CommandError(f"no challenge {options['challenge']!r}")
+        challenge = challenge_named(options["challenge"])
         round = Round.objects.filter(pk=options["round"], phase__challenge=challenge).select_related(
             "phase__challenge").first()
         if round is None:
             raise CommandError(f"{challenge.slug} has no judging round {options['round']}")
-        by = get_user_model().objects.filter(username=options["by"]).first()
-        if by is None:
-            raise CommandError(f"no user {options['by']!r}")
+        by = user_named(options["by"])
         try:
             plan = round_gold_additions_plan(round=round, by=by)
             for line in plan.lines():

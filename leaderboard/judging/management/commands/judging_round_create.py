@@ -2,10 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.management.lookups import challenge_named, phase_named, user_named
 from leaderboard.core.errors import ServiceError
 from leaderboard.judging.spec_rounds import round_create_from_spec
 
@@ -21,16 +20,8 @@ class Command(BaseCommand):
         parser.add_argument("--by", required=True, help="the organizer it is done as (a username; audit log)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        challenge = Challenge.objects.filter(slug=options["challenge"]).first()
-        if challenge is None:
-            raise CommandError(f"no challenge {options['challenge']!r}")
-        phase = challenge.phases.filter(slug=options["phase"]).first()
-        if phase is None:
-            raise CommandError(f"{challenge.slug} has no phase {options['phase']!r} "
-                               f"(it has {', '.join(challenge.phases.values_list('slug', flat=True))})")
-        by = User.objects.filter(username=options["by"]).first()
-        if by is None:
-            raise CommandError(f"no user {options['by']!r}")
+        phase = phase_named(challenge_named(options["challenge"]), options["phase"])
+        by = user_named(options["by"])
         try:
             made = round_create_from_spec(phase=phase, by=by)
         except ServiceError as exc:

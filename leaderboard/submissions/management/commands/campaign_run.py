@@ -2,10 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.management.lookups import challenge_named, user_named
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.campaigns import campaign_plan, campaign_start
 
@@ -25,17 +24,13 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="start nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        challenge = Challenge.objects.filter(slug=options["challenge"]).first()
-        if challenge is None:
-            raise CommandError(f"no challenge {options['challenge']!r}")
+        challenge = challenge_named(options["challenge"])
         phase = challenge.phases.filter(slug=options["phase"]).first()
         campaigns = [p.slug for p in challenge.phases.all() if p.is_campaign]
         if phase is None or not phase.is_campaign:
             raise CommandError(f"{challenge.slug} has no campaign {options['phase']!r} "
                                f"(its campaigns: {', '.join(campaigns) or 'none'})")
-        by = User.objects.filter(username=options["by"]).first()
-        if by is None:
-            raise CommandError(f"no user {options['by']!r}")
+        by = user_named(options["by"])
         try:
             plan = campaign_plan(phase=phase)
             for c in plan.candidates:

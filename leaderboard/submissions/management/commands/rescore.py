@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from leaderboard.challenges.models import Challenge
+from leaderboard.challenges.management.lookups import challenge_named, phase_named
 from leaderboard.submissions.rescore import rescore_candidates, rescore_enqueue, retired_gold_prune
 
 
@@ -20,15 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="list what is out of date, queue nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        challenge = Challenge.objects.filter(slug=options["challenge"]).first()
-        if challenge is None:
-            raise CommandError(f"no challenge {options['challenge']!r}")
-        phase = dataset = None
-        if options["phase"]:
-            phase = challenge.phases.filter(slug=options["phase"]).first()
-            if phase is None:
-                raise CommandError(f"{challenge.slug} has no phase {options['phase']!r} "
-                                   f"(it has {', '.join(challenge.phases.values_list('slug', flat=True))})")
+        challenge = challenge_named(options["challenge"])
+        phase = phase_named(challenge, options["phase"]) if options["phase"] else None
+        dataset = None
         if options["dataset"]:
             dataset = challenge.datasets.filter(slug=options["dataset"]).first()
             if dataset is None:
