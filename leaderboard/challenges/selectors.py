@@ -248,11 +248,15 @@ def phase_prediction_targets(*, phase: Phase) -> list[tuple[Dataset, DatasetFile
 
 
 def phase_system_settings(*, phase: Phase) -> SystemSettings:
-    """How the phase's systems run: the challenge's settings, with the limits an evaluation campaign
-    changed (``Phase.campaign["limits"]``, checked at the load)."""
+    """How the phase's systems run: the challenge's settings, with the limits and the runtime an
+    evaluation campaign changed (``Phase.campaign``, checked at the load)."""
     system = SystemSettings.from_json(phase.challenge.system_settings)
-    changed = (phase.campaign or {}).get("limits") or {}
-    return replace(system, limits=replace(system.limits, **changed)) if changed else system
+    campaign = phase.campaign or {}
+    if campaign.get("limits"):
+        system = replace(system, limits=replace(system.limits, **campaign["limits"]))
+    if campaign.get("runtime"):
+        system = replace(system, runtime=campaign["runtime"])
+    return system
 
 
 def challenge_run_queue(challenge: Challenge) -> str:

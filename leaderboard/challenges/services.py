@@ -499,7 +499,15 @@ def _campaign(value: Any, *, where: str) -> dict[str, Any]:
         if isinstance(limit, bool) or not isinstance(limit, int if whole else (int, float)) or limit <= 0:
             raise SpecError(f"{where}.limits.{name}: expected a {'whole ' if whole else ''}number above 0, "
                             f"found {limit!r}")
-    return {"of": str(value["of"]), "systems": str(value.get("systems", "final")), "limits": dict(limits)}
+    runtime = value.get("runtime")
+    if runtime is not None and runtime not in CAMPAIGN_RUNTIMES:
+        raise SpecError(f"{where}.runtime: {runtime!r} is not one of {', '.join(CAMPAIGN_RUNTIMES)}")
+    return {"of": str(value["of"]), "systems": str(value.get("systems", "final")), "limits": dict(limits),
+            **({"runtime": runtime} if runtime else {})}
+
+
+# The runtimes a campaign may run its systems under instead of the challenge's (systems.runtime).
+CAMPAIGN_RUNTIMES = ("runc", "runsc")
 
 
 def _budget_tracks(value: Any, *, where: str) -> list[dict[str, Any]]:

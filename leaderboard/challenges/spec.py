@@ -51,7 +51,8 @@ PHASE_KEYS: Keys = {
     # Each track's keys are checked by budgets.budget_tracks_parse (its limits are its axes).
     "budget_tracks": {key: None for key in TRACK_KEYS},
     # An evaluation campaign on archived systems of another phase (submissions.campaigns).
-    "campaign": {"of": None, "systems": None, "limits": {name: None for name in Limits.__dataclass_fields__}},
+    "campaign": {"of": None, "systems": None, "runtime": None,
+                 "limits": {name: None for name in Limits.__dataclass_fields__}},
     # A human evaluation round's settings; each value is checked by human_eval.human_eval_parse.
     "human_eval": {key: None for key in HUMAN_EVAL_KEYS},
 }

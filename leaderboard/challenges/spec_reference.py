@@ -172,6 +172,9 @@ KEY_DOCS: dict[str, tuple[str, str]] = {
     'phases[].human_eval.disagreement_margin': (('judges differing by more than this go to adjudication by an '
          'organizer'), '1 on the 1-5 scale, 0 on correct/partly/wrong'),
     'phases[].human_eval.judges': ('usernames invited as judges when the round is created', 'none'),
+    'phases[].campaign.runtime': (("the runtime its runs use instead of the challenge's `systems.runtime`: `runc` or "
+         '`runsc`; recorded beside each run'),
+        "the challenge's"),
     'datasets[].phase': (("the one phase the dataset belongs to, by slug (a campaign's new data); no other "
          'phase shows, runs or offers it'),
         'every phase with its portion'),

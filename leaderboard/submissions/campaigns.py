@@ -90,8 +90,12 @@ def _consent_problem(source: Submission) -> str:
 
 
 def _limits_changed(phase: Phase) -> dict[str, list[Any]]:
-    own = dataclasses.asdict(SystemSettings.from_json(phase.challenge.system_settings).limits)
-    campaign = dataclasses.asdict(phase_system_settings(phase=phase).limits)
+    """The limits (and the runtime) the campaign changed: {name: [the challenge's, the campaign's]}."""
+    own_settings, campaign_settings = SystemSettings.from_json(phase.challenge.system_settings), phase_system_settings(
+        phase=phase)
+    own = {**dataclasses.asdict(own_settings.limits), "runtime": own_settings.runtime or "the worker's default"}
+    campaign = {**dataclasses.asdict(campaign_settings.limits),
+                "runtime": campaign_settings.runtime or "the worker's default"}
     return {name: [own[name], value] for name, value in campaign.items() if own[name] != value}
 
 

@@ -320,3 +320,14 @@ def test_a_campaign_of_turn_by_turn_systems_must_run_them_turn_by_turn(tmp_path:
         slug="fresh")
     assert fresh.protocol_modes == ["gold", "own"] and fresh.allowed_kinds == []
     assert [d.slug for d in phase_datasets(phase=fresh)] == ["quac-again"]
+
+
+def test_a_changed_runtime_reaches_the_run_and_is_recorded(ran: Cast, tmp_path: Path) -> None:
+    challenge_load(spec_path=spec_of(tmp_path, campaign={"of": "test", "runtime": "runsc"}))
+    fresh = Phase.objects.get(challenge=ran.challenge, slug="fresh")
+    [record, _] = campaign_start(phase=fresh, by=ran.oscar)
+    assert record.limits_changed == {"runtime": ["the worker's default", "runsc"]}
+    claim = submission_run_claim_next(queue="cpu", worker="tok/host:1")
+    assert claim.plan is not None and claim.plan.runtime == "runsc"
+    with pytest.raises(SpecError, match="campaign.runtime: 'kata' is not one of runc, runsc"):
+        challenge_load(spec_path=spec_of(tmp_path, campaign={"of": "test", "runtime": "kata"}))
