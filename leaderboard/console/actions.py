@@ -21,7 +21,9 @@ from leaderboard.console import services
 from leaderboard.console.forms import AnnouncementForm, ExtendForm, ReasonForm
 from leaderboard.console.integrity import determinism_check_problem, determinism_check_start
 from leaderboard.console.selectors import (
+    CampaignSystem,
     console_announcement_get,
+    console_campaign_system_get,
     console_dataset_get,
     console_phase_get,
     console_submission_get,
@@ -55,6 +57,7 @@ TARGETS: dict[str, Callable[[Challenge, str], Any]] = {
     "datasets": lambda c, key: console_dataset_get(challenge=c, slug=key),
     "announcements": lambda c, key: console_announcement_get(challenge=c, pk=key),
     "phases": lambda c, key: console_phase_get(challenge=c, slug=key),
+    "campaign-systems": lambda c, key: console_campaign_system_get(challenge=c, key=key),
     "rounds": lambda c, key: round_get_organized(challenge=c, round_id=_round_id(key)),
     "challenge": lambda c, key: c,
 }
@@ -96,6 +99,8 @@ def target_name(target: Any) -> str:
         return f"announcement {target.pk}"
     if isinstance(target, Phase):
         return f"phase {target.name}"
+    if isinstance(target, CampaignSystem):
+        return f"submission {target.source.pk} of {target.source.team.name} in the {target.phase.name} campaign"
     if isinstance(target, Round):
         return f"human evaluation round {target.pk}" + (f" ({target.name})" if target.name else "") + \
             f" of {target.phase.name}"
@@ -120,6 +125,18 @@ def _campaign_consequences(phase: Phase) -> list[str]:
     lines.append(f"Runs go through the systems queue like any other, under the same sealing rules; the "
                  f"{plan.source_phase.name} boards are not changed. Teams see their campaign runs on their pages.")
     return lines
+
+
+def _campaign_system_problem(target: CampaignSystem) -> str:
+    plan = campaign_plan(phase=target.phase)
+    candidate = next((c for c in plan.candidates if c.source.pk == target.source.pk), None)
+    if plan.problem:
+        return plan.problem
+    if candidate is None:
+        return f"the campaign does not take it (systems: {target.phase.campaign.get('systems', 'final')})"
+    if candidate.run is not None:
+        return "it was asked in this campaign already"
+    return candidate.problem
 
 
 def _campaign_problem(phase: Phase) -> str:
@@ -230,6 +247,18 @@ ACTIONS: dict[tuple[str, str], Action] = {
             "campaign", "phases", "Start the evaluation campaign",
             consequences=_campaign_consequences, problem=_campaign_problem,
             perform=lambda p, who, d: campaign_start(phase=p, by=who, reason=d["reason"]),
+        ),
+        Action(
+            "start", "campaign-systems", "Run one system in the campaign",
+            consequences=lambda t: [
+                f"Submission {t.source.pk} of {t.source.team.name} runs again, with its own archive (sha256 "
+                f"{t.source.sha256[:12]}), on the {t.phase.name} campaign's data; the other systems are not asked.",
+                "Its run goes through the systems queue like any other, under the same sealing rules; the "
+                "original boards are not changed.",
+            ],
+            problem=_campaign_system_problem,
+            perform=lambda t, who, d: campaign_start(phase=t.phase, by=who, source_ids=[t.source.pk],
+                                                     reason=d["reason"]),
         ),
         Action(
             "release", "submissions", "Release the held run",

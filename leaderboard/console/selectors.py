@@ -82,6 +82,24 @@ def console_phase_get(*, challenge: Challenge, slug: str) -> Phase:
     return phase
 
 
+@dataclass(frozen=True)
+class CampaignSystem:
+    """One archived system of a campaign's source phase, as an action's target ("<campaign>.<submission id>")."""
+
+    phase: Phase
+    source: Submission
+
+
+def console_campaign_system_get(*, challenge: Challenge, key: str) -> CampaignSystem:
+    slug, _, pk = key.rpartition(".")
+    phase = console_phase_get(challenge=challenge, slug=slug)
+    source = Submission.objects.select_related("team", "phase").filter(
+        pk=_int(pk), phase__challenge=challenge, phase__slug=phase.campaign.get("of", "")).first()
+    if not phase.is_campaign or source is None:
+        raise NotFound(NO_SUCH_THING)
+    return CampaignSystem(phase, source)
+
+
 def console_campaigns(*, challenge: Challenge) -> list[tuple[CampaignPlan, list[CampaignRun]]]:
     """Each evaluation campaign of the challenge: what starting it would do, and what it asked so far."""
     phases = [p for p in challenge.phases.select_related("challenge").order_by("order", "opens_at") if p.is_campaign]

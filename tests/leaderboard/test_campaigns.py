@@ -331,3 +331,24 @@ def test_a_changed_runtime_reaches_the_run_and_is_recorded(ran: Cast, tmp_path: 
     assert claim.plan is not None and claim.plan.runtime == "runsc"
     with pytest.raises(SpecError, match="campaign.runtime: 'kata' is not one of runc, runsc"):
         challenge_load(spec_path=spec_of(tmp_path, campaign={"of": "test", "runtime": "kata"}))
+
+
+def test_the_console_runs_one_chosen_system(ran: Cast, tmp_path: Path) -> None:
+    challenge_load(spec_path=spec_of(tmp_path, campaign={"of": "test", "systems": "all"}))
+    slug = ran.challenge.slug
+    other = submission_create_system(team=ran.alpha, phase=ran.test, user=ran.alice, kind="code_bundle",
+                                     upload=upload(bundle(("run.py", "print(2)\n")), "two.zip"))
+    finish_run(other)
+    oscar = ran.client("oscar")
+    page = oscar.get(f"/c/{slug}/console/campaigns/").content.decode()
+    url = f"/c/{slug}/console/campaign-systems/fresh.{other.pk}/start/"
+    assert f'href="{url}"' in page
+    assert "runs again, with its own archive" in oscar.get(url).content.decode()
+    assert ran.client("alice").get(url).status_code == 404
+    done = oscar.post(url, {"reason": "only the newer one"})
+    assert done.status_code == 302
+    [record] = CampaignRun.objects.filter(phase__slug="fresh")
+    assert record.source_id == other.pk and record.run is not None
+    assert oscar.post(url, {"reason": "again"}).status_code == 409
+    foreign = f"/c/{slug}/console/campaign-systems/fresh.{Submission.objects.filter(phase__slug='dev').count() + 9999}/start/"
+    assert oscar.get(foreign).status_code == 404

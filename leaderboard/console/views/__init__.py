@@ -144,7 +144,7 @@ def _done_url(challenge: Challenge, target: Any, kind: str, action: str = "") ->
         return reverse("submission-detail", args=[challenge.slug, target.pk])
     if kind == "rounds":
         return reverse("console-round", args=[challenge.slug, target.pk])
-    return reverse({"teams": "console-teams", "phases": "console-campaigns"}.get(kind, "console"), args=[challenge.slug])
+    return reverse({"teams": "console-teams", "phases": "console-campaigns", "campaign-systems": "console-campaigns"}.get(kind, "console"), args=[challenge.slug])
 
 
 @require_http_methods(["GET", "POST"])
