@@ -158,6 +158,10 @@ def test_the_platform_installs_and_checks_outside_the_checkout(platform_wheel: P
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import leaderboard; print(leaderboard.__file__)"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
     assert where.startswith(str(venv)), where
+    # What a web process does to send a task: the broker's transport loads with the pins alone.
+    transport = subprocess.run([str(venv / "bin" / "python"), "-c", "import kombu.transport.redis"], cwd=tmp_path,
+                               env=env, capture_output=True, text=True, timeout=120)
+    assert transport.returncode == 0, transport.stderr
     score = subprocess.run([str(venv / "bin" / "readerboard-score"), "--help"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
     assert score.returncode == 0 and "mrc2018" in score.stdout, score.stderr
