@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.models import User
 
@@ -33,6 +33,7 @@ from leaderboard.console.selectors import (
 )
 from leaderboard.core.errors import NotFound
 from leaderboard.judging.gold import (
+    GoldAdditionsPlan,
     gold_additions_preview,
     gold_additions_problem,
     round_gold_additions_apply,
@@ -40,11 +41,13 @@ from leaderboard.judging.gold import (
 from leaderboard.judging.models import Round, RoundState
 from leaderboard.judging.selectors import round_get_organized
 from leaderboard.judging.services import round_close, round_open, round_publish
-from leaderboard.submissions.campaigns import campaign_plan, campaign_start
+from leaderboard.submissions.campaigns import CampaignPlan, campaign_plan, campaign_start
 from leaderboard.submissions.lifecycle import submission_hold_release
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.rerun import submission_rerun, submission_rerun_problem
 from leaderboard.submissions.selectors import submissions_held_for_review
+
+T = TypeVar("T")
 
 TEAM_READS = "The team reads this reason (on its submission's page), and it is kept in the audit log."
 EVERYONE_READS = "Everyone who reads the board reads this reason, the team too; it is kept in the audit log."
@@ -107,10 +110,29 @@ def target_name(target: Any) -> str:
     return f"challenge {target.title}"
 
 
+def _once(target: Any, name: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per target object: an action page asks for its consequences and its problem
+    of the same target (one object per request), and a campaign's plan or a gold change's preview
+    (which scores every submission against the new gold) is not worth making twice."""
+    key = f"_action_{name}"
+    if key not in target.__dict__:
+        target.__dict__[key] = compute()
+    value: T = target.__dict__[key]
+    return value
+
+
+def _campaign_plan(phase: Phase) -> CampaignPlan:
+    return _once(phase, "campaign_plan", lambda: campaign_plan(phase=phase))
+
+
+def _gold_preview(round: Round) -> GoldAdditionsPlan:
+    return _once(round, "gold_preview", lambda: gold_additions_preview(round=round))
+
+
 def _campaign_consequences(phase: Phase) -> list[str]:
     if not phase.is_campaign:
         return []
-    plan = campaign_plan(phase=phase)
+    plan = _campaign_plan(phase)
     start = plan.to_start
     lines = [f"{len(start)} system{'s' if len(start) != 1 else ''} of the {plan.source_phase.name} phase run again, each "
              f"with its own archive (same image id or bundle sha256), on {', '.join(ds.name for ds in plan.datasets)}: "
@@ -128,7 +150,7 @@ def _campaign_consequences(phase: Phase) -> list[str]:
 
 
 def _campaign_system_problem(target: CampaignSystem) -> str:
-    plan = campaign_plan(phase=target.phase)
+    plan = _campaign_plan(target.phase)
     candidate = next((c for c in plan.candidates if c.source.pk == target.source.pk), None)
     if plan.problem:
         return plan.problem
@@ -142,7 +164,7 @@ def _campaign_system_problem(target: CampaignSystem) -> str:
 def _campaign_problem(phase: Phase) -> str:
     if not phase.is_campaign:
         return "it is not an evaluation campaign"
-    plan = campaign_plan(phase=phase)
+    plan = _campaign_plan(phase)
     if plan.problem:
         return plan.problem
     if not [c for c in plan.candidates if c.run is None]:
@@ -421,13 +443,13 @@ ACTIONS: dict[tuple[str, str], Action] = {
         Action(
             "gold-answers", "rounds", "Add the accepted answers to the gold",
             consequences=lambda r: [
-                *[line.strip() for line in gold_additions_preview(round=r).lines()],
+                *[line.strip() for line in _gold_preview(r).lines()],
                 "Each dataset's gold is replaced as by a reload: the old file is kept while scores refer to it, "
                 "every scored submission is rescored in the background, and its earlier scores stay in its "
                 "history; the boards then show F1 against the adjudicated gold.",
             ] if not gold_additions_problem(r) else [],
             problem=lambda r: gold_additions_problem(r) or (
-                "" if gold_additions_preview(round=r).has_additions else "nothing to add: no accepted answer is "
+                "" if _gold_preview(r).has_additions else "nothing to add: no accepted answer is "
                 "missing from the gold (or each is held: its dataset is sealed)"),
             perform=lambda r, who, d: round_gold_additions_apply(round=r, by=who, reason=d["reason"]),
         ),

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
@@ -32,15 +31,14 @@ from leaderboard.challenges.models import SYSTEM_KINDS, AuditEntry, Challenge, D
 from leaderboard.challenges.selectors import (
     CONSOLE_NOT_FOUND,
     dataset_label,
-    dataset_upload_names,
-    phase_prediction_targets,
     user_is_organizer,
 )
 from leaderboard.core.errors import NotFound, ServiceError
+from leaderboard.judging.answers import submission_answers_read
 from leaderboard.submissions.models import BoardEntry, QuestionScores, ScoreHistory, Status, Submission
 from leaderboard.submissions.rerun import submission_rerun, submission_rerun_problem
+from leaderboard.submissions.selectors import phase_gold_files
 from leaderboard.submissions.storage import run_answers_read, run_answers_read_kept
-from leaderboard.submissions.uploads import DatasetTarget, UploadError, parse_upload
 from scoring.copying import (
     FLAG_WRONG_SHARE,
     INDEPENDENT_WRONG_SHARE,
@@ -64,25 +62,13 @@ Answers = dict[str, dict[str, object]]  # dataset slug -> qid -> answer
 
 
 def submission_answers(*, submission: Submission) -> Answers:
-    """What a submission answered, per dataset: a prediction file as evaluation parses it, a system
-    run as it was kept for rescoring.  {} when nothing can be read (its upload freed, a failed run)."""
-    if submission.kind in SYSTEM_KINDS:
-        stored = run_answers_read(submission_id=submission.pk) or {}
-        return _decoded(stored)
-    if submission.kind != SubmissionKind.PREDICTIONS or not submission.file:
-        return {}
-    targets = phase_prediction_targets(phase=submission.phase)
+    """What a submission answered, per dataset of its phase, read as a judging round reads it
+    (``judging.answers.submission_answers_read``: a prediction file as evaluation parses it, a system
+    run as it was kept for rescoring).  {} when nothing can be read (its upload freed, a failed run)."""
     try:
-        with submission.file.open("rb") as fh:
-            raw = fh.read()
-        per_dataset = parse_upload(
-            raw, filename=submission.original_name or "predictions",
-            targets=[DatasetTarget(ds.slug, dataset_upload_names(ds), f.qids) for ds, f in targets],
-            max_expanded_bytes=settings.MAX_PREDICTION_ARCHIVE_BYTES, require_all=False,
-        )
-    except (OSError, UploadError):
+        return submission_answers_read(submission=submission, files=phase_gold_files(phase=submission.phase))
+    except (ServiceError, OSError):
         return {}
-    return {slug: dict(a.by_qid) for slug, a in per_dataset.items()}
 
 
 def _decoded(stored: Mapping[str, bytes]) -> Answers:

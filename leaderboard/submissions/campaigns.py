@@ -30,7 +30,12 @@ from django.utils import timezone
 from leaderboard.accounts.selectors import team_in_campaigns
 from leaderboard.challenges.audit import audit_record
 from leaderboard.challenges.models import SYSTEM_KINDS, Dataset, Phase, SubmissionKind
-from leaderboard.challenges.selectors import phase_datasets, phase_system_settings, user_is_organizer
+from leaderboard.challenges.selectors import (
+    phase_dataset_files,
+    phase_datasets,
+    phase_system_settings,
+    user_is_organizer,
+)
 from leaderboard.challenges.versions import board_changed
 from leaderboard.core.errors import NotFound, PermissionDenied, ServiceError
 from leaderboard.sandbox.contract import SystemSettings
@@ -91,11 +96,11 @@ def _consent_problem(source: Submission) -> str:
 
 def _limits_changed(phase: Phase) -> dict[str, list[Any]]:
     """The limits (and the runtime) the campaign changed: {name: [the challenge's, the campaign's]}."""
-    own_settings, campaign_settings = SystemSettings.from_json(phase.challenge.system_settings), phase_system_settings(
-        phase=phase)
-    own = {**dataclasses.asdict(own_settings.limits), "runtime": own_settings.runtime or "the worker's default"}
-    campaign = {**dataclasses.asdict(campaign_settings.limits),
-                "runtime": campaign_settings.runtime or "the worker's default"}
+    def settings_of(system: SystemSettings) -> dict[str, Any]:
+        return {**dataclasses.asdict(system.limits), "runtime": system.runtime or "the worker's default"}
+
+    own = settings_of(SystemSettings.from_json(phase.challenge.system_settings))
+    campaign = settings_of(phase_system_settings(phase=phase))
     return {name: [own[name], value] for name, value in campaign.items() if own[name] != value}
 
 
@@ -119,7 +124,7 @@ def campaign_plan(*, phase: Phase) -> CampaignPlan:
         else:
             problem = _consent_problem(source) or submission_rerun_problem(source)
         plan.candidates.append(CampaignCandidate(source, problem, runs.get(source.pk)))
-    if not any(ds.files.filter(portion=phase.portion).exists() for ds in plan.datasets):
+    if not phase_dataset_files(phase=phase).exists():
         plan.problem = (f"{phase.name} has no dataset with {phase.portion} gold yet: give it one in the spec "
                         "(datasets[].phase) and load it again")
     return plan
