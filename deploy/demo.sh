@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Run Readerboard with the demo challenges on embedded defaults: SQLite, a local
 # Redis broker, a control and a compute Celery worker started here, Django's server on :8000.
-# Ctrl-C stops everything this script started.
+# The URL comes as soon as the site answers; the container engine, the images and the baseline
+# runs follow it, each step printed with its time.  Ctrl-C stops everything this script started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash deploy/setup.sh
+source deploy/lib.sh
+steps_start
+bash deploy/setup.sh python
+step_done demo "system package, virtual environment, requirements"
 # From here on, what the platform writes (database, uploads, runs, logs, the baseline archive)
 # is for this user only; the workers open each run folder up for the sandbox themselves.
 umask 077
@@ -18,7 +22,9 @@ PY=.venv/bin/python
 
 $PY manage.py migrate -v0
 $PY manage.py collectstatic --noinput -v0
+step_done demo "database migrated, static files collected"
 $PY manage.py demo_setup
+step_done demo "demo accounts and challenges loaded"
 # The compute worker's token for the internal API (printed once; a new one replaces the last run's).
 worker_token=$($PY manage.py worker_token_create demo-compute)
 
@@ -41,22 +47,64 @@ redis_answers || { echo "demo: port ${REDIS_PORT} does not answer as Redis (var/
 $PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO -Q celery,control -n scoring@%h --beat \
   >var/worker.log 2>&1 &
 pids+=($!)
-# The compute worker runs submitted systems (minutes each).  It gets what a worker on another host
-# would, and nothing else (env -i): its queue, the web app's address and its token; no broker, no
-# Django settings, no database, no gold.  It asks the web app for each run, so it starts once runserver
-# (below) listens.
-(
-  until (exec 3<>"/dev/tcp/127.0.0.1/${PORT}") 2>/dev/null; do sleep 0.5; done
-  exec env -i PATH="$PATH" READERBOARD_COMPUTE_QUEUES=cpu \
+
+# DEBUG is off (leaderboard/settings/dev.py), so visitors get the site's error pages, never Django's
+# debug page; WhiteNoise serves the collected static files (--nostatic: not Django's static view).
+# On 127.0.0.1 only: this one process also serves the compute workers' internal API (/internal/),
+# which the demo's compute worker reaches here; a deployment serves it apart (docs/operators/index.md).
+$PY manage.py runserver "127.0.0.1:${PORT}" --noreload --nostatic >var/web.log 2>&1 &
+web=$!
+pids+=($web)
+# The URL once the site answers a page, not only once the port is open.
+site_answers() { $PY -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5).read()' \
+  "http://127.0.0.1:${PORT}/" 2>/dev/null; }
+for _ in $(seq 300); do
+  site_answers && break
+  kill -0 "$web" 2>/dev/null || { tail -20 var/web.log >&2; echo "demo: the web server stopped (var/web.log)" >&2; exit 1; }
+  sleep 0.2
+done
+site_answers || { echo "demo: the web server does not answer on port ${PORT} (var/web.log)" >&2; exit 1; }
+step_done demo "web server answering"
+
+cat <<MSG
+
+  Readerboard is running:  http://127.0.0.1:${PORT}/
+  Demo accounts (user / password):
+    admin     / admin-demo-pw       (site administrator: Django admin at /admin/, makes organizers)
+    organizer / organizer-demo-pw   (organizer of the demo challenges: console at /c/mrqa-demo/console/)
+    alice     / alice-demo-pw       (participant)
+    bob       / bob-demo-pw         (participant)
+  Boards: /c/mrqa-demo/board/dev/   /c/mrc2018-demo/board/dev/   /c/mrqa2019/board/test/
+          /c/quac-demo/board/gold-history/   /c/quac-demo/board/own-history/   (and coqa-demo)
+  API schema: /api/schema/    Logs: var/web.log, var/worker.log, var/worker-compute.log, var/redis.log
+  Prediction files are scored from now on.  Still to come (below, each step timed): the container
+  engine and the images, while uploaded systems wait in the queue; then the baseline systems' runs.
+
+MSG
+
+# After the URL: what only systems need.  A failure here leaves the site running; systems stay queued.
+engine_ready=0
+if [ "${READERBOARD_SKIP_ENGINE:-0}" != "1" ]; then
+  if bash deploy/setup.sh engine; then
+    engine_ready=1
+    step_done demo "container engine and images"
+  else
+    echo "demo: the container engine or the images could not be set up (above); the site runs, systems stay queued" >&2
+  fi
+fi
+
+if [ "$engine_ready" = 1 ]; then
+  # The compute worker runs submitted systems (minutes each).  It gets what a worker on another host
+  # would, and nothing else (env -i): its queue, the web app's address and its token; no broker, no
+  # Django settings, no database, no gold.  It asks the web app for each run.
+  env -i PATH="$PATH" READERBOARD_COMPUTE_QUEUES=cpu \
     READERBOARD_API_URL="http://127.0.0.1:${PORT}" READERBOARD_WORKER_TOKEN="$worker_token" \
     READERBOARD_WORK_DIR="$PWD/var/compute" READERBOARD_CONTAINER_RUNTIME="${READERBOARD_CONTAINER_RUNTIME:-}" \
     READERBOARD_RUN_IMAGE_REPOSITORY="${READERBOARD_RUN_IMAGE_REPOSITORY:-readerboard-run}" \
-    $PY -m workers.compute
-) >var/worker-compute.log 2>&1 &
-pids+=($!)
+    $PY -m workers.compute >var/worker-compute.log 2>&1 &
+  pids+=($!)
 
-# The baseline system runs on the hidden test data like any team's and ranks as a marked row.
-if [ "${READERBOARD_SKIP_ENGINE:-0}" != "1" ]; then
+  # The baseline system runs on the hidden test data like any team's and ranks as a marked row.
   image_id=$(docker image inspect -f '{{.Id}}' readerboard/baseline:latest)
   archive="var/baseline-${image_id#sha256:}.tar"
   [ -f "$archive" ] || { rm -f var/baseline-*.tar; docker save readerboard/baseline:latest -o "$archive"; }
@@ -82,25 +130,8 @@ PY
         --team "Baseline: history filter" --description "converse_baseline.py --filter: excludes sentences overlapping earlier answers"
     done
   done
+  step_done demo "baseline systems queued"
+  echo "demo: ready.  The baselines' rows appear on the test boards as their runs finish (about two"
+  echo "      minutes; /c/mrqa-demo/board/test/ first).  Ctrl-C stops everything."
 fi
-
-cat <<MSG
-
-  Readerboard is running:  http://127.0.0.1:${PORT}/
-  Demo accounts (user / password):
-    admin     / admin-demo-pw       (site administrator: Django admin at /admin/, makes organizers)
-    organizer / organizer-demo-pw   (organizer of the demo challenges: console at /c/mrqa-demo/console/)
-    alice     / alice-demo-pw       (participant)
-    bob       / bob-demo-pw         (participant)
-  Boards: /c/mrqa-demo/board/dev/   /c/mrc2018-demo/board/dev/   /c/mrqa2019/board/test/
-          /c/quac-demo/board/gold-history/   /c/quac-demo/board/own-history/   (and coqa-demo)
-  API schema: /api/schema/    Logs: var/worker.log, var/worker-compute.log, var/redis.log
-  The baseline system is running on the hidden test data; its row appears on
-  /c/mrqa-demo/board/test/ when it finishes (about a minute).
-
-MSG
-# DEBUG is off (leaderboard/settings/dev.py), so visitors get the site's error pages, never Django's
-# debug page; WhiteNoise serves the collected static files (--nostatic: not Django's static view).
-# On 127.0.0.1 only: this one process also serves the compute workers' internal API (/internal/),
-# which the demo's compute worker reaches here; a deployment serves it apart (docs/operators/index.md).
-$PY manage.py runserver "127.0.0.1:${PORT}" --noreload --nostatic
+wait "$web"
