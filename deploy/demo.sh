@@ -104,32 +104,12 @@ if [ "$engine_ready" = 1 ]; then
     $PY -m workers.compute >var/worker-compute.log 2>&1 &
   pids+=($!)
 
-  # The baseline system runs on the hidden test data like any team's and ranks as a marked row.
+  # The baselines run on the hidden test data like any team's and rank as marked rows: the MRQA
+  # baseline image, and two conversational code bundles on every board of the QuAC and CoQA demos.
   image_id=$(docker image inspect -f '{{.Id}}' readerboard/baseline:latest)
   archive="var/baseline-${image_id#sha256:}.tar"
   [ -f "$archive" ] || { rm -f var/baseline-*.tar; docker save readerboard/baseline:latest -o "$archive"; }
-  $PY manage.py system_submit mrqa-demo test "$archive" --once \
-    --team "Baseline: sentence overlap" --description "deploy/images/baseline: word-overlap sentence, short span"
-  # The conversational baselines (deploy/images/baseline/converse_baseline.py) as code bundles, on
-  # every board of the QuAC and CoQA demos: one ignores the history, one filters out what it names.
-  $PY - <<'PY'
-import zipfile
-source = open("deploy/images/baseline/converse_baseline.py").read()
-flag = 'import runpy, sys\nsys.argv = ["converse_baseline.py"{}]\nrunpy.run_path("converse_baseline.py", run_name="__main__")\n'
-for name, extra in (("converse-baseline", ""), ("converse-filter", ', "--filter"')):
-    with zipfile.ZipFile(f"var/{name}.zip", "w") as archive:
-        archive.writestr("converse_baseline.py", source)
-        archive.writestr("run.py", flag.format(extra))
-        archive.writestr("readerboard.json", '{"protocol": "interactive"}')
-PY
-  for challenge in quac-demo coqa-demo; do
-    for phase in dev gold-history own-history; do
-      $PY manage.py system_submit "$challenge" "$phase" var/converse-baseline.zip --once \
-        --team "Baseline: no history" --description "converse_baseline.py: best-overlap sentence, history ignored"
-      $PY manage.py system_submit "$challenge" "$phase" var/converse-filter.zip --once \
-        --team "Baseline: history filter" --description "converse_baseline.py --filter: excludes sentences overlapping earlier answers"
-    done
-  done
+  $PY manage.py demo_baselines "$archive"
   step_done demo "baseline systems queued"
   echo "demo: ready.  The baselines' rows appear on the test boards as their runs finish (about two"
   echo "      minutes; /c/mrqa-demo/board/test/ first).  Ctrl-C stops everything."

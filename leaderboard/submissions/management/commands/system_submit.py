@@ -5,12 +5,9 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from leaderboard.challenges.models import Phase
-from leaderboard.core.errors import ServiceError
-from leaderboard.submissions.intake import baseline_system_submit
-from leaderboard.submissions.models import ACTIVE_STATUSES, Status, Submission
+from leaderboard.submissions.management.baselines import baseline_queue
 
 
 class Command(BaseCommand):
@@ -28,19 +25,6 @@ class Command(BaseCommand):
                             help="do nothing if this team already has a queued, running or finished submission")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        phase = Phase.objects.filter(challenge__slug=options["challenge"], slug=options["phase"]).first()
-        if phase is None:
-            raise CommandError(f"no phase {options['phase']!r} in challenge {options['challenge']!r}")
-        if options["once"] and Submission.objects.filter(
-            phase=phase, team__name=options["team"], status__in=[*ACTIVE_STATUSES, Status.FINISHED]
-        ).exists():
-            self.stdout.write(f"{options['team']} already has a submission in {phase}; nothing to do")
-            return
-        kind = options["kind"] or ("code_bundle" if options["file"].endswith(".zip") else "docker_image")
-        try:
-            submission = baseline_system_submit(phase=phase, team_name=options["team"], path=options["file"],
-                                                kind=kind, description=options["description"])
-        except ServiceError as exc:
-            raise CommandError(exc.message) from None
-        self.stdout.write(f"queued submission {submission.pk} for {options['team']} ({kind}, "
-                          f"{submission.image_digest or 'bundle'})")
+        self.stdout.write(baseline_queue(challenge=options["challenge"], phase=options["phase"], path=options["file"],
+                                         team=options["team"], kind=options["kind"],
+                                         description=options["description"], once=options["once"]))
