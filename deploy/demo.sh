@@ -20,18 +20,12 @@ export READERBOARD_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"
 mkdir -p var
 PY=.venv/bin/python
 
-$PY manage.py migrate -v0
-$PY manage.py collectstatic --noinput -v0
-step_done demo "database migrated, static files collected"
-$PY manage.py demo_setup
-step_done demo "demo accounts and challenges loaded"
-# The compute worker's token for the internal API (printed once; a new one replaces the last run's).
-worker_token=$($PY manage.py worker_token_create demo-compute)
-
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
 
+# The broker first: loading the demo queues work on commit, and a send to an absent broker
+# waits out its retries (demo_setup took 39 s instead of 12).
 # A Redis already on the port is used (a developer's own); anything else there is refused, since
 # the workers would wait on it for ever with nothing said.
 redis_answers() { [ "$(timeout 5 redis-cli -p "$REDIS_PORT" -h 127.0.0.1 ping 2>/dev/null)" = "PONG" ]; }
@@ -42,6 +36,14 @@ if ! (exec 3<>"/dev/tcp/127.0.0.1/${REDIS_PORT}") 2>/dev/null; then
   for _ in $(seq 50); do redis_answers && break; sleep 0.1; done
 fi
 redis_answers || { echo "demo: port ${REDIS_PORT} does not answer as Redis (var/redis.log); set REDIS_PORT to a free port" >&2; exit 1; }
+$PY manage.py migrate -v0
+$PY manage.py collectstatic --noinput -v0
+step_done demo "database migrated, static files collected"
+$PY manage.py demo_setup
+step_done demo "demo accounts and challenges loaded"
+# The compute worker's token for the internal API (printed once; a new one replaces the last run's).
+worker_token=$($PY manage.py worker_token_create demo-compute)
+
 # Two workers, so neither waits for the other.  The control worker scores prediction files,
 # finishes runs against the gold and runs the reaper (--beat).
 $PY -m celery -A workers.celery_app worker --pool=solo --loglevel=INFO -Q celery,control -n scoring@%h --beat \
