@@ -23,7 +23,6 @@ import gzip
 import io
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -48,20 +47,21 @@ class MrqaQuestion(NamedTuple):
     line: int
 
 
-@dataclass
-class MrqaGold:
+class MrqaGold(NamedTuple):
     """A loaded MRQA gold file: ``questions`` maps qid -> :class:`MrqaQuestion`.
 
     The mapping's order is that of each qid's first occurrence (Python dict
     semantics, which the official ``answers`` dict has too); its values come
     from the last occurrence (spec 3: a repeated qid overwrites the golds).
+    A NamedTuple, not a dataclass: importing ``dataclasses`` costs every run
+    start-up time for nothing a tuple lacks.
     """
 
     path: str
     dataset: str
     header: dict[str, Any] | None
     questions: dict[str, MrqaQuestion]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
 
     @property
     def answers(self) -> dict[str, list[str]]:
