@@ -23,17 +23,17 @@ import gzip
 import io
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scoring.cli import add_common_options
-from scoring.cmrc2018 import Cmrc2018Scorer
 from scoring.errors import InputFormatError, UndefinedMetricError
-from scoring.inputs import iter_input_lines
 from scoring.io import Warn, iter_json_lines, load_prediction_map
 from scoring.result import EvalResult, summarise
 from scoring.squad import CachedScorer, prediction_text, without_gc
+
+if TYPE_CHECKING:
+    from scoring.cmrc2018 import Cmrc2018Scorer
 
 # --------------------------------------------------------------------------- gold file
 
@@ -47,20 +47,21 @@ class MrqaQuestion(NamedTuple):
     line: int
 
 
-@dataclass
-class MrqaGold:
+class MrqaGold(NamedTuple):
     """A loaded MRQA gold file: ``questions`` maps qid -> :class:`MrqaQuestion`.
 
     The mapping's order is that of each qid's first occurrence (Python dict
     semantics, which the official ``answers`` dict has too); its values come
     from the last occurrence (spec 3: a repeated qid overwrites the golds).
+    A NamedTuple, not a dataclass: importing ``dataclasses`` costs every run
+    start-up time for nothing a tuple lacks.
     """
 
     path: str
     dataset: str
     header: dict[str, Any] | None
     questions: dict[str, MrqaQuestion]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str]
 
     @property
     def answers(self) -> dict[str, list[str]]:
@@ -176,6 +177,8 @@ def evaluate_mrqa(
     """
     scorer: CachedScorer | Cmrc2018Scorer
     if tokenization == "cjk":
+        # Compiled only when asked for: at start-up it costs an MRQA run as much as scoring 1,000 questions.
+        from scoring.cmrc2018 import Cmrc2018Scorer  # noqa: PLC0415 - only the cjk tokenization needs it
 
         scorer = Cmrc2018Scorer()
     elif tokenization == "whitespace":
@@ -295,6 +298,9 @@ def iter_stripped_lines(path: str | os.PathLike[str]) -> Iterator[str]:
     ``question_tokens``, in their order.  Every other field, answers and spans
     and anything a converter added, is left out (see :mod:`scoring.inputs`).
     """
+    # The platform's input stripping is no part of scoring a run; its module (and hashlib, hmac) waits.
+    from scoring.inputs import iter_input_lines  # noqa: PLC0415 - only stripping needs it
+
     return iter_input_lines("mrqa", path)
 
 

@@ -208,18 +208,20 @@ class TokenBag:
     ``distinct`` their set.  The size of the multiset intersection of two
     bags (``sum((Counter(a) & Counter(b)).values())``) is
     ``len(a.distinct & b.distinct)`` unless *both* repeat a token; only then
-    is each side's numbered multiset built (once), in which the k-th repeat of
-    token t is ``(t, k)``, so that the intersection is again one C-level
-    set operation.
+    is each side's :meth:`extra` built (once): how many more times than once
+    each repeated token occurs.  A token common to both sides adds
+    ``min`` of its two counts, that is 1 plus the ``min`` of its two extras,
+    and only tokens repeated on both sides have a non-zero ``min`` of extras.
     """
 
-    __slots__ = ("tokens", "distinct", "repeats", "_numbered")
+    __slots__ = ("tokens", "distinct", "repeats", "_numbered", "_extra")
 
     def __init__(self, tokens: list[str]) -> None:
         self.tokens = tokens
         self.distinct = frozenset(tokens)
         self.repeats = len(self.distinct) != len(tokens)
         self._numbered: frozenset[TokenKey] | None = None
+        self._extra: dict[str, int] | None = None
 
     @classmethod
     def many(cls, texts: Sequence[str]) -> list[TokenBag]:
@@ -237,11 +239,30 @@ class TokenBag:
             self._numbered = numbered(self.tokens)
         return self._numbered
 
+    def extra(self) -> dict[str, int]:
+        """Each repeated token -> how many times it occurs after its first occurrence."""
+        extra = self._extra
+        if extra is None:
+            # A plain loop: three times faster than Counter or numbered() on answer-sized lists.
+            seen: set[str] = set()
+            extra = {}
+            for token in self.tokens:
+                if token in seen:
+                    extra[token] = extra.get(token, 0) + 1
+                else:
+                    seen.add(token)
+            self._extra = extra
+        return extra
+
     def overlap(self, other: TokenBag) -> int:
         """How many tokens the two share, counted as a multiset."""
+        same = len(self.distinct & other.distinct)
         if self.repeats and other.repeats:
-            return len(self.numbered() & other.numbered())
-        return len(self.distinct & other.distinct)
+            mine = self.extra()
+            theirs = other.extra()
+            for token in mine.keys() & theirs.keys():
+                same += min(mine[token], theirs[token])
+        return same
 
     def f1_v1(self, gold: TokenBag) -> float:
         """``f1_score`` of evaluate-v1.1.py / QuAC: 0 when nothing overlaps (empty vs empty too).
@@ -252,12 +273,14 @@ class TokenBag:
         if self is gold:
             return 1.0 if self.tokens else 0.0
         # self.overlap(gold), inlined: this is the innermost loop of QuAC and CoQA.
-        if self.repeats and gold.repeats:
-            same = len(self.numbered() & gold.numbered())
-        else:
-            same = len(self.distinct & gold.distinct)
+        same = len(self.distinct & gold.distinct)
         if same == 0:
             return 0.0
+        if self.repeats and gold.repeats:
+            mine = self._extra if self._extra is not None else self.extra()
+            theirs = gold._extra if gold._extra is not None else gold.extra()
+            for token in mine.keys() & theirs.keys():
+                same += min(mine[token], theirs[token])
         precision = 1.0 * same / len(self.tokens)
         recall = 1.0 * same / len(gold.tokens)
         return (2 * precision * recall) / (precision + recall)

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import random
+from collections import Counter
+
 import pytest
 
-from scoring.text import NormalizedAnswer, exact_match, f1_v1, f1_v2, max_em_f1_v1, normalize_answer
+from scoring.text import NormalizedAnswer, TokenBag, exact_match, f1_v1, f1_v2, max_em_f1_v1, normalize_answer
 
 
 @pytest.mark.parametrize(
@@ -44,3 +47,17 @@ def test_max_over_golds_takes_em_and_f1_separately() -> None:
     assert em == 0
     assert f1 == pytest.approx(max(f1_v1("big red barn", "red barn"), f1_v1("big red barn", "big red barn door")))
     assert NormalizedAnswer("The barn").norm == "barn"
+
+
+def test_token_bags_that_both_repeat_tokens_intersect_as_multisets() -> None:
+    rng = random.Random(11)
+    words = ["x", "y", "z", "w"]  # four words: most pairs repeat some token on both sides
+    bags = [TokenBag([rng.choice(words) for _ in range(rng.randint(1, 9))]) for _ in range(600)]
+    both_repeat = 0
+    for a, b in zip(bags[0::2], bags[1::2], strict=True):
+        both_repeat += a.repeats and b.repeats
+        same = sum((Counter(a.tokens) & Counter(b.tokens)).values())
+        assert a.overlap(b) == same == b.overlap(a)
+        assert a.f1_v1(b) == f1_v1(" ".join(a.tokens), " ".join(b.tokens)) == b.f1_v1(a)
+    assert both_repeat > 100
+    assert TokenBag(["x", "x", "y", "x"]).extra() == {"x": 2}
