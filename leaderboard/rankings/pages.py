@@ -19,7 +19,14 @@ from leaderboard.challenges.selectors import AGGREGATE_SEALED_NOTE
 from leaderboard.rankings.board_significance import METHOD
 from leaderboard.rankings.charts import board_chart_svg
 from leaderboard.rankings.paper import PAPER_FORMATS, board_tag_averages
-from leaderboard.rankings.selectors import HUMAN_NOTE, ORGANIZER, Board, BoardRow, board_phases, phase_best_reachable
+from leaderboard.rankings.selectors import (
+    HUMAN_NOTE,
+    ORGANIZER,
+    Board,
+    BoardRow,
+    board_phases,
+    phase_best_reachable,
+)
 from leaderboard.rankings.table import (
     PUBLISHED_NOTE,
     SIGNIFICANCE_GROUP,

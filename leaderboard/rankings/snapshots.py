@@ -33,8 +33,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, transaction
 from django.db.models import JSONField, OuterRef, QuerySet, Subquery
-from django.utils.html import escape
 from django.utils import timezone
+from django.utils.html import escape
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_of_user
@@ -164,7 +164,7 @@ def board_page_for(access: BoardAccess, number: str | int | None) -> str:
             html, slots, own = stored
             if own is None:  # no row of theirs on this board (a hidden entry): everyone's page
                 return str(html)
-            return own_page_splice(html, slots, own, number=n)
+            return own_page_splice(str(html), slots, own, number=n)  # type: ignore[arg-type]  # checked above
     return board_content_html(board_for(access), number)
 
 
@@ -209,7 +209,7 @@ def _own_bytes(access: BoardAccess, part: str, key: str) -> bytes:
     if own is None or key not in own:  # no row of theirs, or one that reads the same to them
         return body
     start, end, new = own[key]
-    return body[:start] + new.encode() + body[end:]
+    return body[:int(start)] + str(new).encode() + body[int(end):]
 
 
 def _own_built(access: BoardAccess, part: str) -> bytes:
