@@ -186,7 +186,7 @@ def own_page_splice(html: str, slots: dict[str, Any], own: dict[str, Any], *, nu
         at = slots["own_link"]
         changes.append((at, at, board_own_link_html(own_page=own["page"], own_rank=own["rank"])))
     if "chart" in own:
-        changes.append((*slots["chart"], own["chart"]))
+        changes.append((*slots["chart"], own["chart"][2]))
     return _spliced(html, changes)
 
 
@@ -337,9 +337,10 @@ def own_parts(board: Board, pages: list[tuple[str, list[Slot] | None]], *, paylo
     """For each team with a row (its first), what its members' answers change, and where: on the
     page that has the row, the row's ``<tr>`` (``row``: its span, ``tr``) and the name in the tag
     table (``name``, ``name_html``); ``page`` and ``rank`` for the link from the other pages; and
-    where the name differs from the public's, the chart (``chart``) and the row's JSON and CSV
-    records (``json``, ``csv``: start, end and the text, in bytes).  Nothing for a team whose
-    page could not be slotted: its members get the page built from the board."""
+    where the name differs from the public's, the chart and the row's JSON and CSV records
+    (``chart``, ``json``, ``csv``: start and end in the stored bytes, and the text put there).
+    Nothing for a team whose page could not be slotted: its members get the page built from the
+    board."""
     names = dict((pk, (name, affiliation)) for pk, name, affiliation in Team.objects.filter(
         pk__in={row.team_id for row in board.rows}).values_list("pk", "name", "affiliation"))
     spans: dict[tuple[str, int], tuple[int, int]] = {}
@@ -367,8 +368,8 @@ def own_parts(board: Board, pages: list[tuple[str, list[Slot] | None]], *, paylo
                 rows = list(board.rows)
                 rows[i] = mine
                 svg = board_chart_svg(replace(board, rows=rows))
-                if svg != chart_svg:
-                    own["chart"] = svg
+                if svg != chart_svg:  # as a span of the stored chart: all of it
+                    own["chart"] = [0, len(chart_svg.encode()), svg]
             record = board_record(board, mine)
             if json_at is not None and record != records[i]:
                 start, end = json_at[i]
@@ -441,20 +442,8 @@ def board_json_for(access: BoardAccess) -> bytes:
 def board_chart_for(access: BoardAccess) -> bytes:
     # Its legend names the teams: an anonymous team's members read their own name there too.
     if access.own_team:
-        chart = _own_chart(access)
-        if chart is not None:
-            return chart
+        return _own_bytes(access, "chart_svg", "chart")
     return bytes(board_snapshot_part(access, "chart_svg"))
-
-
-def _own_chart(access: BoardAccess) -> bytes | None:
-    """The chart as the member of a team with a row sees it; None where it is everyone's."""
-    assert access.own_team is not None
-    stored = _current(access).annotate(own=_own_of(access.own_team.pk, "pk")).values_list("pk", "own").first()
-    if stored is None:  # older than the access: from the board, built now
-        return _own_built(access, "chart_svg")
-    own = stored[1]
-    return own["chart"].encode() if own and "chart" in own else None
 
 
 def board_snapshots_rebuild(challenge_id: int) -> int:
