@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from leaderboard.rankings.selectors import Board
+from leaderboard.rankings.selectors import Board, BoardRow
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
 # Rough width of an 11 px sans-serif character (a little over the average, so that text sized
@@ -19,12 +19,20 @@ _LEGEND_NAME_CHARS = 28
 _LABEL_ANGLE = 35
 
 
-def board_chart_svg(board: Board, *, top: int = 5, metric_label: str | None = None) -> str:
+CHART_TOP = 5  # systems the chart shows
+
+
+def board_chart_rows(board: Board, *, top: int = CHART_TOP) -> list[BoardRow]:
+    """The rows the chart shows: the ``top`` first ranked ones."""
+    return [r for r in board.rows if r.rank is not None][:top]
+
+
+def board_chart_svg(board: Board, *, top: int = CHART_TOP, metric_label: str | None = None) -> str:
     """Grouped bars: one group per dataset, one bar per top-ranked system (0-100 scale)."""
     columns = [c for c in board.columns if c.key.startswith("ds:") and not c.sealed]
     label = metric_label or (columns[0].label if columns else "")
     columns = [c for c in columns if c.label == label]
-    rows = [r for r in board.rows if r.rank is not None][:top]
+    rows = board_chart_rows(board, top=top)
     width_per_group = max(40, 14 * max(1, len(rows)) + 16)
     left, height = 40, 220
     plot_width = left + width_per_group * max(1, len(columns)) + 10

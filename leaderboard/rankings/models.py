@@ -58,6 +58,23 @@ class BoardSnapshotPage(models.Model):
     snapshot = models.ForeignKey(BoardSnapshot, on_delete=models.CASCADE, related_name="page_set")
     number = models.PositiveIntegerField()
     html = models.TextField()
+    # Where the parts shared by every viewer with a row of their own go in ``html`` (pages.Slot):
+    # {"chart": [start, end], "own_link": at}; null when the page could not be slotted (its
+    # viewers with a row get the page rendered whole).
+    slots = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["snapshot", "number"], name="boardsnapshotpage_unique")]
+
+
+class BoardSnapshotRow(models.Model):
+    """What a snapshot's answers are for a member of the team of one row: their own parts, and where
+    they go in the answers everyone else gets (``snapshots.own_parts``), so that their page, JSON,
+    CSV and chart are the stored ones with a few spans replaced, not a board rebuilt per request."""
+
+    snapshot = models.ForeignKey(BoardSnapshot, on_delete=models.CASCADE, related_name="row_set")
+    team_id = models.PositiveBigIntegerField()
+    own = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["snapshot", "team_id"], name="boardsnapshotrow_unique")]

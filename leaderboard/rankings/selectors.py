@@ -521,35 +521,37 @@ def _public_failure(entry: Any, datasets: dict[int, Dataset]) -> str:
 
 def board_as_records(board: Board) -> list[dict[str, Any]]:
     """Rows for CSV/JSON export: what the viewer sees on the page, nothing more."""
-    records = []
-    for row in board.rows:
-        record: dict[str, Any] = {
-            "rank": row.rank,
-            "team": row.team_name,
-            "affiliation": row.affiliation,
-            "baseline": row.is_baseline,
-            "status": row.status,
-            "excluded": row.excluded_reason,
-            # Only where the row answered fewer than all of the ranked datasets: "2 of 3 datasets".
-            "coverage": row.coverage or None,
-            "submitted_at": row.submitted_at.isoformat() if row.submitted_at else None,
-            # A published result: the day its results were published (the date its board shows).
-            "published_on": row.published_on.isoformat() if row.published_on else None,
-        }
-        for column in board.columns:
-            if column.key == HUMAN_KEY:
-                human = row.human
-                record.update({"human": None if human is None else human.mean,
-                               "human_n": None if human is None else human.n,
-                               "human_ci95_low": None if human is None else human.low,
-                               "human_ci95_high": None if human is None else human.high})
-                continue
-            name = f"{column.group} {column.label}" if column.group != "Overall" else column.label
-            hidden = column.sealed or column.key in row.sealed_keys
-            record[name] = None if hidden else row.values.get(column.key)
-        record.update(_significance_record(board, row))
-        records.append(record)
-    return records
+    return [board_record(board, row) for row in board.rows]
+
+
+def board_record(board: Board, row: BoardRow) -> dict[str, Any]:
+    """One row's record in ``board_as_records`` (a row given alone, to splice in)."""
+    record: dict[str, Any] = {
+        "rank": row.rank,
+        "team": row.team_name,
+        "affiliation": row.affiliation,
+        "baseline": row.is_baseline,
+        "status": row.status,
+        "excluded": row.excluded_reason,
+        # Only where the row answered fewer than all of the ranked datasets: "2 of 3 datasets".
+        "coverage": row.coverage or None,
+        "submitted_at": row.submitted_at.isoformat() if row.submitted_at else None,
+        # A published result: the day its results were published (the date its board shows).
+        "published_on": row.published_on.isoformat() if row.published_on else None,
+    }
+    for column in board.columns:
+        if column.key == HUMAN_KEY:
+            human = row.human
+            record.update({"human": None if human is None else human.mean,
+                           "human_n": None if human is None else human.n,
+                           "human_ci95_low": None if human is None else human.low,
+                           "human_ci95_high": None if human is None else human.high})
+            continue
+        name = f"{column.group} {column.label}" if column.group != "Overall" else column.label
+        hidden = column.sealed or column.key in row.sealed_keys
+        record[name] = None if hidden else row.values.get(column.key)
+    record.update(_significance_record(board, row))
+    return record
 
 
 def _significance_record(board: Board, row: BoardRow) -> dict[str, Any]:

@@ -12,8 +12,10 @@ committed and the background rebuild has not run yet), the request builds the bo
 stores it.  A snapshot is therefore never served stale once a change has committed.
 
 A viewer whose team has a row on the board sees it marked as theirs (and named, if the team is
-anonymous): that viewer's answer is made from the pickled board with their row changed, not by
-building the board again.
+anonymous).  The snapshot keeps, for each team with a row, that team's own parts (its row marked,
+its name where the board shows it) and where they go in each stored answer (``own_parts``): such a
+viewer is served the stored bytes with those spans replaced, which equals the answer made from the
+whole board with their row changed (``board_for``, still the way when a snapshot cannot be used).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import JSONField, OuterRef, QuerySet, Subquery
 from django.utils import timezone
+from django.utils.html import escape
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import team_of_user
@@ -41,27 +44,38 @@ from leaderboard.challenges.versions import board_changes_fold, board_version_ge
 from leaderboard.core.csv_safe import csv_rows_safe
 from leaderboard.core.errors import NotFound
 from leaderboard.rankings.board_significance import STALE_REQUEST
-from leaderboard.rankings.charts import board_chart_svg
-from leaderboard.rankings.models import BoardSnapshot, BoardSnapshotPage
-from leaderboard.rankings.pages import board_content_html
+from leaderboard.rankings.charts import board_chart_rows, board_chart_svg
+from leaderboard.rankings.models import BoardSnapshot, BoardSnapshotPage, BoardSnapshotRow
+from leaderboard.rankings.pages import (
+    CHART,
+    NAME,
+    OWN_LINK,
+    ROW,
+    Slot,
+    board_content_html,
+    board_content_slots,
+    board_own_link_html,
+)
 from leaderboard.rankings.selectors import (
     ORGANIZER,
     ORGANIZER_VIEW_NOT_FOUND,
     PHASE_NOT_FOUND,
     PUBLIC,
     Board,
+    BoardRow,
     Viewer,
     board_as_records,
     board_build,
     board_payload,
+    board_record,
 )
-from leaderboard.rankings.table import BOARD_PAGE_ROWS
+from leaderboard.rankings.table import BOARD_PAGE_ROWS, board_row_html
 from leaderboard.submissions.models import BoardEntry
 
 logger = logging.getLogger(__name__)
 
 # Part of every ETag: a deploy that renders boards differently must not be answered 304.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 
 @dataclass(frozen=True)
 class BoardAccess:
@@ -134,6 +148,79 @@ def board_snapshot_page(access: BoardAccess, number: str | int | None) -> str:
     return built.pages[board_page_number(len(built.pages), number) - 1]
 
 
+def board_page_for(access: BoardAccess, number: str | int | None) -> str:
+    """The content of page ``number`` as this viewer sees it: the stored page, with a viewer's own
+    parts put in its slots when their team has a row (the whole board is rebuilt for them only
+    when the snapshot is older than the access or the page could not be slotted)."""
+    if access.own_team is None:
+        return board_snapshot_page(access, number)
+    found = _current(access).values_list("pk", "page_count").first()
+    if found is not None:
+        n = board_page_number(found[1], number)
+        # One statement: the page and the row's parts of one build (a rebuild replaces both).
+        stored = (BoardSnapshotPage.objects.filter(snapshot_id=found[0], number=n)
+                  .annotate(own=_own_of(access.own_team.pk)).values_list("html", "slots", "own").first())
+        if stored is not None and stored[1] is not None:
+            html, slots, own = stored
+            if own is None:  # no row of theirs on this board (a hidden entry): everyone's page
+                return str(html)
+            return own_page_splice(str(html), slots, own, number=n)  # type: ignore[arg-type]  # checked above
+    return board_content_html(board_for(access), number)
+
+
+def _own_of(team_id: int, snapshot: str = "snapshot_id") -> Subquery:
+    """The parts of ``team_id``'s row in the snapshot of the outer query (its ``snapshot`` field)."""
+    return Subquery(BoardSnapshotRow.objects.filter(snapshot_id=OuterRef(snapshot), team_id=team_id)
+                    .values("own")[:1], output_field=JSONField())
+
+
+def own_page_splice(html: str, slots: dict[str, Any], own: dict[str, Any], *, number: int) -> str:
+    """A stored page as the member of a team with a row sees it: their row marked (and named),
+    their name in the tag table and the chart, or the link to the page that has their row."""
+    changes: list[tuple[int, int, str]] = []
+    if own["page"] == number:
+        changes.append((*own["row"], own["tr"]))
+        if "name" in own:
+            changes.append((*own["name"], own["name_html"]))
+    elif "own_link" in slots:
+        at = slots["own_link"]
+        changes.append((at, at, board_own_link_html(own_page=own["page"], own_rank=own["rank"])))
+    if "chart" in own:
+        changes.append((*slots["chart"], own["chart"][2]))
+    return _spliced(html, changes)
+
+
+def _spliced(text: str, changes: list[tuple[int, int, str]]) -> str:
+    parts, at = [], 0
+    for start, end, new in sorted(changes):
+        parts += [text[at:start], new]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _own_bytes(access: BoardAccess, part: str, key: str) -> bytes:
+    """A stored export (``part``) as the member of a team with a row gets it: their own span put in."""
+    assert access.own_team is not None
+    stored = _current(access).annotate(own=_own_of(access.own_team.pk, "pk")).values_list(part, "own").first()
+    if stored is None:  # older than the access: from the board, built now
+        return _own_built(access, part)
+    body, own = bytes(stored[0]), stored[1]
+    if own is None or key not in own:  # no row of theirs, or one that reads the same to them
+        return body
+    start, end, new = own[key]
+    return body[:int(start)] + str(new).encode() + body[int(end):]
+
+
+def _own_built(access: BoardAccess, part: str) -> bytes:
+    board = board_for(access)
+    if part == "payload_json":
+        return json.dumps(board_payload(board), cls=DjangoJSONEncoder).encode()
+    if part == "records_csv":
+        return _csv_bytes(board)
+    return board_chart_svg(board).encode()
+
+
 def board_for(access: BoardAccess) -> Board:
     """The whole board, as this viewer sees it (their own row marked and, if anonymous, named)."""
     try:
@@ -153,10 +240,14 @@ def _overlaid(board: Board, team: Team | None) -> Board:
     rows = list(board.rows)
     for i, row in enumerate(rows):
         if row.team_id == team.pk:
-            # Their own team's name and affiliation, even where the public reads "Anonymous".
-            rows[i] = replace(row, is_own=True, team_name=team.name, affiliation=team.affiliation)
+            rows[i] = _own_row(row, name=team.name, affiliation=team.affiliation)
             break
     return replace(board, rows=rows)
+
+
+def _own_row(row: BoardRow, *, name: str, affiliation: str) -> BoardRow:
+    # Their own team's name and affiliation, even where the public reads "Anonymous".
+    return replace(row, is_own=True, team_name=name, affiliation=affiliation)
 
 
 def board_page_number(pages: int, number: str | int | None) -> int:
@@ -172,13 +263,18 @@ def board_page_number(pages: int, number: str | int | None) -> int:
 def board_snapshot_build(*, phase: Phase, view: str, version: int) -> BuiltSnapshot:
     """Build one view of the board and store it under ``version`` (unless a newer one is stored)."""
     board = board_build(phase=phase, viewer=AnonymousUser(), view=view, trusted=True)
-    pages = _pages(board)
+    slotted = _pages(board)
+    pages = [html for html, _ in slotted]
+    payload_json = json.dumps(board_payload(board), cls=DjangoJSONEncoder).encode()
+    records_csv = _csv_bytes(board)
+    chart_svg = board_chart_svg(board)
+    owns = own_parts(board, slotted, payload_json=payload_json, records_csv=records_csv, chart_svg=chart_svg)
     fields = {
         "version": version, "built_at": timezone.now(),
         "board": pickle.dumps(board, protocol=pickle.HIGHEST_PROTOCOL),
-        "payload_json": json.dumps(board_payload(board), cls=DjangoJSONEncoder).encode(),
-        "records_csv": _csv_bytes(board),
-        "chart_svg": board_chart_svg(board).encode(),
+        "payload_json": payload_json,
+        "records_csv": records_csv,
+        "chart_svg": chart_svg.encode(),
         "page_count": len(pages),
         "format": SNAPSHOT_FORMAT,
         "significance_pending": board.significance.status == "computing",
@@ -196,11 +292,16 @@ def board_snapshot_build(*, phase: Phase, view: str, version: int) -> BuiltSnaps
               or (stored.version == version and stored.significance_pending)):
             BoardSnapshot.objects.filter(pk=stored.pk).update(**fields)
             BoardSnapshotPage.objects.filter(snapshot=stored).delete()
+            BoardSnapshotRow.objects.filter(snapshot=stored).delete()
         else:
             stored = None
         if stored is not None:
             BoardSnapshotPage.objects.bulk_create(
-                BoardSnapshotPage(snapshot=stored, number=n, html=html) for n, html in enumerate(pages, 1))
+                BoardSnapshotPage(snapshot=stored, number=n, html=html, slots=_page_slots(slots))
+                for n, (html, slots) in enumerate(slotted, 1))
+            BoardSnapshotRow.objects.bulk_create(
+                (BoardSnapshotRow(snapshot=stored, team_id=team_id, own=own) for team_id, own in owns.items()),
+                batch_size=500)
     return BuiltSnapshot(board=board, fields=fields, pages=pages)
 
 
@@ -214,9 +315,107 @@ class BuiltSnapshot:
         return self.fields[name]
 
 
-def _pages(board: Board) -> list[str]:
+def _pages(board: Board) -> list[tuple[str, list[Slot] | None]]:
     count = max(1, -(-len(board.rows) // BOARD_PAGE_ROWS))
-    return [board_content_html(board, n) for n in range(1, count + 1)]
+    return [board_content_slots(board, n) for n in range(1, count + 1)]
+
+
+def _page_slots(slots: list[Slot] | None) -> dict[str, Any] | None:
+    if slots is None:
+        return None
+    shared: dict[str, Any] = {}
+    for slot in slots:
+        if slot.kind == CHART:
+            shared["chart"] = [slot.start, slot.end]
+        elif slot.kind == OWN_LINK:
+            shared["own_link"] = slot.start
+    return shared
+
+
+def own_parts(board: Board, pages: list[tuple[str, list[Slot] | None]], *, payload_json: bytes,
+              records_csv: bytes, chart_svg: str) -> dict[int, dict[str, Any]]:
+    """For each team with a row (its first), what its members' answers change, and where: on the
+    page that has the row, the row's ``<tr>`` (``row``: its span, ``tr``) and the name in the tag
+    table (``name``, ``name_html``); ``page`` and ``rank`` for the link from the other pages; and
+    where the name differs from the public's, the chart and the row's JSON and CSV records
+    (``chart``, ``json``, ``csv``: start and end in the stored bytes, and the text put there).
+    Nothing for a team whose page could not be slotted: its members get the page built from the
+    board."""
+    names = dict((pk, (name, affiliation)) for pk, name, affiliation in Team.objects.filter(
+        pk__in={row.team_id for row in board.rows}).values_list("pk", "name", "affiliation"))
+    spans: dict[tuple[str, int], tuple[int, int]] = {}
+    for slots in (slots for _, slots in pages if slots is not None):
+        for slot in slots:
+            if slot.kind in (ROW, NAME):
+                spans.setdefault((slot.kind, slot.team_id), (slot.start, slot.end))
+    records = board_as_records(board)
+    fields = list(records[0]) if records else []
+    json_at = _json_record_spans(payload_json, records)
+    csv_at = _csv_record_spans(records_csv, fields, records)
+    charted = {row.team_id for row in board_chart_rows(board)}
+    owns: dict[int, dict[str, Any]] = {}
+    for i, row in enumerate(board.rows):
+        if row.team_id in owns or row.team_id not in names or (ROW, row.team_id) not in spans:
+            continue
+        name, affiliation = names[row.team_id]
+        mine = _own_row(row, name=name, affiliation=affiliation)
+        own: dict[str, Any] = {"page": i // BOARD_PAGE_ROWS + 1, "rank": row.rank,
+                               "row": list(spans[ROW, row.team_id]), "tr": board_row_html(board, mine)}
+        if (NAME, row.team_id) in spans and mine.team_name != row.team_name:
+            own["name"], own["name_html"] = list(spans[NAME, row.team_id]), str(escape(mine.team_name))
+        if (mine.team_name, mine.affiliation) != (row.team_name, row.affiliation):
+            if row.team_id in charted:
+                rows = list(board.rows)
+                rows[i] = mine
+                svg = board_chart_svg(replace(board, rows=rows))
+                if svg != chart_svg:  # as a span of the stored chart: all of it
+                    own["chart"] = [0, len(chart_svg.encode()), svg]
+            record = board_record(board, mine)
+            if json_at is not None and record != records[i]:
+                start, end = json_at[i]
+                own["json"] = [start, end, json.dumps(record, cls=DjangoJSONEncoder)]
+            if csv_at is not None and record != records[i]:
+                start, end = csv_at[i]
+                own["csv"] = [start, end, _csv_lines(fields, [record])[1].decode()]
+        owns[row.team_id] = own
+    return owns
+
+
+def _json_record_spans(payload_json: bytes, records: list[dict[str, Any]]) -> list[tuple[int, int]] | None:
+    """Where each record is in the payload's JSON (its last key, ``rows``); None if it is not found
+    as expected (the members of an anonymous team then get the JSON built from the board)."""
+    texts = [json.dumps(record, cls=DjangoJSONEncoder).encode() for record in records]
+    listed = b"[" + b", ".join(texts) + b"]"
+    if not payload_json.endswith(b'"rows": ' + listed + b"}"):
+        return None
+    spans, at = [], len(payload_json) - len(listed)  # the first record's, after "[" (and before "}")
+    for text in texts:
+        spans.append((at, at + len(text)))
+        at += len(text) + 2
+    return spans
+
+
+def _csv_record_spans(records_csv: bytes, fields: list[str], records: list[dict[str, Any]]
+                      ) -> list[tuple[int, int]] | None:
+    lines = _csv_lines(fields, records) if records else []
+    if b"".join(lines) != records_csv:
+        return None
+    spans, at = [], len(lines[0]) if lines else 0
+    for line in lines[1:]:
+        spans.append((at, at + len(line)))
+        at += len(line)
+    return spans
+
+
+def _csv_lines(fields: list[str], records: list[dict[str, Any]]) -> list[bytes]:
+    """The header's line and each record's, as ``csv.writer`` writes them (one row never depends
+    on another), in bytes."""
+    lines = []
+    for cells in csv_rows_safe(fields, records):
+        out = io.StringIO()
+        csv.writer(out).writerow(cells)
+        lines.append(out.getvalue().encode())
+    return lines
 
 
 def _csv_bytes(board: Board) -> bytes:
@@ -229,19 +428,22 @@ def _csv_bytes(board: Board) -> bytes:
 
 
 def board_csv_for(access: BoardAccess) -> bytes:
-    return _csv_bytes(board_for(access)) if access.own_team else bytes(board_snapshot_part(access, "records_csv"))
+    if access.own_team:
+        return _own_bytes(access, "records_csv", "csv")
+    return bytes(board_snapshot_part(access, "records_csv"))
 
 
 def board_json_for(access: BoardAccess) -> bytes:
     if access.own_team:
-        return json.dumps(board_payload(board_for(access)), cls=DjangoJSONEncoder).encode()
+        return _own_bytes(access, "payload_json", "json")
     return bytes(board_snapshot_part(access, "payload_json"))
 
 
 def board_chart_for(access: BoardAccess) -> bytes:
     # Its legend names the teams: an anonymous team's members read their own name there too.
-    return board_chart_svg(board_for(access)).encode() if access.own_team else bytes(
-        board_snapshot_part(access, "chart_svg"))
+    if access.own_team:
+        return _own_bytes(access, "chart_svg", "chart")
+    return bytes(board_snapshot_part(access, "chart_svg"))
 
 
 def board_snapshots_rebuild(challenge_id: int) -> int:

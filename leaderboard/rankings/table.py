@@ -11,7 +11,7 @@ Text that participants choose (team names, affiliations, failure reasons) goes t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.core.paginator import Paginator
@@ -99,12 +99,21 @@ def significance_after(board: Board) -> int:
     return max(i + 1 for i, c in enumerate(board.columns) if c.group == primary.group)
 
 
-def board_body_html(board: Board, rows: Sequence[BoardRow] | None = None) -> SafeString:
-    """Every ``<tr>`` of the board's ``<tbody>`` (or of ``rows``, a page of it), in rank order."""
+def board_body_html(board: Board, rows: Sequence[BoardRow] | None = None, *,
+                    wrap: Callable[[BoardRow, str], str] | None = None) -> SafeString:
+    """Every ``<tr>`` of the board's ``<tbody>`` (or of ``rows``, a page of it), in rank order;
+    ``wrap`` is given each row and its ``<tr>`` and returns what goes in its place."""
     if not board.rows:
         return mark_safe('<tr><td colspan="99">No entry yet.</td></tr>')
     shown = board.rows if rows is None else rows
-    return mark_safe("\n".join(_row_html(row, board) for row in shown))
+    if wrap is None:
+        return mark_safe("\n".join(_row_html(row, board) for row in shown))
+    return mark_safe("\n".join(wrap(row, _row_html(row, board)) for row in shown))
+
+
+def board_row_html(board: Board, row: BoardRow) -> str:
+    """One row's ``<tr>``, as ``board_body_html`` writes it (a row given alone, to splice in)."""
+    return _row_html(row, board)
 
 
 def _row_html(row: BoardRow, board: Board) -> str:

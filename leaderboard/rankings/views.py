@@ -21,7 +21,6 @@ from leaderboard.challenges.models import SYSTEM_KINDS
 from leaderboard.core.caching import viewer_dependent
 from leaderboard.core.errors import NotFound
 from leaderboard.rankings.budget_boards import AXIS_OF, budget_boards_build, figure_text
-from leaderboard.rankings.pages import board_content_html
 from leaderboard.rankings.paper import PAPER_FORMATS, paper_tables_build
 from leaderboard.rankings.selectors import ORGANIZER, PUBLIC, Board, board_get
 from leaderboard.rankings.snapshots import (
@@ -29,9 +28,8 @@ from leaderboard.rankings.snapshots import (
     board_access_get,
     board_chart_for,
     board_csv_for,
-    board_for,
     board_json_for,
-    board_snapshot_page,
+    board_page_for,
 )
 
 BoardView = Callable[[HttpRequest, str, str], HttpResponse]
@@ -86,11 +84,7 @@ def _page(request: HttpRequest, slug: str, phase_slug: str, view: str) -> HttpRe
     # A message waiting for the user is shown once, on the next page: not a page for a 304.
     if not get_messages(request) and (unchanged := _unchanged(request, etag)) is not None:
         return unchanged
-    if access.own_team is not None:
-        # Their own row is marked (and named): their page is made from the board, not the snapshot's pages.
-        content = board_content_html(board_for(access), request.GET.get("page"))
-    else:
-        content = board_snapshot_page(access, request.GET.get("page"))
+    content = board_page_for(access, request.GET.get("page"))
     response = render(request, "rankings/board.html", {
         "content": mark_safe(content),  # rendered from the template, with autoescaping, when the snapshot was built
         "challenge": access.phase.challenge, "phase": access.phase,

@@ -10,11 +10,18 @@ background, so the first read builds each snapshot), reads each endpoint once to
 snapshots, then sends ``--requests`` requests per endpoint from ``--clients`` threads, each on its
 own keep-alive connection.  Reported per endpoint: median, p95 and p99 (nearest rank) in ms.
 
-Then the repeated-read load: every client reads the board page, the API and the exports over and
-over, sending back the ETag it got (as a browser or a polling script does); the share of 304s and
-their latency are reported.  Last, in-process: how long a change's rebuild takes (every view of the
-phase built again from the database, with its renderings), and how long one reader pays when it
-finds the snapshot stale (the board page right after a change, before any rebuild).
+Every answer is measured for the three viewers: the public (no session), "participant" (a member of a
+team with a row: their row is marked) and "organizer" (the organizer view).  Each viewer's first answer
+is checked to be that viewer's (their row marked; the organizer banner), so a session the server does
+not accept cannot pass for a viewer's figures: the sessions are signed with the server's secret key.
+
+Then the repeated-read load, for each viewer: every client reads the board page, the API and the
+exports over and over, sending back the ETag it got (as a browser or a polling script does); the
+share of 304s and their latency are reported.  Then, in-process, the CPU time of one request per
+endpoint (a 200 and a 304), which other work on the machine does not inflate.  Last, how long a
+change's rebuild takes (every view of the phase built again from the database, with its
+renderings), and how long one reader pays when it finds the snapshot stale (the board page right
+after a change, before any rebuild).
 """
 
 from __future__ import annotations
@@ -39,6 +46,12 @@ from typing import Any
 from tests.benchmarks import bench_board
 
 REPO = Path(__file__).resolve().parents[2]
+# The server's secret key, set before Django starts here too: a session's auth hash is signed with it,
+# and a session made under another key is dropped by the server (the request is then the public's).
+SECRET_KEY = "bench-only"
+# A team member's page marks their row, or links to the page that has it.
+OWN_ROW = (b'<tr class="own', b'id="own-row-link"')
+ORGANIZER_BANNER = b'id="organizer-banner"'
 
 
 def free_port() -> int:
@@ -64,11 +77,16 @@ def wait_listening(port: int, timeout: float) -> None:
 
 
 def get(conn: http.client.HTTPConnection, path: str, headers: dict[str, str]) -> tuple[int, str, float]:
+    status, etag, ms, _ = get_body(conn, path, headers)
+    return status, etag, ms
+
+
+def get_body(conn: http.client.HTTPConnection, path: str, headers: dict[str, str]) -> tuple[int, str, float, bytes]:
     t0 = time.perf_counter()
     conn.request("GET", path, headers=headers)
     response = conn.getresponse()
-    response.read()
-    return response.status, response.getheader("ETag") or "", (time.perf_counter() - t0) * 1000
+    body = response.read()
+    return response.status, response.getheader("ETag") or "", (time.perf_counter() - t0) * 1000, body
 
 
 def load(port: int, paths: Sequence[str], headers: dict[str, str], clients: int, requests: int,
@@ -134,10 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=300, help="per endpoint")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn processes")
     parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn process")
+    parser.add_argument("--cpu-runs", type=int, default=50, help="in-process requests per endpoint, for CPU time")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
     var_dir = Path(tempfile.mkdtemp(prefix="bench_served_"))
+    os.environ["READERBOARD_SECRET_KEY"] = SECRET_KEY
     bench_board.django_setup(var_dir)
     from django.conf import settings  # noqa: PLC0415 - after django.setup()
     from django.db import connections  # noqa: PLC0415 - after django.setup()
@@ -147,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench_board.build(argparse.Namespace(teams=args.teams, submissions=args.submissions, datasets=args.datasets,
                                          seed=args.seed))
     print(f"setup {time.perf_counter() - t0:.0f} s: {args.teams} teams, {args.datasets} datasets", flush=True)
-    participant = session_cookie("participant")
+    participant, organizer = session_cookie("participant"), session_cookie("organizer")
     connections.close_all()
 
     redis_port, web_port = free_port(), free_port()
@@ -156,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "leaderboard.settings.prod",
-        "READERBOARD_SECRET_KEY": "bench-only",
+        "READERBOARD_SECRET_KEY": SECRET_KEY,
         "READERBOARD_DATABASE_URL": f"sqlite:///{db_path}",
         "READERBOARD_EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
         "READERBOARD_VAR_DIR": str(var_dir / "var"),
@@ -174,29 +194,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         wait_listening(web_port, 120)
         base = f"/c/{bench_board.SLUG}/board/{bench_board.PHASE}"
-        endpoints = {
-            "board page (public)": (f"{base}/", {}),
-            "board page (participant)": (f"{base}/", {"Cookie": participant}),
-            "board page 5 (public)": (f"{base}/?page=5", {}),
-            "API leaderboard": (f"/api/v1/challenges/{bench_board.SLUG}/phases/{bench_board.PHASE}/leaderboard/", {}),
-            "JSON export": (f"{base}/export.json", {}),
-            "CSV export": (f"{base}/export.csv", {}),
-            "chart.svg": (f"{base}/chart.svg", {}),
-        }
+        api = f"/api/v1/challenges/{bench_board.SLUG}/phases/{bench_board.PHASE}/leaderboard/"
+        viewers = {"public": {}, "participant": {"Cookie": participant}, "organizer": {"Cookie": organizer}}
+        endpoints: dict[str, tuple[str, str]] = {}  # name: (path, viewer)
+        for viewer in viewers:
+            board = f"{base}/organizer" if viewer == "organizer" else base
+            endpoints[f"board page ({viewer})"] = (f"{board}/", viewer)
+            endpoints[f"board page 5 ({viewer})"] = (f"{board}/?page=5", viewer)
+            endpoints[f"API leaderboard ({viewer})"] = (api + ("?view=organizer" if viewer == "organizer" else ""),
+                                                        viewer)
+            endpoints[f"JSON export ({viewer})"] = (f"{board}/export.json", viewer)
+            endpoints[f"CSV export ({viewer})"] = (f"{board}/export.csv", viewer)
+            endpoints[f"chart.svg ({viewer})"] = (f"{board}/chart.svg", viewer)
         conn = http.client.HTTPConnection("127.0.0.1", web_port, timeout=300)
         first: dict[str, float] = {}
-        for name, (path, headers) in endpoints.items():
-            status, _, ms = get(conn, path, headers)
+        for name, (path, viewer) in endpoints.items():
+            status, _, ms, body = get_body(conn, path, viewers[viewer])
             assert status == 200, (name, path, status, (var_dir / "serve.log").read_text()[-2000:])
+            if name.startswith("board page ("):
+                # The answer is the viewer's: else a rejected session would be timed as the public.
+                assert any(m in body for m in OWN_ROW) == (viewer == "participant"), (name, "own row marked?")
+                assert (ORGANIZER_BANNER in body) == (viewer == "organizer"), (name, "organizer view?")
             first[name] = ms
         conn.close()
         report["first_read_ms"] = first
         results = {}
-        for name, (path, headers) in endpoints.items():
-            results[name] = load(web_port, [path], headers, args.clients, args.requests)
+        for name, (path, viewer) in endpoints.items():
+            results[name] = load(web_port, [path], viewers[viewer], args.clients, args.requests)
         report["endpoints"] = results
-        repeated = [path for path, _ in endpoints.values()]
-        report["repeated_reads"] = load(web_port, repeated, {}, args.clients, args.requests * 2, conditional=True)
+        report["repeated_reads"] = {
+            viewer: load(web_port, [path for path, v in endpoints.values() if v == viewer], headers, args.clients,
+                         args.requests * 2, conditional=True)
+            for viewer, headers in viewers.items()
+        }
     finally:
         server.terminate()
         server.wait(30)
@@ -211,6 +241,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from leaderboard.rankings.snapshots import board_snapshots_rebuild  # noqa: PLC0415 - after django.setup()
 
     phase = Phase.objects.get(challenge__slug=bench_board.SLUG, slug=bench_board.PHASE)
+    # CPU per request, in one thread of this process (the snapshots are current): what a request costs
+    # whatever else the machine runs, unlike the latencies above.  Test settings: no WhiteNoise.
+    cpu: dict[str, dict[str, float]] = {}
+    for name, (path, viewer) in endpoints.items():
+        c = Client(headers={k: v for k, v in viewers[viewer].items()})
+        assert c.get(path).status_code == 200, (name, "in-process")
+        etag = c.get(path).headers["ETag"]
+        for kind, extra in (("200", {}), ("304", {"If-None-Match": etag})):
+            t0 = time.process_time()
+            for _ in range(args.cpu_runs):
+                c.get(path, headers=extra)
+            cpu.setdefault(name, {})[kind] = (time.process_time() - t0) * 1000 / args.cpu_runs
+    report["cpu_ms_per_request"] = cpu
     rebuilds, stale_reads = [], []
     for _ in range(3):
         board_changed(challenge_id=phase.challenge_id)
@@ -224,14 +267,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["rebuild_s"] = {"median": statistics.median(rebuilds), "max": max(rebuilds), "views": 2}
     report["stale_read_s"] = {"median": statistics.median(stale_reads), "max": max(stale_reads)}
 
-    print(f"\n{'endpoint':<26} {'median ms':>10} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>7}  statuses")
+    print(f"\n{'endpoint':<34} {'median ms':>10} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>7}  statuses")
     for name, r in report["endpoints"].items():
-        print(f"{name:<26} {r['median_ms']:>10.1f} {r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['per_s']:>7.0f}  "
+        print(f"{name:<34} {r['median_ms']:>10.1f} {r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['per_s']:>7.0f}  "
               f"{r['statuses']}  (first read {first[name]:.0f} ms)")
-    rr = report["repeated_reads"]
-    share = rr["statuses"].get(304, 0) / rr["requests"]
-    print(f"\nrepeated reads with If-None-Match: {share:.1%} answered 304; median {rr['median_ms']:.1f} ms, "
-          f"p95 {rr['p95_ms']:.1f} ms ({rr['requests']} requests, {rr['statuses']})")
+    print(f"\nCPU ms per request in-process ({args.cpu_runs} runs each): 200 / 304")
+    for name, c in cpu.items():
+        print(f"{name:<34} {c['200']:>7.2f} / {c['304']:>5.2f}")
+    print()
+    for viewer, rr in report["repeated_reads"].items():
+        share = rr["statuses"].get(304, 0) / rr["requests"]
+        print(f"repeated reads with If-None-Match ({viewer}): {share:.1%} answered 304; median "
+              f"{rr['median_ms']:.1f} ms, p95 {rr['p95_ms']:.1f} ms ({rr['requests']} requests, {rr['statuses']})")
     print(f"rebuild after a change (public + organizer view of the phase): median {report['rebuild_s']['median']:.2f} s, "
           f"max {report['rebuild_s']['max']:.2f} s")
     print(f"a page read that finds its snapshot stale: median {report['stale_read_s']['median']:.2f} s")
