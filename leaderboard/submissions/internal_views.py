@@ -234,10 +234,13 @@ def run_dialog_turn(request: HttpRequest, submission_id: int, attempt: int) -> H
     token = _bearer_token(request)
     if isinstance(call, _TurnCall) and token:
         run = worker_api.run_of_token(token=token, submission_id=submission_id, attempt=attempt)
-        where = {"run": run, "submission_id": submission_id, "attempt": attempt, "mode": call.mode,
-                 "dataset": call.dataset, "dialog": call.dialog}
-        fast = (dialog_runs.dialog_opened(**where) if call.turn is None else dialog_runs.dialog_turns_append(
-            **where, first=call.turn, answers=call.answers, latencies_ms=call.latencies_ms))
+        if call.turn is None:
+            fast = dialog_runs.dialog_opened(run=run, submission_id=submission_id, attempt=attempt, mode=call.mode,
+                                             dataset=call.dataset, dialog=call.dialog)
+        else:
+            fast = dialog_runs.dialog_turns_append(
+                run=run, submission_id=submission_id, attempt=attempt, mode=call.mode, dataset=call.dataset,
+                dialog=call.dialog, first=call.turn, answers=call.answers, latencies_ms=call.latencies_ms)
         if fast is not None:
             return _revealed(fast)
     return _run_dialog_turn_checked(request, submission_id, attempt)
