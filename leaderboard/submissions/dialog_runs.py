@@ -14,11 +14,12 @@ dialog): a sealed dataset's dialogs carry re-keyed ids in the inputs, and a work
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -219,6 +220,8 @@ class _Attempt:
     started_at: dt.datetime | None
     modes: tuple[str, ...]
     dialogs: dict[int, list[Dialog]]
+    # The run's query as each caller (by its token's sha256) may play it: built once, run every turn.
+    runs: dict[str, QuerySet[Submission]] = field(default_factory=dict)
 
 
 _ATTEMPTS_KEPT = 32
@@ -242,6 +245,18 @@ def _attempt_remember(submission: Submission, dataset: int, dialogs: list[Dialog
 def _attempt_known(submission_id: int, attempt: int) -> _Attempt | None:
     with _attempts_lock:
         return _attempts.get((submission_id, attempt))
+
+
+def _run_as(known: _Attempt, run: Callable[[], QuerySet[Submission]], caller: str) -> QuerySet[Submission]:
+    """The attempt's run as ``caller`` may play it, a query not yet run (building one costs more than
+    running it)."""
+    key = hashlib.sha256(caller.encode()).hexdigest()
+    mine = known.runs.get(key)
+    if mine is None:
+        if len(known.runs) >= 4:  # a run has one worker; others' calls only fall through to a 404
+            known.runs.clear()
+        mine = known.runs[key] = run().filter(started_at=known.started_at)
+    return mine
 
 
 class _JsonLength(Func):
@@ -278,13 +293,14 @@ class _JsonAppended(Func):
 _APPENDS_ON = frozenset({"sqlite", "postgresql"})  # the databases the platform runs on
 
 
-def dialog_turns_append(*, run: QuerySet[Submission], submission_id: int, attempt: int, mode: str, dataset: int,
+def dialog_turns_append(*, run: Callable[[], QuerySet[Submission]], caller: str, submission_id: int, attempt: int, mode: str, dataset: int,
                         dialog: int, first: int, answers: Sequence[Any], latencies_ms: Sequence[Any]
                         ) -> Revealed | None:
     """``dialog_turns_answer`` for the usual call, in one statement: the answers to turns ``first``,
     ``first + 1``... of a dialog whose record holds ``first`` answers, of an attempt whose turns this
-    process has taken before (``_dialog_of``).  ``run``: the run as its worker may play it, a query
-    not yet run (``worker_api.run_of_token``), which the statement checks as it writes.
+    process has taken before (``_dialog_of``).  ``run``: makes the run as ``caller`` (the worker's
+    token) may play it, a query not yet run (``worker_api.run_of_token``), which the statement checks
+    as it writes; made once per attempt and caller.
 
     The answers are committed before the reply is made.  None wherever anything else may be the case
     (the attempt or dataset not seen here yet, a turn out of order or answered already, an answer the
@@ -306,7 +322,7 @@ def dialog_turns_append(*, run: QuerySet[Submission], submission_id: int, attemp
         return None
     latencies = [_latency(latency) for latency in latencies_ms]
     key = {"submission_id": submission_id, "attempt": attempt, "mode": mode, "dataset": dataset, "dialog": dialog}
-    mine = run.filter(started_at=known.started_at).values("pk")
+    mine = _run_as(known, run, caller).values("pk")
     with transaction.atomic():
         if first == 0:
             if not mine.exists():
@@ -325,7 +341,7 @@ def dialog_turns_append(*, run: QuerySet[Submission], submission_id: int, attemp
     return reveal(Mode(mode), dialogs[dialog], last + 1)
 
 
-def dialog_opened(*, run: QuerySet[Submission], submission_id: int, attempt: int, mode: str, dataset: int,
+def dialog_opened(*, run: Callable[[], QuerySet[Submission]], caller: str, submission_id: int, attempt: int, mode: str, dataset: int,
                   dialog: int) -> Revealed | None:
     """``dialog_open`` in one query, for a dialog of an attempt this process has served before; None
     where the attempt, its mode or dataset are not known here, or ``run`` finds no run (the caller
@@ -336,7 +352,7 @@ def dialog_opened(*, run: QuerySet[Submission], submission_id: int, attempt: int
         return None
     answered = DialogAnswers.objects.filter(submission_id=OuterRef("pk"), attempt=attempt, mode=mode, dataset=dataset,
                                             dialog=dialog).values_list(_JsonLength("answers"))[:1]
-    found = list(run.filter(started_at=known.started_at).values_list(Subquery(answered), flat=True)[:1])
+    found = list(_run_as(known, run, caller).values_list(Subquery(answered), flat=True)[:1])
     if not found:
         return None
     return reveal(Mode(mode), dialogs[dialog], found[0] or 0)

@@ -15,6 +15,7 @@ from functools import wraps
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
@@ -233,13 +234,16 @@ def run_dialog_turn(request: HttpRequest, submission_id: int, attempt: int) -> H
     call = _turn_call(request)
     token = _bearer_token(request)
     if isinstance(call, _TurnCall) and token:
-        run = worker_api.run_of_token(token=token, submission_id=submission_id, attempt=attempt)
+
+        def run() -> QuerySet[Submission]:
+            return worker_api.run_of_token(token=token, submission_id=submission_id, attempt=attempt)
+
         if call.turn is None:
-            fast = dialog_runs.dialog_opened(run=run, submission_id=submission_id, attempt=attempt, mode=call.mode,
-                                             dataset=call.dataset, dialog=call.dialog)
+            fast = dialog_runs.dialog_opened(run=run, caller=token, submission_id=submission_id, attempt=attempt,
+                                             mode=call.mode, dataset=call.dataset, dialog=call.dialog)
         else:
             fast = dialog_runs.dialog_turns_append(
-                run=run, submission_id=submission_id, attempt=attempt, mode=call.mode, dataset=call.dataset,
+                run=run, caller=token, submission_id=submission_id, attempt=attempt, mode=call.mode, dataset=call.dataset,
                 dialog=call.dialog, first=call.turn, answers=call.answers, latencies_ms=call.latencies_ms)
         if fast is not None:
             return _revealed(fast)
