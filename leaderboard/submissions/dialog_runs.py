@@ -13,13 +13,19 @@ dialog): a sealed dataset's dialogs carry re-keyed ids in the inputs, and a work
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+import datetime as dt
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Func, IntegerField, JSONField, OuterRef, QuerySet, Subquery
+from django.db.models.lookups import Exact
 
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.challenges.suites.base import DatasetResult
@@ -29,6 +35,7 @@ from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.scores import score_dataset
 from leaderboard.submissions.selectors import submission_run_plan
 from scoring.dialogs import DIALOG_FORMATS, QUESTION_FORMATS, Dialog, Mode, Revealed, dialogs_of_file, reveal
+from scoring.errors import InputFormatError
 from scoring.protocol import f1_by_turn, speed
 
 _ACTS = {"yesno": frozenset({"y", "n", "x"}), "followup": frozenset({"y", "n", "m"})}
@@ -38,9 +45,10 @@ class TurnRefused(ServiceError):
     """A turn the protocol cannot take: out of order, of a mode, dataset or dialog the run has not."""
 
 
-@lru_cache(maxsize=16)
-def _gold_dialogs(fmt: str, path: str, mtime: float) -> list[Dialog]:
-    # Keyed by the file's mtime: a replaced gold file is read again.
+@lru_cache(maxsize=8)
+def _gold_dialogs(fmt: str, sha256: str, path: str) -> list[Dialog]:
+    # Keyed by the gold's sha256: a stored gold file is never changed (a new gold is a new file with
+    # a new sha256), so each is parsed once per process whichever runs and turns ask for it.
     return dialogs_of_file(fmt, path, gold=True)
 
 
@@ -50,16 +58,29 @@ class RunDialogs:
     dialogs: list[Dialog]
 
 
+@dataclass(frozen=True)
+class _GoldFile:
+    path: str
+    sha256: str
+
+
+# An attempt: its run, its number, and when its claim started it (ids of deleted runs can come back).
+_AttemptKey = tuple[int, int, dt.datetime | None]
+
+
 @lru_cache(maxsize=256)
-def _run_gold_paths(submission_id: int, attempt: int) -> tuple[str, ...]:
-    """The gold file of each of a run's datasets, in the order of the attempt's plan.  Asked once per
-    turn, so kept per attempt (a run's datasets are fixed when it is claimed: a new gold gets a new
-    attempt's plan only when the run is queued again; a file replaced meanwhile is caught by
-    run_gold_dialogs)."""
-    submission = Submission.objects.select_related("phase__challenge").get(pk=submission_id)
-    files = {f.dataset.slug: f.gold.path for f in DatasetFile.objects.filter(
+def _run_gold_files(key: _AttemptKey) -> tuple[_GoldFile, ...]:
+    """The gold file of each of a run's datasets, in the order of the attempt's plan.  Asked at every
+    turn, so kept per attempt: a run's datasets are fixed when it is claimed, and a gold replaced
+    while it runs sends it round again (``evaluation.submission_run_finish``) with a new attempt."""
+    submission = Submission.objects.select_related("phase__challenge").get(pk=key[0])
+    files = {f.dataset.slug: _GoldFile(f.gold.path, f.sha256) for f in DatasetFile.objects.filter(
         dataset__challenge=submission.phase.challenge, portion=submission.phase.portion).select_related("dataset")}
     return tuple(files[ds.slug] for ds in submission_run_plan(submission=submission).datasets)
+
+
+def _attempt_key(submission: Submission) -> _AttemptKey:
+    return submission.pk, submission.attempts, submission.started_at
 
 
 def run_gold_dialogs(*, submission: Submission, dataset: int) -> RunDialogs:
@@ -67,17 +88,17 @@ def run_gold_dialogs(*, submission: Submission, dataset: int) -> RunDialogs:
     fmt = submission.phase.challenge.metric_suite
     if fmt not in DIALOG_FORMATS | QUESTION_FORMATS:
         raise TurnRefused("this challenge's datasets are neither dialogs nor questions the protocol can ask")
-    paths = _run_gold_paths(submission.pk, submission.attempts)
-    if not 0 <= dataset < len(paths):
-        raise TurnRefused(f"the run has {len(paths)} dataset(s); there is no dataset {dataset}")
+    files = _run_gold_files(_attempt_key(submission))
+    if not 0 <= dataset < len(files):
+        raise TurnRefused(f"the run has {len(files)} dataset(s); there is no dataset {dataset}")
     try:
-        mtime = os.path.getmtime(paths[dataset])
-    except OSError:
-        # The gold was replaced (a new file, a new path) since this attempt began: look again.
-        _run_gold_paths.cache_clear()
-        paths = _run_gold_paths(submission.pk, submission.attempts)
-        mtime = os.path.getmtime(paths[dataset])
-    return RunDialogs(fmt, _gold_dialogs(fmt, paths[dataset], mtime))
+        dialogs = _gold_dialogs(fmt, files[dataset].sha256, files[dataset].path)
+    except (OSError, InputFormatError):
+        # The file kept for this attempt is gone (a retired gold pruned, say): look again, once.
+        _run_gold_files.cache_clear()
+        files = _run_gold_files(_attempt_key(submission))
+        dialogs = _gold_dialogs(fmt, files[dataset].sha256, files[dataset].path)
+    return RunDialogs(fmt, dialogs)
 
 
 def _mode_of(submission: Submission, mode: str) -> Mode:
@@ -87,9 +108,11 @@ def _mode_of(submission: Submission, mode: str) -> Mode:
 
 
 def _dialog_of(submission: Submission, dataset: int, dialog: int) -> Dialog:
+    """Asked only for a run its caller may play (the internal API checked the worker and the run)."""
     dialogs = run_gold_dialogs(submission=submission, dataset=dataset).dialogs
     if not 0 <= dialog < len(dialogs):
         raise TurnRefused(f"dataset {dataset} has {len(dialogs)} dialogs; there is no dialog {dialog}")
+    _attempt_remember(submission, dataset, dialogs)
     return dialogs[dialog]
 
 
@@ -108,6 +131,10 @@ def _answer_checked(answer: Any) -> dict[str, str]:
             raise TurnRefused(f"{key!r} must be one of {', '.join(sorted(allowed))}")
         taken[key] = value
     return taken
+
+
+def _latency(latency: Any) -> float | None:
+    return round(float(latency), 3) if isinstance(latency, (int, float)) else None
 
 
 def _row(submission: Submission, mode: Mode, dataset: int, dialog: int) -> DialogAnswers:
@@ -170,9 +197,165 @@ def dialog_turns_answer(*, submission: Submission, mode: str, dataset: int, dial
                     raise TurnRefused(f"turn {turn + 1} of dialog {dialog} was answered already, differently")
                 continue
             row.answers.append(answer)
-            row.latencies_ms.append(round(float(latency), 3) if isinstance(latency, (int, float)) else None)
+            row.latencies_ms.append(_latency(latency))
         row.save(update_fields=["answers", "latencies_ms"])
     return reveal(played, gold, last + 1)
+
+
+# --------------------------------------------------------------------------- the usual turn, at once
+
+# A turn costs the trusted side what the system waits for, at every turn of the modes that reveal
+# gold.  The checked path above reads the worker, the run and the dialog's row before it writes (a
+# few milliseconds of queries); the usual call (the next turns of a dialog of an attempt this process
+# has served already, from the run's own worker) needs none of those reads: one statement that
+# writes only if the worker, the run and the row's length are as expected, then the commit, then the
+# reply from the gold parsed once.  Anything else (a first call, a retry, a refusal, a lost race)
+# finds nothing written and takes the checked path, which answers it as it always did.
+
+@dataclass(frozen=True)
+class _Attempt:
+    """What the checked path learnt of an attempt: its claim's start (a deleted run's id can come
+    back), its modes, and the gold dialogs of the datasets it played so far, by position."""
+
+    started_at: dt.datetime | None
+    modes: tuple[str, ...]
+    dialogs: dict[int, list[Dialog]]
+    # The run's query as each caller (by its token's sha256) may play it: built once, run every turn.
+    runs: dict[str, QuerySet[Submission]] = field(default_factory=dict)
+
+
+_ATTEMPTS_KEPT = 32
+_attempts: OrderedDict[tuple[int, int], _Attempt] = OrderedDict()
+_attempts_lock = threading.Lock()
+
+
+def _attempt_remember(submission: Submission, dataset: int, dialogs: list[Dialog]) -> None:
+    key = (submission.pk, submission.attempts)
+    with _attempts_lock:
+        known = _attempts.get(key)
+        if known is None or known.started_at != submission.started_at:
+            known = _Attempt(submission.started_at, tuple(submission.phase.protocol_modes), {})
+        known.dialogs[dataset] = dialogs
+        _attempts[key] = known
+        _attempts.move_to_end(key)
+        while len(_attempts) > _ATTEMPTS_KEPT:
+            _attempts.popitem(last=False)
+
+
+def _attempt_known(submission_id: int, attempt: int) -> _Attempt | None:
+    with _attempts_lock:
+        return _attempts.get((submission_id, attempt))
+
+
+def _run_as(known: _Attempt, run: Callable[[], QuerySet[Submission]], caller: str) -> QuerySet[Submission]:
+    """The attempt's run as ``caller`` may play it, a query not yet run (building one costs more than
+    running it)."""
+    key = hashlib.sha256(caller.encode()).hexdigest()
+    mine = known.runs.get(key)
+    if mine is None:
+        if len(known.runs) >= 4:  # a run has one worker; others' calls only fall through to a 404
+            known.runs.clear()
+        mine = known.runs[key] = run().filter(started_at=known.started_at)
+    return mine
+
+
+class _JsonLength(Func):
+    """The length of a JSON array column."""
+
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, function="json_array_length", **extra)
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, function="jsonb_array_length", **extra)
+
+
+class _JsonAppended(Func):
+    """A JSON array column with ``items`` appended, in the statement itself: no read of the row first."""
+
+    output_field = JSONField()
+
+    def __init__(self, column: str, items: Sequence[Any]) -> None:
+        super().__init__(F(column))
+        self.items = list(items)
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        column, params = compiler.compile(self.source_expressions[0])
+        pairs = ", ".join(["'$[#]', json(%s)"] * len(self.items))  # each appended after the one before
+        return f"json_insert({column}, {pairs})", [*params, *(json.dumps(item) for item in self.items)]
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        column, params = compiler.compile(self.source_expressions[0])
+        return f"({column} || %s::jsonb)", [*params, json.dumps(self.items)]
+
+
+_APPENDS_ON = frozenset({"sqlite", "postgresql"})  # the databases the platform runs on
+
+
+def dialog_turns_append(*, run: Callable[[], QuerySet[Submission]], caller: str, submission_id: int, attempt: int, mode: str, dataset: int,
+                        dialog: int, first: int, answers: Sequence[Any], latencies_ms: Sequence[Any]
+                        ) -> Revealed | None:
+    """``dialog_turns_answer`` for the usual call, in one statement: the answers to turns ``first``,
+    ``first + 1``... of a dialog whose record holds ``first`` answers, of an attempt whose turns this
+    process has taken before (``_dialog_of``).  ``run``: makes the run as ``caller`` (the worker's
+    token) may play it, a query not yet run (``worker_api.run_of_token``), which the statement checks
+    as it writes; made once per attempt and caller.
+
+    The answers are committed before the reply is made.  None wherever anything else may be the case
+    (the attempt or dataset not seen here yet, a turn out of order or answered already, an answer the
+    rule refuses, another worker's token, another database): nothing is written, and the caller
+    takes the checked path (``dialog_turns_answer``), which answers it.
+    """
+    known = _attempt_known(submission_id, attempt)
+    if known is None or mode not in known.modes or connection.vendor not in _APPENDS_ON:
+        return None
+    dialogs = known.dialogs.get(dataset)
+    if dialogs is None or not 0 <= dialog < len(dialogs) or not answers or len(latencies_ms) != len(answers):
+        return None
+    try:
+        taken = [_answer_checked(answer) for answer in answers]
+    except TurnRefused:
+        return None  # refused on the checked path, once the worker and the run are checked
+    last = first + len(taken) - 1
+    if first < 0 or last >= len(dialogs[dialog].turns):
+        return None
+    latencies = [_latency(latency) for latency in latencies_ms]
+    key = {"submission_id": submission_id, "attempt": attempt, "mode": mode, "dataset": dataset, "dialog": dialog}
+    mine = _run_as(known, run, caller).values("pk")
+    with transaction.atomic():
+        if first == 0:
+            if not mine.exists():
+                return None
+            try:
+                with transaction.atomic():
+                    DialogAnswers.objects.create(**key, answers=taken, latencies_ms=latencies)
+            except IntegrityError:
+                return None  # answered before: a retry, the checked path's to compare
+        else:
+            stored = DialogAnswers.objects.filter(Exact(_JsonLength("answers"), first), submission_id__in=mine,
+                                                  **key).update(answers=_JsonAppended("answers", taken),
+                                                                latencies_ms=_JsonAppended("latencies_ms", latencies))
+            if stored != 1:
+                return None
+    return reveal(Mode(mode), dialogs[dialog], last + 1)
+
+
+def dialog_opened(*, run: Callable[[], QuerySet[Submission]], caller: str, submission_id: int, attempt: int, mode: str, dataset: int,
+                  dialog: int) -> Revealed | None:
+    """``dialog_open`` in one query, for a dialog of an attempt this process has served before; None
+    where the attempt, its mode or dataset are not known here, or ``run`` finds no run (the caller
+    then takes the checked path, which answers it)."""
+    known = _attempt_known(submission_id, attempt)
+    dialogs = known.dialogs.get(dataset) if known is not None and mode in known.modes else None
+    if known is None or dialogs is None or not 0 <= dialog < len(dialogs):
+        return None
+    answered = DialogAnswers.objects.filter(submission_id=OuterRef("pk"), attempt=attempt, mode=mode, dataset=dataset,
+                                            dialog=dialog).values_list(_JsonLength("answers"))[:1]
+    found = list(_run_as(known, run, caller).values_list(Subquery(answered), flat=True)[:1])
+    if not found:
+        return None
+    return reveal(Mode(mode), dialogs[dialog], found[0] or 0)
 
 
 # --------------------------------------------------------------------------- scoring the record

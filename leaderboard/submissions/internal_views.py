@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
@@ -27,6 +29,7 @@ from leaderboard.submissions.lifecycle import (
     submission_run_platform_failure,
 )
 from leaderboard.submissions.models import Submission, WorkerToken
+from scoring.dialogs import Revealed
 
 # A FileResponse is a streaming response, no HttpResponse: views return the base of both.
 View = Callable[..., HttpResponseBase]
@@ -36,12 +39,15 @@ def _not_found() -> JsonResponse:
     return JsonResponse({"detail": "no such run for this worker"}, status=404)
 
 
+def _bearer_token(request: HttpRequest) -> str:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() if scheme == "Bearer" else ""
+
+
 def worker_required(view: View) -> View:
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        worker = worker_api.worker_token_authenticate(token.strip()) if scheme == "Bearer" else None
+        worker = worker_api.worker_token_authenticate(_bearer_token(request))
         if worker is None:
             return JsonResponse({"detail": "a valid worker token is required"}, status=401)
         return view(request, worker, *args, **kwargs)
@@ -182,36 +188,87 @@ def run_failure(request: HttpRequest, worker: WorkerToken, submission: Submissio
     return JsonResponse({"requeued": requeued})
 
 
-@require_POST
-@worker_required
-@run_required
-def run_dialog_turn(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
-    """A turn of the interactive protocol: {mode, dataset, dialog, turn, answer, latency_ms} records
-    the answer and replies with the gold the mode reveals; {..., turn, answers, latencies_ms} records
-    several turns from ``turn`` on; ``turn`` null opens a dialog (nothing is recorded).  A turn the
-    run cannot take gets 409 and its reason."""
+@dataclass(frozen=True)
+class _TurnCall:
+    mode: str
+    dataset: int
+    dialog: int
+    turn: int | None  # None: open the dialog
+    answers: list[Any]
+    latencies_ms: list[Any]
+
+
+def _turn_call(request: HttpRequest) -> _TurnCall | JsonResponse:
     body = _json_body(request)
     positions = [body.get(key) if body else None for key in ("dataset", "dialog")]
     if body is None or not isinstance(body.get("mode"), str) or not all(
             isinstance(p, int) and not isinstance(p, bool) for p in positions):
         return JsonResponse({"detail": "expected {mode, dataset, dialog, turn, answer, latency_ms}"}, status=400)
     turn = body.get("turn")
-    try:
-        if turn is None:
-            revealed = dialog_runs.dialog_open(submission=submission, mode=body["mode"], dataset=body["dataset"],
-                                               dialog=body["dialog"])
-        elif isinstance(turn, int) and not isinstance(turn, bool):
-            if isinstance(body.get("answers"), list):  # turns ``turn``, ``turn + 1``... at once
-                answers, latencies = body["answers"], body.get("latencies_ms")
-                latencies = latencies if isinstance(latencies, list) else []
-            else:
-                answers, latencies = [body.get("answer")], [body.get("latency_ms")]
-            revealed = dialog_runs.dialog_turns_answer(
-                submission=submission, mode=body["mode"], dataset=body["dataset"], dialog=body["dialog"], first=turn,
-                answers=answers, latencies_ms=latencies)
+    if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool)):
+        return JsonResponse({"detail": "'turn' is a turn's position (from 0), or null to open a dialog"}, status=400)
+    if isinstance(body.get("answers"), list):  # turns ``turn``, ``turn + 1``... at once
+        answers, latencies = body["answers"], body.get("latencies_ms")
+        latencies = latencies if isinstance(latencies, list) else []
+    else:
+        answers, latencies = [body.get("answer")], [body.get("latency_ms")]
+    return _TurnCall(body["mode"], body["dataset"], body["dialog"], turn, answers, latencies)
+
+
+def _revealed(revealed: Revealed) -> JsonResponse:
+    return JsonResponse({"answered": revealed.answered, "upcoming": revealed.upcoming})
+
+
+@require_POST
+@csrf_exempt
+def run_dialog_turn(request: HttpRequest, submission_id: int, attempt: int) -> HttpResponseBase:
+    """A turn of the interactive protocol: {mode, dataset, dialog, turn, answer, latency_ms} records
+    the answer and replies with the gold the mode reveals; {..., turn, answers, latencies_ms} records
+    several turns from ``turn`` on; ``turn`` null opens a dialog (nothing is recorded).  A turn the
+    run cannot take gets 409 and its reason.
+
+    The usual call is answered in one statement that checks the worker's token and the run as it
+    writes (``dialog_runs.dialog_turns_append``); every other (a first call, a retry, a refusal, a
+    token that is not the run's) goes the way of any internal call, through ``worker_required`` and
+    ``run_required``, and is answered there."""
+    call = _turn_call(request)
+    token = _bearer_token(request)
+    if isinstance(call, _TurnCall) and token:
+
+        def run() -> QuerySet[Submission]:
+            return worker_api.run_of_token(token=token, submission_id=submission_id, attempt=attempt)
+
+        if call.turn is None:
+            fast = dialog_runs.dialog_opened(run=run, caller=token, submission_id=submission_id, attempt=attempt,
+                                             mode=call.mode, dataset=call.dataset, dialog=call.dialog)
         else:
-            return JsonResponse({"detail": "'turn' is a turn's position (from 0), or null to open a dialog"},
-                                status=400)
+            fast = dialog_runs.dialog_turns_append(
+                run=run, caller=token, submission_id=submission_id, attempt=attempt, mode=call.mode, dataset=call.dataset,
+                dialog=call.dialog, first=call.turn, answers=call.answers, latencies_ms=call.latencies_ms)
+        if fast is not None:
+            return _revealed(fast)
+    return _run_dialog_turn_checked(request, submission_id, attempt)
+
+
+# No call is answered without a worker's token: the fast path checks it in its statement, the rest
+# goes through worker_required (the route audit reads the mark).
+run_dialog_turn.__dict__["worker_token_required"] = True
+
+
+@worker_required
+@run_required
+def _run_dialog_turn_checked(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponse:
+    call = _turn_call(request)
+    if isinstance(call, JsonResponse):
+        return call
+    try:
+        if call.turn is None:
+            revealed = dialog_runs.dialog_open(submission=submission, mode=call.mode, dataset=call.dataset,
+                                               dialog=call.dialog)
+        else:
+            revealed = dialog_runs.dialog_turns_answer(
+                submission=submission, mode=call.mode, dataset=call.dataset, dialog=call.dialog, first=call.turn,
+                answers=call.answers, latencies_ms=call.latencies_ms)
     except dialog_runs.TurnRefused as exc:
         return JsonResponse({"detail": str(exc)}, status=409)
-    return JsonResponse({"answered": revealed.answered, "upcoming": revealed.upcoming})
+    return _revealed(revealed)

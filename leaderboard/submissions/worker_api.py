@@ -39,6 +39,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.db.models import Exists, F, OuterRef, QuerySet, Value
+from django.db.models.functions import Concat
+from django.db.models.lookups import StartsWith
 from django.utils import timezone
 
 from leaderboard.challenges.models import SYSTEM_KINDS
@@ -87,10 +90,16 @@ def worker_token_create(*, name: str, queues: Sequence[str] = ()) -> str:
     return token
 
 
+def _tokens_valid(token: str) -> QuerySet[WorkerToken]:
+    """The worker whose token this is, if it is not revoked (none for an empty token)."""
+    return WorkerToken.objects.filter(token_sha256=_digest(token), revoked_at__isnull=True) if token else \
+        WorkerToken.objects.none()
+
+
 def worker_token_authenticate(token: str) -> WorkerToken | None:
     if not token:
         return None
-    worker = WorkerToken.objects.filter(token_sha256=_digest(token), revoked_at__isnull=True).first()
+    worker = _tokens_valid(token).first()
     now = timezone.now()
     # Written at most every few seconds: a run's downloads are a burst of calls, and each write
     # would take the database's write lock (SQLite) for a figure the console shows in seconds.
@@ -104,14 +113,26 @@ def worker_label(worker: WorkerToken, instance: str) -> str:
     return f"{worker.name}/{instance}"[:200]
 
 
+def _attempt_running(*, submission_id: int, attempt: int) -> QuerySet[Submission]:
+    return Submission.objects.filter(pk=submission_id, attempts=attempt, status=Status.RUNNING)
+
+
 def submission_of_worker(*, worker: WorkerToken, submission_id: int, attempt: int) -> Submission | None:
     """The run, if it is this worker's current attempt and still running; else None (404)."""
     return (
-        Submission.objects.filter(pk=submission_id, attempts=attempt, status=Status.RUNNING,
-                                  worker__startswith=f"{worker.name}/")
+        _attempt_running(submission_id=submission_id, attempt=attempt)
+        .filter(worker__startswith=f"{worker.name}/")
         .select_related("phase__challenge")
         .first()
     )
+
+
+def run_of_token(*, token: str, submission_id: int, attempt: int) -> QuerySet[Submission]:
+    """The run as ``worker_token_authenticate`` and ``submission_of_worker`` find it, as one query
+    not yet run: for a statement that writes only where the caller may (a turn of the interactive
+    protocol, ``dialog_runs.dialog_turns_append``), so that the check costs no query of its own."""
+    claimed_by_token = _tokens_valid(token).filter(StartsWith(OuterRef("worker"), Concat(F("name"), Value("/"))))
+    return _attempt_running(submission_id=submission_id, attempt=attempt).filter(Exists(claimed_by_token))
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,15 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db.models import F
 from django.test import Client
+from django.utils import timezone
 
 from leaderboard.accounts.services import team_create
+from leaderboard.challenges.models import Dataset
+from leaderboard.challenges.services import dataset_file_put
 from leaderboard.sandbox.archives import ArchiveError, ImageArchive, image_protocol
+from leaderboard.submissions.dialog_runs import run_gold_dialogs
 from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import DialogAnswers, Submission
 from leaderboard.submissions.rescore import rescore_problem
@@ -168,3 +173,41 @@ def test_a_dialogs_answers_may_come_in_one_call_and_follow_the_same_rules(dialog
     assert post(client, url, mode="own", dataset=0, dialog=1, turn=0, answers=[answer("x")],
                 latencies_ms=[]).json()["detail"] == "expected one or more answers, each with its latency"
     assert not DialogAnswers.objects.filter(dialog=1).exists()
+
+
+def test_the_usual_turn_keeps_every_rule_of_the_checked_one(dialog_run: tuple[Client, str, Submission]) -> None:
+    """Once a run's attempt is known, its next turns take one statement; retries, refusals and other
+    workers' tokens are answered as on the first call."""
+    client, url, _ = dialog_run
+    shown = [t.answers[0] for t in quac_protocol_dialogs(quac_gold())[1].turns]
+    replies = [post(client, url, mode="gold", dataset=0, dialog=1, turn=k, answer=answer(f"a{k}"), latency_ms=2)
+               for k in range(2)]
+    assert [r.json() for r in replies] == [{"answered": shown[k], "upcoming": None} for k in range(2)]
+    again = post(client, url, mode="gold", dataset=0, dialog=1, turn=1, answer=answer("a1"), latency_ms=2)
+    assert again.status_code == 200 and again.json() == replies[1].json()
+    changed = post(client, url, mode="gold", dataset=0, dialog=1, turn=1, answer=answer("now I know"))
+    assert changed.status_code == 409 and "answered already, differently" in changed.json()["detail"]
+    ahead = post(client, url, mode="gold", dataset=0, dialog=0, turn=1, answer=answer("early"))
+    assert ahead.status_code == 409 and ahead.json()["detail"] == "turn 2 of dialog 0 before turn 1"
+    other = Client(HTTP_AUTHORIZATION=f"Bearer {worker_token_create(name='host-b')}")
+    assert post(other, url, mode="gold", dataset=0, dialog=1, turn=2, answer=answer("x")).status_code == 404
+    assert post(other, url, mode="adversarial", dataset=0, dialog=1, turn=None).status_code == 404
+    assert post(Client(), url, mode="gold", dataset=0, dialog=1, turn=2, answer=answer("x")).status_code == 401
+    row = DialogAnswers.objects.get(mode="gold", dialog=1)
+    assert row.answers == [answer("a0"), answer("a1")] and row.latencies_ms == [2.0, 2.0]
+    assert list(DialogAnswers.objects.values_list("dialog", flat=True)) == [1]
+
+
+def test_an_attempt_after_the_gold_changed_reads_the_new_gold(dialog_run: tuple[Client, str, Submission]) -> None:
+    client, url, submission = dialog_run
+    gold = quac_gold()
+    first = post(client, url, mode="gold", dataset=0, dialog=0, turn=0, answer=answer("a")).json()
+    assert first["answered"] == quac_protocol_dialogs(gold)[0].turns[0].answers[0]
+    swapped = {"data": gold["data"][::-1]}
+    dataset_file_put(dataset=Dataset.objects.get(slug="quac"), portion="test", content=json.dumps(swapped).encode(),
+                     filename="val_v0.2.json")
+    # The run goes round again (as the finish sends it) and its next attempt begins.
+    Submission.objects.filter(pk=submission.pk).update(attempts=F("attempts") + 1, started_at=timezone.now())
+    again = Submission.objects.select_related("phase__challenge").get(pk=submission.pk)
+    assert run_gold_dialogs(submission=again, dataset=0).dialogs[0].turns[0].answers[0] == \
+        quac_protocol_dialogs(swapped)[0].turns[0].answers[0] != first["answered"]
