@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import docker
 import docker.errors
@@ -155,6 +155,15 @@ class RunTransport(Protocol):
                     answers: Sequence[Mapping[str, str]] = (), latencies_s: Sequence[float | None] = ()) -> Revealed:
         """The interactive protocol: record ``answers`` to turns ``turn``, ``turn + 1``... of a dialog on the
         trusted side (``turn`` None: open the dialog) and return what the mode reveals of the gold."""
+
+
+@runtime_checkable
+class InputsInOne(Protocol):
+    """A transport that fetches all of a run's inputs in one call (the internal API over HTTP);
+    one without it fetches them one by one (``RunTransport.fetch``)."""
+
+    def fetch_inputs(self, ticket: RunTicket, folder: Path) -> None:
+        """Write every input of the ticket into ``folder``, each checked (PlatformError if not)."""
 
 
 class RemoteGold:
@@ -313,15 +322,19 @@ def _run_area_mb(ticket: RunTicket) -> int:
 def run_prepare(transport: RunTransport, ticket: RunTicket, run_dir: Path) -> tuple[Path, Path | None, list[str] | None]:
     """The run folder: input/ (questions only, manifest.json) and, for bundles, system/.
 
-    Inputs are copies written here (never links: see runner.run_area), fetched and checked one by
-    one.  Returns the input folder and, for bundles, the system folder and the bundle's command.
+    Inputs are copies written here (never links: see runner.run_area), fetched in one call where
+    the transport can (``InputsInOne``), else one by one, each checked.  Returns the input folder
+    and, for bundles, the system folder and the bundle's command.
     """
     input_dir = run_dir / "input"
     input_dir.mkdir(parents=True)
+    if isinstance(transport, InputsInOne):
+        transport.fetch_inputs(ticket, input_dir)
+    else:
+        for item in ticket.inputs:
+            transport.fetch(ticket, item, input_dir / item.name)
     for item in ticket.inputs:
-        target = input_dir / item.name
-        transport.fetch(ticket, item, target)
-        target.chmod(0o644)
+        (input_dir / item.name).chmod(0o644)
     manifest = input_dir / "manifest.json"
     manifest.write_text(json.dumps(ticket.manifest, indent=2, ensure_ascii=False), encoding="utf-8")
     manifest.chmod(0o644)
