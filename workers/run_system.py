@@ -282,18 +282,19 @@ def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig
     # path): any worker of the engine removes a dead one's (leftovers_remove).
     run_dir = config.work_dir / "runs" / worker_owner(config) / f"{submission_id}-{attempt}"
     run_dir_remove(run_dir)
+    back = _HandBack(transport, ticket, began)
     try:
         client = runner.engine()
-        beat = lambda: transport.heartbeat(submission_id, attempt)  # noqa: E731
-        with lease_kept(beat, every=ticket.heartbeat_s, name=f"lease-{submission_id}-{attempt}"), \
+        with lease_kept(back.heartbeat, every=ticket.heartbeat_s, name=f"lease-{submission_id}-{attempt}"), \
                 runner.run_area(run_dir, _run_area_mb(ticket)):
-            outcome = _run(transport, ticket, config, run_dir, client)
-        if outcome is not None:
-            ran = time.monotonic()
-            transport.finish(ticket, outcome)
-            logger.info("submission %s: attempt %s done in %.2f s (container %.2f s), handed back in %.2f s",
-                        submission_id, attempt, ran - began, outcome.duration_s, time.monotonic() - ran)
+            _run(transport, ticket, config, run_dir, client, back)
     except Exception as exc:
+        if back.done:
+            # The platform has the outcome: what failed is this host's clean-up, which the next
+            # sweep finishes (leftovers_remove); the run is not the platform's to retry.
+            logger.error("submission %s: clean-up after the hand-back failed: %s\n%s", submission_id, exc,
+                         _traceback(exc))
+            return
         failure = run_failure_classify(exc)
         if failure.participant:
             logger.info("submission %s: %s", submission_id, failure.reason)
@@ -304,6 +305,33 @@ def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig
     finally:
         # The areas are unmounted on the way out of their blocks, whatever happened inside.
         run_dir_remove(run_dir)
+
+
+class _HandBack:
+    """The outcome's trip to the platform, made as soon as the outcome is whole: before the run's
+    sandbox, image and folders are taken down (a hidden run's page eviction, unmounts), which
+    then happen while the platform scores.  The lease's beats stop first: none renews the lease
+    the stored result set (``worker_api.submission_run_result_store``), none is sent after it."""
+
+    def __init__(self, transport: RunTransport, ticket: RunTicket, began: float) -> None:
+        self.transport, self.ticket, self.began = transport, ticket, began
+        self.lock = threading.Lock()
+        self.beating = True  # the lease is renewed until the hand-back begins
+        self.done = False  # the platform took the outcome
+
+    def heartbeat(self) -> bool:
+        with self.lock:
+            return self.beating and self.transport.heartbeat(self.ticket.submission_id, self.ticket.attempt)
+
+    def __call__(self, outcome: RunOutcome) -> None:
+        ran = time.monotonic()
+        with self.lock:
+            self.beating = False
+        self.transport.finish(self.ticket, outcome)
+        self.done = True
+        logger.info("submission %s: attempt %s done in %.2f s (container %.2f s), handed back in %.2f s",
+                    self.ticket.submission_id, self.ticket.attempt, ran - self.began, outcome.duration_s,
+                    time.monotonic() - ran)
 
 
 def run_dir_remove(run_dir: Path) -> None:
@@ -367,9 +395,10 @@ def outputs_collect(ticket: RunTicket, output_dir: Path, outcome: RunOutcome) ->
 
 
 def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_dir: Path,
-         client: docker.DockerClient) -> RunOutcome | None:
-    """Prepare the run folder and run the container; the outcome, or None when the run was taken
-    away meanwhile (cancelled, or re-queued by the reaper): nothing to report then."""
+         client: docker.DockerClient, hand_back: Callable[[RunOutcome], None]) -> None:
+    """Prepare the run folder, run the container and hand the outcome back (``hand_back``) before
+    taking the sandbox down; nothing is handed back when the run was taken away meanwhile
+    (cancelled, or re-queued by the reaper)."""
     submission_id, attempt = ticket.submission_id, ticket.attempt
     input_dir, system_dir, command = run_prepare(transport, ticket, run_dir)
     output_dir = run_dir / "output"
@@ -394,7 +423,8 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
             deadline_helper=runner.deadline_helper_install(config.work_dir),
         )
         if ticket.protocol is not None:
-            return _converse_run(transport, ticket, config, client, input_dir, spec)
+            hand_back(_converse_run(transport, ticket, config, client, input_dir, spec))
+            return
         outcome, aborted = runner.run_container(
             client,
             spec,
@@ -405,10 +435,10 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
         )
         if aborted:
             logger.info("submission %s: attempt %s stopped (cancelled or re-assigned)", submission_id, attempt)
-            return None
+            return
         if not (outcome.timed_out or outcome.output_too_large):
             outputs_collect(ticket, output_dir, outcome)
-    return outcome
+        hand_back(outcome)
 
 
 def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, client: docker.DockerClient,
