@@ -153,6 +153,9 @@ site_urlpatterns: list[URLPattern | URLResolver] = [
 # internal process, on an address only compute hosts reach, nothing of the site (no login, no admin).
 internal_urlpatterns: list[URLPattern | URLResolver] = [
     path("internal/v1/runs/claim/", internal.run_claim, name="internal-run-claim"),
+    path("internal/v1/runs/wait/", internal.run_wait, name="internal-run-wait"),
+    path("internal/v1/runs/<int:submission_id>/<int:attempt>/inputs/", internal.run_inputs,
+         name="internal-run-inputs"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/inputs/<int:index>/", internal.run_input,
          name="internal-run-input"),
     path("internal/v1/runs/<int:submission_id>/<int:attempt>/system/", internal.run_system_file,

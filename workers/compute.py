@@ -110,6 +110,8 @@ class Stop:
     """Set by the first SIGTERM/SIGINT: finish the run in hand, then stop; the second exits at once."""
 
     event: threading.Event = field(default_factory=threading.Event)
+    # Set with ``event``: what the loop waits on while the platform holds its wait (``wait_for_run``).
+    interrupt: threading.Event | None = None
 
     def handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.event.is_set():
@@ -117,6 +119,8 @@ class Stop:
             raise SystemExit(128 + signum)
         logger.info("signal %s: finishing the current run, then stopping (again to stop now)", signum)
         self.event.set()
+        if self.interrupt is not None:
+            self.interrupt.set()
 
     def install(self) -> None:
         signal.signal(signal.SIGTERM, self.handle)
@@ -139,10 +143,44 @@ def claim_next(channels: Sequence[HttpTransport]) -> tuple[HttpTransport, RunTic
     return channels[-1], None
 
 
+def wait_for_run(channels: Sequence[HttpTransport], stop: Stop, *, poll_s: float = POLL_S) -> float:
+    """Ask the platform to hold a wait until a run of any of the queues may be claimed; the seconds to
+    wait before claiming (0: now; ``poll_s`` if the wait failed, as when the platform offers none).
+
+    The request runs in a thread of its own, so that a signal ends the wait at once: a wait claims
+    nothing on the platform's side, so abandoning it loses no run."""
+    answer: list[float] = []
+    done = threading.Event()
+
+    def ask() -> None:
+        try:
+            answer.append(channels[0].wait([c.queue for c in channels]))
+        except (requests.RequestException, PlatformError, ValueError) as exc:
+            logger.info("no wait on the platform's side (%s); polling", exc)
+        finally:
+            done.set()
+
+    stop.interrupt = done
+    try:
+        if stop.requested:
+            return 0.0
+        threading.Thread(target=ask, name="claim-wait", daemon=True).start()
+        done.wait()
+    finally:
+        stop.interrupt = None
+    if stop.requested:
+        return 0.0
+    return answer[0] if answer else poll_s
+
+
 def serve(channels: Sequence[HttpTransport], cfg: ComputeConfig, stop: Stop, *, poll_s: float = POLL_S,
-          backoff_max_s: float = BACKOFF_MAX_S) -> int:
+          backoff_max_s: float = BACKOFF_MAX_S, wait: bool = True) -> int:
     """Claim and run until ``stop``; returns how many runs it ran.  Never raises for the platform
-    being down: it waits, longer each time up to ``backoff_max_s``, and asks again."""
+    being down: it waits, longer each time up to ``backoff_max_s``, and asks again.
+
+    With nothing to claim it asks the platform to hold a wait (``wait_for_run``) and claims again
+    as soon as the platform says a run may be due; where the platform offers no wait (no broker,
+    its waiters busy, an older platform) it waits the ``retry_after`` it is told, or ``poll_s``."""
     ran = 0
     backoff = poll_s
     while not stop.requested:
@@ -156,12 +194,18 @@ def serve(channels: Sequence[HttpTransport], cfg: ComputeConfig, stop: Stop, *, 
             continue
         backoff = poll_s
         if ticket is None:
-            stop.wait(jittered(channel.retry_after if channel.retry_after is not None else poll_s))
+            delay = channel.retry_after if channel.retry_after is not None else poll_s
+            if wait:
+                delay = wait_for_run(channels, stop, poll_s=delay)
+            if delay > 0:
+                stop.wait(jittered(delay))
             continue
         logger.info("submission %s: attempt %s claimed from %s", ticket.submission_id, ticket.attempt, channel.queue)
-        leftovers_remove(cfg)
         run_ticket(channel, ticket, cfg)
         ran += 1
+        # Between runs rather than after the next claim: a claimed run waits for nothing that can be
+        # done before it (the sweeper thread and the start-up sweep cover the idle time).
+        leftovers_remove(cfg)
     return ran
 
 

@@ -17,7 +17,15 @@ from typing import Any
 
 import requests
 
-from leaderboard.sandbox.contract import RunNote, RunOutcome, RunTicket, TicketFile, outcome_as_json
+from leaderboard.sandbox.contract import (
+    InputsStreamError,
+    RunNote,
+    RunOutcome,
+    RunTicket,
+    TicketFile,
+    inputs_tar_read,
+    outcome_as_json,
+)
 from scoring.dialogs import Revealed
 from workers import runner
 from workers.run_system import RunFailure
@@ -74,6 +82,27 @@ class HttpTransport:
         if written != item.size or digest.hexdigest() != item.sha256:
             target.unlink(missing_ok=True)
             raise runner.PlatformError(f"the download of {item.name} did not match its size and sha256")
+
+    def fetch_inputs(self, ticket: RunTicket, folder: Path) -> None:
+        """All of the ticket's inputs in one request, each checked against its entry as it arrives."""
+        url = self._url(f"runs/{ticket.submission_id}/{ticket.attempt}/inputs/")
+        with self.session.get(url, stream=True, timeout=TIMEOUT) as response:
+            _raise_for(response, "download of the inputs")
+            response.raw.decode_content = True  # as iter_content would (a proxy may compress)
+            try:
+                inputs_tar_read(response.raw.read, ticket.inputs, folder, chunk=CHUNK)
+            except InputsStreamError as exc:
+                raise runner.PlatformError(f"the download of the inputs failed: {exc}") from None
+            while response.raw.read(CHUNK):  # the end blocks: read, so the connection is used again
+                pass
+
+    def wait(self, queues: Sequence[str]) -> float:
+        """Wait on the platform's side until a run of ``queues`` may be claimed (it holds the request
+        up to ``worker_api.CLAIM_WAIT_S``); returns the seconds to wait before claiming (0: now)."""
+        response = self.session.post(self._url("runs/wait/"), json={"queues": list(queues)}, timeout=TIMEOUT)
+        _raise_for(response, "wait")
+        retry_after = response.json().get("retry_after")
+        return float(retry_after) if isinstance(retry_after, int | float) else 0.0
 
     def heartbeat(self, submission_id: int, attempt: int) -> bool:
         try:

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import docker
 import docker.errors
@@ -157,6 +157,15 @@ class RunTransport(Protocol):
         trusted side (``turn`` None: open the dialog) and return what the mode reveals of the gold."""
 
 
+@runtime_checkable
+class InputsInOne(Protocol):
+    """A transport that fetches all of a run's inputs in one call (the internal API over HTTP);
+    one without it fetches them one by one (``RunTransport.fetch``)."""
+
+    def fetch_inputs(self, ticket: RunTicket, folder: Path) -> None:
+        """Write every input of the ticket into ``folder``, each checked (PlatformError if not)."""
+
+
 class RemoteGold:
     """A session's gold source on a compute worker: the trusted side.  The answer goes first; the
     gold the mode allows comes back in the reply (nothing of it is held here).
@@ -273,18 +282,19 @@ def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig
     # path): any worker of the engine removes a dead one's (leftovers_remove).
     run_dir = config.work_dir / "runs" / worker_owner(config) / f"{submission_id}-{attempt}"
     run_dir_remove(run_dir)
+    back = _HandBack(transport, ticket, began)
     try:
         client = runner.engine()
-        beat = lambda: transport.heartbeat(submission_id, attempt)  # noqa: E731
-        with lease_kept(beat, every=ticket.heartbeat_s, name=f"lease-{submission_id}-{attempt}"), \
+        with lease_kept(back.heartbeat, every=ticket.heartbeat_s, name=f"lease-{submission_id}-{attempt}"), \
                 runner.run_area(run_dir, _run_area_mb(ticket)):
-            outcome = _run(transport, ticket, config, run_dir, client)
-        if outcome is not None:
-            ran = time.monotonic()
-            transport.finish(ticket, outcome)
-            logger.info("submission %s: attempt %s done in %.2f s (container %.2f s), handed back in %.2f s",
-                        submission_id, attempt, ran - began, outcome.duration_s, time.monotonic() - ran)
+            _run(transport, ticket, config, run_dir, client, back)
     except Exception as exc:
+        if back.done:
+            # The platform has the outcome: what failed is this host's clean-up, which the next
+            # sweep finishes (leftovers_remove); the run is not the platform's to retry.
+            logger.error("submission %s: clean-up after the hand-back failed: %s\n%s", submission_id, exc,
+                         _traceback(exc))
+            return
         failure = run_failure_classify(exc)
         if failure.participant:
             logger.info("submission %s: %s", submission_id, failure.reason)
@@ -295,6 +305,33 @@ def run_ticket(transport: RunTransport, ticket: RunTicket, config: ComputeConfig
     finally:
         # The areas are unmounted on the way out of their blocks, whatever happened inside.
         run_dir_remove(run_dir)
+
+
+class _HandBack:
+    """The outcome's trip to the platform, made as soon as the outcome is whole: before the run's
+    sandbox, image and folders are taken down (a hidden run's page eviction, unmounts), which
+    then happen while the platform scores.  The lease's beats stop first: none renews the lease
+    the stored result set (``worker_api.submission_run_result_store``), none is sent after it."""
+
+    def __init__(self, transport: RunTransport, ticket: RunTicket, began: float) -> None:
+        self.transport, self.ticket, self.began = transport, ticket, began
+        self.lock = threading.Lock()
+        self.beating = True  # the lease is renewed until the hand-back begins
+        self.done = False  # the platform took the outcome
+
+    def heartbeat(self) -> bool:
+        with self.lock:
+            return self.beating and self.transport.heartbeat(self.ticket.submission_id, self.ticket.attempt)
+
+    def __call__(self, outcome: RunOutcome) -> None:
+        ran = time.monotonic()
+        with self.lock:
+            self.beating = False
+        self.transport.finish(self.ticket, outcome)
+        self.done = True
+        logger.info("submission %s: attempt %s done in %.2f s (container %.2f s), handed back in %.2f s",
+                    self.ticket.submission_id, self.ticket.attempt, ran - self.began, outcome.duration_s,
+                    time.monotonic() - ran)
 
 
 def run_dir_remove(run_dir: Path) -> None:
@@ -313,15 +350,19 @@ def _run_area_mb(ticket: RunTicket) -> int:
 def run_prepare(transport: RunTransport, ticket: RunTicket, run_dir: Path) -> tuple[Path, Path | None, list[str] | None]:
     """The run folder: input/ (questions only, manifest.json) and, for bundles, system/.
 
-    Inputs are copies written here (never links: see runner.run_area), fetched and checked one by
-    one.  Returns the input folder and, for bundles, the system folder and the bundle's command.
+    Inputs are copies written here (never links: see runner.run_area), fetched in one call where
+    the transport can (``InputsInOne``), else one by one, each checked.  Returns the input folder
+    and, for bundles, the system folder and the bundle's command.
     """
     input_dir = run_dir / "input"
     input_dir.mkdir(parents=True)
+    if isinstance(transport, InputsInOne):
+        transport.fetch_inputs(ticket, input_dir)
+    else:
+        for item in ticket.inputs:
+            transport.fetch(ticket, item, input_dir / item.name)
     for item in ticket.inputs:
-        target = input_dir / item.name
-        transport.fetch(ticket, item, target)
-        target.chmod(0o644)
+        (input_dir / item.name).chmod(0o644)
     manifest = input_dir / "manifest.json"
     manifest.write_text(json.dumps(ticket.manifest, indent=2, ensure_ascii=False), encoding="utf-8")
     manifest.chmod(0o644)
@@ -354,9 +395,10 @@ def outputs_collect(ticket: RunTicket, output_dir: Path, outcome: RunOutcome) ->
 
 
 def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_dir: Path,
-         client: docker.DockerClient) -> RunOutcome | None:
-    """Prepare the run folder and run the container; the outcome, or None when the run was taken
-    away meanwhile (cancelled, or re-queued by the reaper): nothing to report then."""
+         client: docker.DockerClient, hand_back: Callable[[RunOutcome], None]) -> None:
+    """Prepare the run folder, run the container and hand the outcome back (``hand_back``) before
+    taking the sandbox down; nothing is handed back when the run was taken away meanwhile
+    (cancelled, or re-queued by the reaper)."""
     submission_id, attempt = ticket.submission_id, ticket.attempt
     input_dir, system_dir, command = run_prepare(transport, ticket, run_dir)
     output_dir = run_dir / "output"
@@ -381,7 +423,8 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
             deadline_helper=runner.deadline_helper_install(config.work_dir),
         )
         if ticket.protocol is not None:
-            return _converse_run(transport, ticket, config, client, input_dir, spec)
+            hand_back(_converse_run(transport, ticket, config, client, input_dir, spec))
+            return
         outcome, aborted = runner.run_container(
             client,
             spec,
@@ -392,10 +435,10 @@ def _run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, run_
         )
         if aborted:
             logger.info("submission %s: attempt %s stopped (cancelled or re-assigned)", submission_id, attempt)
-            return None
+            return
         if not (outcome.timed_out or outcome.output_too_large):
             outputs_collect(ticket, output_dir, outcome)
-    return outcome
+        hand_back(outcome)
 
 
 def _converse_run(transport: RunTransport, ticket: RunTicket, config: ComputeConfig, client: docker.DockerClient,

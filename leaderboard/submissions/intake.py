@@ -28,7 +28,12 @@ from leaderboard.accounts.selectors import user_take_part_check
 from leaderboard.accounts.services import baseline_team_get_or_create
 from leaderboard.challenges.budget_tracks import budget_track_upload_refusal
 from leaderboard.challenges.models import SYSTEM_KINDS, Phase, SubmissionKind
-from leaderboard.challenges.selectors import dataset_upload_names, phase_prediction_targets, phase_refusal
+from leaderboard.challenges.selectors import (
+    challenge_run_queue,
+    dataset_upload_names,
+    phase_prediction_targets,
+    phase_refusal,
+)
 from leaderboard.challenges.suites import suite_for
 from leaderboard.core.enqueue import EVALUATE_SUBMISSION, enqueue_on_commit
 from leaderboard.core.errors import (
@@ -38,6 +43,7 @@ from leaderboard.core.errors import (
     QuotaExceeded,
     ServiceError,
 )
+from leaderboard.core.run_wakeups import run_queue_notify_on_commit
 from leaderboard.sandbox.archives import ArchiveError, bundle_inspect, image_archive_inspect, image_protocol
 from leaderboard.sandbox.contract import BUNDLE_DECLARATION, INTERACTIVE, PROTOCOL_LABEL
 from leaderboard.submissions.models import Status, Submission
@@ -219,10 +225,13 @@ def task_for(submission: Submission) -> str | None:
 
 
 def submission_task_enqueue(submission: Submission) -> None:
-    """Send the queued submission's task once the transaction commits (nothing for a system run)."""
+    """Send the queued submission's task once the transaction commits; for a system run, wake the
+    compute workers waiting on its run queue instead (``core.run_wakeups``)."""
     task = task_for(submission)
     if task is not None:
         enqueue_on_commit(task, submission.pk)
+    else:
+        run_queue_notify_on_commit(challenge_run_queue(submission.phase.challenge))
 
 
 class _SpooledUpload(File):

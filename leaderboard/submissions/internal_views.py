@@ -16,12 +16,13 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
-from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from leaderboard.core.errors import ServiceError
+from leaderboard.sandbox.contract import inputs_tar_stream
 from leaderboard.submissions import dialog_runs, worker_api
 from leaderboard.submissions.lifecycle import (
     submission_run_fail,
@@ -107,6 +108,22 @@ def run_claim(request: HttpRequest, worker: WorkerToken) -> HttpResponse:
     return JsonResponse({"ticket": ticket.as_json()})
 
 
+@require_POST
+@worker_required
+def run_wait(request: HttpRequest, worker: WorkerToken) -> HttpResponse:
+    """{queues}: held until a run of those queues may be claimed, for at most ``worker_api.CLAIM_WAIT_S``;
+    answers {retry_after}: 0 to claim now, more to wait that long first (no wait was possible)."""
+    body = _json_body(request)
+    queues = body.get("queues") if body is not None else None
+    if not isinstance(queues, list) or not queues or not all(isinstance(q, str) for q in queues):
+        return JsonResponse({"detail": "expected {queues: [names]}"}, status=400)
+    refused = [q for q in queues if not worker.may_claim(q)]
+    if refused:
+        return JsonResponse({"detail": f"this worker's token may claim runs of {', '.join(worker.queues)} only, "
+                                       f"not of {', '.join(map(repr, refused))}"}, status=403)
+    return JsonResponse({"retry_after": worker_api.run_queues_wait(queues=list(dict.fromkeys(queues)))})
+
+
 @require_GET
 @worker_required
 @run_required
@@ -115,6 +132,17 @@ def run_input(request: HttpRequest, worker: WorkerToken, submission: Submission,
     if path is None:
         return _not_found()
     return FileResponse(open(path, "rb"), content_type="application/octet-stream")  # noqa: SIM115 (closed by Django)
+
+
+@require_GET
+@worker_required
+@run_required
+def run_inputs(request: HttpRequest, worker: WorkerToken, submission: Submission) -> HttpResponseBase:
+    """All of the run's inputs in one response (``sandbox.contract.inputs_tar_stream``), streamed."""
+    paths = worker_api.run_input_paths(submission=submission)
+    if paths is None:
+        return _not_found()
+    return StreamingHttpResponse(inputs_tar_stream(paths), content_type="application/x-tar")
 
 
 @require_GET

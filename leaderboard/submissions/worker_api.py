@@ -32,6 +32,7 @@ import logging
 import os
 import secrets
 import shutil
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ from leaderboard.challenges.models import SYSTEM_KINDS
 from leaderboard.challenges.selectors import phase_system_settings
 from leaderboard.core.enqueue import FINISH_RUN, TASK_QUEUES, enqueue_on_commit
 from leaderboard.core.errors import ServiceError
+from leaderboard.core.run_wakeups import run_queue_wait
 from leaderboard.sandbox.contract import (
     RunDataset,
     RunOutcome,
@@ -163,6 +165,52 @@ def submission_run_claim_next(*, queue: str, worker: str, now: dt.datetime | Non
     return Claim(None, held_back=any(run.due_at is None and not run.held_for_review for run in order))
 
 
+# How long the API holds an idle worker's wait for a run (``run_queues_wait``): long enough that an idle
+# worker costs a request every few seconds at most, short enough to stay well inside gunicorn's
+# graceful shutdown and any proxy's read timeout.
+CLAIM_WAIT_S = 10.0
+# At most this many waits at once per web process; further ones are answered at once with
+# ``CLAIM_RETRY_S`` (their workers poll as before).  gunicorn's threads serve pages and uploads too
+# (deploy/gunicorn.conf.py: 8 a process by default): waits may take a quarter of them, no more.
+CLAIM_WAITERS = 2
+_waiters = threading.BoundedSemaphore(CLAIM_WAITERS)
+
+
+def _due_in(queues: Sequence[str], now: dt.datetime) -> float | None:
+    """Seconds until a run of ``queues`` may be claimed (0: now), as ``submission_run_claim_next``
+    would see it; None when none waits.  Runs held back by their team's limit are looked at again
+    after ``CLAIM_RETRY_S`` (a run that ends announces nothing); runs held for review never."""
+    due: list[float] = []
+    for queue in queues:
+        for run in run_queue_order(queue=queue, now=now):
+            if run.held_for_review:
+                continue
+            if run.held_back:
+                due.append(CLAIM_RETRY_S)
+            elif run.due_at is not None:
+                due.append(max(0.0, (run.due_at - now).total_seconds()))
+            else:
+                return 0.0
+    return min(due) if due else None
+
+
+def run_queues_wait(*, queues: Sequence[str], seconds: float = CLAIM_WAIT_S) -> float:
+    """Wait (at most ``seconds``) until a run of ``queues`` may be claimed; returns the worker's
+    ``retry_after``: 0 to claim now (a run was announced, is due, or the wait ran out: a claim is
+    one cheap request), else ``CLAIM_RETRY_S`` when no wait was possible (no broker, or this
+    process's ``CLAIM_WAITERS`` busy): the worker then polls as it did before waits existed.
+
+    A wait claims nothing, so a worker that stops while it waits loses no run."""
+    if not _waiters.acquire(blocking=False):
+        return CLAIM_RETRY_S
+    try:
+        woken = run_queue_wait(queues, seconds=min(seconds, CLAIM_WAIT_S),
+                               due_in=lambda: _due_in(queues, timezone.now()))
+    finally:
+        _waiters.release()
+    return CLAIM_RETRY_S if woken is None else 0.0
+
+
 def _sha256_file(path: str | os.PathLike[str]) -> str:
     """The file's sha256, remembered per (path, size, modification time): inputs are hashed for
     every ticket and every download, and change only when an organizer reloads the data."""
@@ -249,6 +297,15 @@ def run_input_path(*, submission: Submission, index: int) -> Path | None:
     if not 0 <= index < len(datasets) or not datasets[index].source:
         return None
     return _input_file(datasets[index])
+
+
+def run_input_paths(*, submission: Submission) -> list[Path] | None:
+    """The files behind all of a ticket's input entries, in its order (``run_input_path`` of each);
+    None if one has no file."""
+    datasets = submission_run_plan(submission=submission).datasets
+    if not all(ds.source for ds in datasets):
+        return None
+    return [_input_file(ds) for ds in datasets]
 
 
 def _results_dir(submission_id: int) -> Path:

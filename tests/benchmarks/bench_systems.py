@@ -158,8 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 submission = submission_create_system(team=team, phase=phase, user=user, upload=upload,
                                                       kind="code_bundle")
                 accepted = time.perf_counter()
+                seen: dict[str, float] = {}  # the first moment each status was read
                 while True:
                     status = Submission.objects.filter(pk=submission.pk).values_list("status", flat=True).get()
+                    seen.setdefault(status, time.perf_counter())
                     if status in (Status.FINISHED, Status.FAILED, Status.CANCELLED):
                         break
                     time.sleep(0.01)
@@ -172,17 +174,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                     continue
                 total = visible - accepted
                 container = done.run_seconds or 0.0
-                rows.append({"total_s": total, "container_s": container, "overhead_s": total - container})
+                # Where the time went, as this loop saw the status change (to within its 10 ms):
+                # queued = accepted -> claimed (running); ran = claimed -> handed back and its scoring
+                # begun (scoring; the container's own run included); scored = -> finished.
+                running = seen.get(Status.RUNNING, seen.get(Status.SCORING, visible))
+                scoring = seen.get(Status.SCORING, visible)
+                rows.append({"total_s": total, "container_s": container, "overhead_s": total - container,
+                             "queued_s": running - accepted, "ran_s": scoring - running,
+                             "scored_s": visible - scoring})
+            keys = ("total_s", "container_s", "overhead_s", "queued_s", "ran_s", "scored_s")
             summary = {
                 key: {"median": statistics.median(r[key] for r in rows),
                       "p95": percentile([r[key] for r in rows], 0.95),
                       "min": min(r[key] for r in rows)}
-                for key in ("total_s", "container_s", "overhead_s")
+                for key in keys
             }
             results["runtimes"][runtime] = {"summary": summary, "rows": rows}
             print(f"{runtime:6s} total {summary['total_s']['median']:.2f} s  container {summary['container_s']['median']:.2f} s"
                   f"  overhead median {summary['overhead_s']['median']:.2f} s (p95 {summary['overhead_s']['p95']:.2f},"
                   f" min {summary['overhead_s']['min']:.2f})  over {len(rows)} runs x {args.datasets} datasets")
+            print(f"{'':6s} steps, median: queued -> claimed {summary['queued_s']['median']:.2f} s, claimed -> "
+                  f"handed back {summary['ran_s']['median']:.2f} s, scoring {summary['scored_s']['median']:.2f} s"
+                  f"  (load average {os.getloadavg()[0]:.2f})")
     finally:
         for worker in reversed(workers):
             worker.stop()
