@@ -160,11 +160,11 @@ def board_page_for(access: BoardAccess, number: str | int | None) -> str:
         # One statement: the page and the row's parts of one build (a rebuild replaces both).
         stored = (BoardSnapshotPage.objects.filter(snapshot_id=found[0], number=n)
                   .annotate(own=_own_of(access.own_team.pk)).values_list("html", "slots", "own").first())
-        if stored is not None and stored[1] is not None:
-            html, slots, own = stored
+        html, slots, own = stored if stored is not None else (None, None, None)
+        if slots is not None:
             if own is None:  # no row of theirs on this board (a hidden entry): everyone's page
                 return str(html)
-            return own_page_splice(str(html), slots, own, number=n)  # type: ignore[arg-type]  # checked above
+            return own_page_splice(str(html), slots, own, number=n)
     return board_content_html(board_for(access), number)
 
 
