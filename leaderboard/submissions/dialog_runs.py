@@ -24,8 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Func, IntegerField, JSONField, OuterRef, QuerySet, Subquery
-from django.db.models.lookups import Exact
+from django.db.models import Func, IntegerField, OuterRef, QuerySet, Subquery
 
 from leaderboard.challenges.models import DatasetFile
 from leaderboard.challenges.suites.base import DatasetResult
@@ -222,6 +221,8 @@ class _Attempt:
     dialogs: dict[int, list[Dialog]]
     # The run's query as each caller (by its token's sha256) may play it: built once, run every turn.
     runs: dict[str, QuerySet[Submission]] = field(default_factory=dict)
+    # The usual turn's statement per caller, compiled once (``_append_statement``).
+    appends: dict[str, tuple[str, tuple[Any, ...]]] = field(default_factory=dict)
 
 
 _ATTEMPTS_KEPT = 32
@@ -255,6 +256,7 @@ def _run_as(known: _Attempt, run: Callable[[], QuerySet[Submission]], caller: st
     if mine is None:
         if len(known.runs) >= 4:  # a run has one worker; others' calls only fall through to a 404
             known.runs.clear()
+            known.appends.clear()
         mine = known.runs[key] = run().filter(started_at=known.started_at)
     return mine
 
@@ -271,26 +273,46 @@ class _JsonLength(Func):
         return self.as_sql(compiler, connection, function="jsonb_array_length", **extra)
 
 
-class _JsonAppended(Func):
-    """A JSON array column with ``items`` appended, in the statement itself: no read of the row first."""
-
-    output_field = JSONField()
-
-    def __init__(self, column: str, items: Sequence[Any]) -> None:
-        super().__init__(F(column))
-        self.items = list(items)
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        column, params = compiler.compile(self.source_expressions[0])
-        pairs = ", ".join(["'$[#]', json(%s)"] * len(self.items))  # each appended after the one before
-        return f"json_insert({column}, {pairs})", [*params, *(json.dumps(item) for item in self.items)]
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        column, params = compiler.compile(self.source_expressions[0])
-        return f"({column} || %s::jsonb)", [*params, json.dumps(self.items)]
-
-
 _APPENDS_ON = frozenset({"sqlite", "postgresql"})  # the databases the platform runs on
+
+
+def _append_statement(known: _Attempt, run: Callable[[], QuerySet[Submission]], caller: str, count: int
+                      ) -> tuple[str, tuple[Any, ...]]:
+    """The usual turn's UPDATE for ``count`` answers, and the parameters of its run check: the answers
+    appended only where the record holds ``first`` of them and the run is the caller's (``_run_as``).  Compiled once per
+    attempt, caller and count, because building it through the ORM each turn (the filter cloning the
+    run's query, the update compiling it) cost more than running it; the parameters, in order, are the
+    appended answers, then the latencies (``_appended_params``), then the dialog's key, its length,
+    and the returned ones."""
+    key = f"{hashlib.sha256(caller.encode()).hexdigest()}:{count}"
+    found = known.appends.get(key)
+    if found is not None:
+        return found
+    run_sql, run_params = _run_as(known, run, caller).values("pk").query.sql_with_params()
+    meta = DialogAnswers._meta
+    q = connection.ops.quote_name
+    col = {f.name: q(f.column) for f in meta.concrete_fields if f.column}
+    if connection.vendor == "sqlite":
+        pairs = ", ".join(["'$[#]', json(%s)"] * count)  # each appended after the one before
+        answers, latencies = (f"json_insert({col[c]}, {pairs})" for c in ("answers", "latencies_ms"))
+        length = f"json_array_length({col['answers']})"
+    else:
+        answers, latencies = (f"({col[c]} || %s::jsonb)" for c in ("answers", "latencies_ms"))
+        length = f"jsonb_array_length({col['answers']})"
+    sql = (f"UPDATE {q(meta.db_table)} SET {col['answers']} = {answers}, {col['latencies_ms']} = {latencies}"
+           f" WHERE {col['submission']} = %s AND {col['attempt']} = %s AND {col['mode']} = %s"
+           f" AND {col['dataset']} = %s AND {col['dialog']} = %s AND {length} = %s"
+           f" AND {col['submission']} IN ({run_sql})")
+    found = known.appends[key] = (sql, tuple(run_params))
+    return found
+
+
+def _appended_params(items: Sequence[Any]) -> list[str]:
+    """The parameters ``_append_statement`` appends ``items`` with: one JSON text each on SQLite, the
+    whole list as one on PostgreSQL."""
+    if connection.vendor == "sqlite":
+        return [json.dumps(item) for item in items]
+    return [json.dumps(list(items))]
 
 
 def dialog_turns_append(*, run: Callable[[], QuerySet[Submission]], caller: str, submission_id: int, attempt: int, mode: str, dataset: int,
@@ -322,10 +344,9 @@ def dialog_turns_append(*, run: Callable[[], QuerySet[Submission]], caller: str,
         return None
     latencies = [_latency(latency) for latency in latencies_ms]
     key = {"submission_id": submission_id, "attempt": attempt, "mode": mode, "dataset": dataset, "dialog": dialog}
-    mine = _run_as(known, run, caller).values("pk")
     with transaction.atomic():
         if first == 0:
-            if not mine.exists():
+            if not _run_as(known, run, caller).exists():
                 return None
             try:
                 with transaction.atomic():
@@ -333,11 +354,12 @@ def dialog_turns_append(*, run: Callable[[], QuerySet[Submission]], caller: str,
             except IntegrityError:
                 return None  # answered before: a retry, the checked path's to compare
         else:
-            stored = DialogAnswers.objects.filter(Exact(_JsonLength("answers"), first), submission_id__in=mine,
-                                                  **key).update(answers=_JsonAppended("answers", taken),
-                                                                latencies_ms=_JsonAppended("latencies_ms", latencies))
-            if stored != 1:
-                return None
+            sql, run_params = _append_statement(known, run, caller, len(taken))
+            items = _appended_params(taken) + _appended_params(latencies)
+            with connection.cursor() as cursor:
+                cursor.execute(sql, (*items, submission_id, attempt, mode, dataset, dialog, first, *run_params))
+                if cursor.rowcount != 1:
+                    return None
     return reveal(Mode(mode), dialogs[dialog], last + 1)
 
 

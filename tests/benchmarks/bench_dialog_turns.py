@@ -71,6 +71,7 @@ def _measure(n_dialogs: int, modes: list[str]) -> dict[str, object]:
 
     from leaderboard.accounts.services import team_create  # noqa: PLC0415 - after django.setup()
     from leaderboard.submissions.intake import submission_create_system  # noqa: PLC0415 - after django.setup()
+    from leaderboard.submissions.models import DialogAnswers  # noqa: PLC0415 - after django.setup()
     from leaderboard.submissions.reload import challenge_load  # noqa: PLC0415 - after django.setup()
     from leaderboard.submissions.worker_api import worker_token_create  # noqa: PLC0415 - after django.setup()
 
@@ -143,6 +144,10 @@ def _measure(n_dialogs: int, modes: list[str]) -> dict[str, object]:
             # processes on a shared machine do to the wall-clock figures does not count here.
             cpu_ms = (time.process_time() - began_cpu) * 1000
             turns = sum(len(d.turns) for d in dialogs)
+            # Every answer stored, one per turn (a path that answered without writing would be quick).
+            stored = sum(len(a) for a in DialogAnswers.objects.filter(
+                submission_id=ticket["submission_id"], mode=mode).values_list("answers", flat=True))
+            assert stored == turns, f"{mode}: {stored} answers stored of {turns}"
             calls.sort()
             out[mode] = {"calls": len(calls), "call_median_ms": round(statistics.median(calls), 3),
                          "call_p95_ms": round(calls[int(0.95 * len(calls))], 3),
