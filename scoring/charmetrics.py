@@ -290,8 +290,6 @@ def _largest_ref_count(np: Any, key: Any, starts: Any, ends: Any, slot_mask: Any
 
 def closest_ref_len(cand_len: int, refs: Sequence[str]) -> int:
     """Length of the reference closest in length to the candidate; ties go to the shorter (spec 4.4, 5.4)."""
-    if len(refs) == 1:
-        return len(refs[0])
     return min((abs(len(ref) - cand_len), len(ref)) for ref in refs)[1]
 
 

@@ -146,8 +146,6 @@ def rouge_l_with_bonus(cand: str, refs: Sequence[str], *, yn_label: Any = None, 
                        entities: Iterable[str] | None = None, alpha: float = 1.0, beta: float = 1.0,
                        gamma: float = GAMMA) -> float:
     """``RougeLWithBonus.add_inst`` (spec 5.5) for stripped strings; ``yn_refs`` has one label per ref."""
-    if yn_label is None and not entities:
-        return _plain_rouge_l(cand, refs, gamma)
     entity_bonus = 0.0
     if yn_label is None and entities is not None:
         for entity in entities:
@@ -168,31 +166,6 @@ def rouge_l_with_bonus(cand: str, refs: Sequence[str], *, yn_label: Any = None, 
             prec_max = prec
         if i == 0 or rec > rec_max:
             rec_max = rec
-    if prec_max != 0 and rec_max != 0:
-        return ((1 + gamma**2) * prec_max * rec_max) / float(rec_max + gamma**2 * prec_max)
-    return 0.0
-
-
-def _plain_rouge_l(cand: str, refs: Sequence[str], gamma: float) -> float:
-    """:func:`rouge_l_with_bonus` without a bonus: the same floats, minus the additions of 0.0.
-
-    With both bonuses 0 every ``x + alpha * 0.0 + beta * 0.0`` is ``x`` exactly
-    (weights are finite), so P and R reduce to LCS / length; this is the path
-    of most questions, worth its few lines.
-    """
-    cand_len = len(cand)
-    if not cand_len:
-        return 0.0  # P = 0 for every reference
-    prec_max = rec_max = 0.0
-    for ref in refs:
-        if ref:
-            basic = lcs_length(cand, ref)
-            prec = basic / cand_len
-            rec = basic / len(ref)
-            if prec > prec_max:
-                prec_max = prec
-            if rec > rec_max:
-                rec_max = rec
     if prec_max != 0 and rec_max != 0:
         return ((1 + gamma**2) * prec_max * rec_max) / float(rec_max + gamma**2 * prec_max)
     return 0.0
@@ -223,14 +196,13 @@ def _bonus_targets(refs: Sequence[str], yn_label: Any, yn_refs: Sequence[Any], e
 def _compose(cand: str, refs: Sequence[str], base: Sequence[int], bonus: Sequence[int] | None,
              weight: float) -> BleuStats:
     length = len(cand)
-    if bonus is None:
-        return BleuStats(tuple(base), guess_counts(length, MAX_ORDER), length, closest_ref_len(length, refs))
     correct: list[float] = list(base)
     guess: list[float] = list(guess_counts(length, MAX_ORDER))
-    # The bonus goes into numerator and denominator alike (spec 5.4).
-    for k in range(MAX_ORDER):
-        correct[k] += weight * bonus[k]
-        guess[k] += weight * bonus[k]
+    if bonus is not None:
+        # The bonus goes into numerator and denominator alike (spec 5.4).
+        for k in range(MAX_ORDER):
+            correct[k] += weight * bonus[k]
+            guess[k] += weight * bonus[k]
     return BleuStats(tuple(correct), tuple(guess), length, closest_ref_len(length, refs))
 
 
@@ -297,26 +269,22 @@ def evaluate_mrc2018(
     matches = batch_clipped_matches(pairs, MAX_ORDER)
     bonus_of = {id(row): m for row, m in zip(bonus_rows, matches[len(rows):], strict=True)}
     records: list[dict[str, Any]] = []
-    stats_of: list[BleuStats] = []
-    rouges: list[float] = []
     for row, base in zip(rows, matches, strict=False):
         q = row.question
         bonus = None if row.targets is None else base if row.reuse else bonus_of[id(row)]
         stats = _compose(row.cand, q.answers, base, bonus, row.weight)
-        rouge = rouge_l_with_bonus(row.cand, q.answers, yn_label=row.yn_label, yn_refs=q.yesno_answers,
-                                   entities=row.entities, alpha=alpha, beta=beta)
-        stats_of.append(stats)
-        rouges.append(rouge)
-        records.append({
+        record: dict[str, Any] = {
             "id": q.qid, "question_type": q.question_type, "source": q.source, "missing": row.pred is None,
             "bonus": "yesno" if row.yn_label is not None else "entity" if row.entities is not None else None,
-            "rouge_l": rouge, "bleu_correct": list(stats.correct), "bleu_guess": list(stats.guess),
-            "test_len": stats.test_len, "ref_len": stats.ref_len,
-        })
+            "rouge_l": rouge_l_with_bonus(row.cand, q.answers, yn_label=row.yn_label, yn_refs=q.yesno_answers,
+                                          entities=row.entities, alpha=alpha, beta=beta),
+        }
+        record.update(stats.as_record())
+        records.append(record)
     if not records:
         raise UndefinedMetricError("no reference question has an answer, so there is nothing to score "
                                    "(the official script fails)", path=ref_path)
-    metrics = _metrics(stats_of, rouges, lic2019_guards=lic2019_guards)
+    metrics = aggregate_records(records, lic2019_guards=lic2019_guards)
     return EvalResult(metrics, records, warnings)
 
 
@@ -352,14 +320,8 @@ def aggregate_records(records: Iterable[Mapping[str, Any]], *, lic2019_guards: b
     records = list(records)
     if not records:
         raise UndefinedMetricError("no question to score")
-    return _metrics([BleuStats.from_record(r) for r in records], [r["rouge_l"] for r in records],
-                    lic2019_guards=lic2019_guards)
-
-
-def _metrics(stats: Sequence[BleuStats], rouges: Sequence[float], *, lic2019_guards: bool) -> dict[str, float]:
-    """The corpus values from per-question statistics: what the records hold, before they are records."""
-    totals = sum_bleu_stats(stats)
-    rouge = math.fsum(rouges) / len(rouges)
+    totals = sum_bleu_stats(BleuStats.from_record(r) for r in records)
+    rouge = math.fsum(r["rouge_l"] for r in records) / len(records)
     return {"ROUGE-L": rouge * 100, "BLEU-4": mrc_bleu(totals, lic2019_guards=lic2019_guards) * 100}
 
 
