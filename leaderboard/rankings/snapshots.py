@@ -21,6 +21,7 @@ whole board with their row changed (``board_for``, still the way when a snapshot
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -31,8 +32,7 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import IntegrityError, transaction
-from django.db.models import JSONField, OuterRef, QuerySet, Subquery
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 from django.utils.html import escape
 
@@ -119,31 +119,85 @@ def board_access_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = 
     return BoardAccess(phase=phase, view=view, version=version, own_team=own_team)
 
 
-def _current(access: BoardAccess) -> QuerySet[BoardSnapshot]:
-    """The access's snapshot if it may be served: at its version or newer (a change committed since
-    the version was read is only fresher), by this renderer, and not waiting on a bootstrap request
-    old enough to be sent again (its task may have been lost: building the board asks again)."""
-    return (BoardSnapshot.objects.filter(phase=access.phase, view=access.view, version__gte=access.version,
-                                         format=SNAPSHOT_FORMAT)
-            .exclude(significance_pending=True, built_at__lt=timezone.now() - STALE_REQUEST))
+def _column(model: type[models.Model], field: str) -> str:
+    column = model._meta.get_field(field)
+    assert isinstance(column, models.Field) and column.column
+    return connection.ops.quote_name(column.column)
+
+
+@functools.cache
+def _current_sql(select: str) -> str:
+    """A read of the access's snapshot if it may be served: at its version or newer (a change committed
+    since the version was read is only fresher), by this renderer, and not waiting on a bootstrap
+    request old enough to be sent again (its task may have been lost: building the board asks again).
+    Its parameters: ``_current_params``.
+
+    Written out rather than built by the ORM: every board request makes one of these reads, and
+    building it (the staleness rule's exclusion above all) cost ten times what the database takes."""
+    snapshot = BoardSnapshot
+    return (f"SELECT {select} FROM {connection.ops.quote_name(snapshot._meta.db_table)}"  # noqa: S608 - our names
+            f" WHERE {_column(snapshot, 'phase')} = %s AND {_column(snapshot, 'view')} = %s"
+            f" AND {_column(snapshot, 'version')} >= %s AND {_column(snapshot, 'format')} = %s"
+            f" AND NOT ({_column(snapshot, 'significance_pending')} AND {_column(snapshot, 'built_at')} < %s)")
+
+
+def _current_params(access: BoardAccess) -> list[Any]:
+    stale = connection.ops.adapt_datetimefield_value(timezone.now() - STALE_REQUEST)
+    return [access.phase.pk, access.view, access.version, SNAPSHOT_FORMAT, stale]
+
+
+def _read_one(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row: tuple[Any, ...] | None = cursor.fetchone()
+    return row
+
+
+def _current_snapshot(access: BoardAccess) -> tuple[int, int] | None:
+    """The pk and page count of the access's snapshot if it may be served (``_current_sql``)."""
+    found = _read_one(_current_sql(f"{_column(BoardSnapshot, 'id')}, {_column(BoardSnapshot, 'page_count')}"),
+                      _current_params(access))
+    return (int(found[0]), int(found[1])) if found is not None else None
+
+
+@functools.cache
+def _own_sql(team_param: str = "%s", snapshot: str = "") -> str:
+    """The parts of a team's row (``team_param``) in the snapshot whose pk is ``snapshot`` (a column)."""
+    row = BoardSnapshotRow
+    snapshot = snapshot or f"{connection.ops.quote_name(BoardSnapshot._meta.db_table)}.{_column(BoardSnapshot, 'id')}"
+    return (f"(SELECT {_column(row, 'own')} FROM {connection.ops.quote_name(row._meta.db_table)}"  # noqa: S608 - our names
+            f" WHERE {_column(row, 'snapshot')} = {snapshot} AND {_column(row, 'team_id')} = {team_param} LIMIT 1)")
+
+
+def _json_value(model: type[models.Model], field: str, value: Any) -> Any:
+    """A JSON column read by hand, as the ORM would have given it."""
+    json_field = model._meta.get_field(field)
+    assert isinstance(json_field, models.JSONField)
+    return json_field.from_db_value(value, json_field.get_col(model._meta.db_table), connection)
 
 
 def board_snapshot_part(access: BoardAccess, part: str) -> Any:
     """One rendering of the board at the access's version, built now if the snapshot is older."""
-    stored = _current(access).values_list(part, flat=True).first()
+    stored = _read_one(_current_sql(_column(BoardSnapshot, part)), _current_params(access))
     if stored is not None:
-        return stored
+        return stored[0]
     return board_snapshot_build(phase=access.phase, view=access.view, version=access.version).part(part)
+
+
+@functools.cache
+def _page_sql(select: str) -> str:
+    page = BoardSnapshotPage
+    return (f"SELECT {select} FROM {connection.ops.quote_name(page._meta.db_table)}"  # noqa: S608 - our names
+            f" WHERE {_column(page, 'snapshot')} = %s AND {_column(page, 'number')} = %s")
 
 
 def board_snapshot_page(access: BoardAccess, number: str | int | None) -> str:
     """The content of page ``number`` (``Paginator.get_page``'s rules), built now if the snapshot is older."""
-    found = _current(access).values_list("pk", "page_count").first()
+    found = _current_snapshot(access)
     if found is not None:
-        html = (BoardSnapshotPage.objects.filter(snapshot_id=found[0], number=board_page_number(found[1], number))
-                .values_list("html", flat=True).first())
+        html = _read_one(_page_sql(_column(BoardSnapshotPage, "html")), [found[0], board_page_number(found[1], number)])
         if html is not None:  # else replaced between the two reads: build it
-            return html
+            return str(html[0])
     built = board_snapshot_build(phase=access.phase, view=access.view, version=access.version)
     return built.pages[board_page_number(len(built.pages), number) - 1]
 
@@ -154,24 +208,21 @@ def board_page_for(access: BoardAccess, number: str | int | None) -> str:
     when the snapshot is older than the access or the page could not be slotted)."""
     if access.own_team is None:
         return board_snapshot_page(access, number)
-    found = _current(access).values_list("pk", "page_count").first()
+    found = _current_snapshot(access)
     if found is not None:
         n = board_page_number(found[1], number)
+        page = BoardSnapshotPage
         # One statement: the page and the row's parts of one build (a rebuild replaces both).
-        stored = (BoardSnapshotPage.objects.filter(snapshot_id=found[0], number=n)
-                  .annotate(own=_own_of(access.own_team.pk)).values_list("html", "slots", "own").first())
-        html, slots, own = stored if stored is not None else (None, None, None)
-        if slots is not None:
+        stored = _read_one(_page_sql(f"{_column(page, 'html')}, {_column(page, 'slots')}, "
+                                     + _own_sql(snapshot=_column(page, "snapshot"))),
+                           [access.own_team.pk, found[0], n])
+        if stored is not None and stored[1] is not None:
+            html, slots = str(stored[0]), _json_value(page, "slots", stored[1])
+            own = _json_value(BoardSnapshotRow, "own", stored[2]) if stored[2] is not None else None
             if own is None:  # no row of theirs on this board (a hidden entry): everyone's page
-                return str(html)
-            return own_page_splice(str(html), slots, own, number=n)
+                return html
+            return own_page_splice(html, slots, own, number=n)
     return board_content_html(board_for(access), number)
-
-
-def _own_of(team_id: int, snapshot: str = "snapshot_id") -> Subquery:
-    """The parts of ``team_id``'s row in the snapshot of the outer query (its ``snapshot`` field)."""
-    return Subquery(BoardSnapshotRow.objects.filter(snapshot_id=OuterRef(snapshot), team_id=team_id)
-                    .values("own")[:1], output_field=JSONField())
 
 
 def own_page_splice(html: str, slots: dict[str, Any], own: dict[str, Any], *, number: int) -> str:
@@ -202,10 +253,13 @@ def _spliced(text: str, changes: list[tuple[int, int, str]]) -> str:
 def _own_bytes(access: BoardAccess, part: str, key: str) -> bytes:
     """A stored export (``part``) as the member of a team with a row gets it: their own span put in."""
     assert access.own_team is not None
-    stored = _current(access).annotate(own=_own_of(access.own_team.pk, "pk")).values_list(part, "own").first()
+    # One statement: the export and the row's parts of one build (a rebuild replaces both).
+    stored = _read_one(_current_sql(f"{_column(BoardSnapshot, part)}, {_own_sql('%s')}"),
+                       [access.own_team.pk, *_current_params(access)])
     if stored is None:  # older than the access: from the board, built now
         return _own_built(access, part)
-    body, own = bytes(stored[0]), stored[1]
+    body = bytes(stored[0])
+    own = _json_value(BoardSnapshotRow, "own", stored[1]) if stored[1] is not None else None
     if own is None or key not in own:  # no row of theirs, or one that reads the same to them
         return body
     start, end, new = own[key]
@@ -459,7 +513,7 @@ def board_snapshots_rebuild(challenge_id: int) -> int:
     built = 0
     for phase in Phase.objects.select_related("challenge").filter(challenge_id=challenge_id):
         for view in (PUBLIC, ORGANIZER) if phase.board_public else (ORGANIZER,):
-            if _current(BoardAccess(phase=phase, view=view, version=version, own_team=None)).exists():
+            if _current_snapshot(BoardAccess(phase=phase, view=view, version=version, own_team=None)) is not None:
                 continue
             board_snapshot_build(phase=phase, view=view, version=version)
             built += 1
