@@ -37,7 +37,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from leaderboard.accounts.models import Team
-from leaderboard.accounts.selectors import team_of_user
+from leaderboard.accounts.selectors import user_team_query
 from leaderboard.challenges.models import BoardVersion, Phase
 from leaderboard.challenges.selectors import user_is_organizer
 from leaderboard.challenges.versions import board_changes_fold, board_version_get
@@ -70,7 +70,6 @@ from leaderboard.rankings.selectors import (
     board_record,
 )
 from leaderboard.rankings.table import BOARD_PAGE_ROWS, board_row_html
-from leaderboard.submissions.models import BoardEntry
 
 logger = logging.getLogger(__name__)
 
@@ -113,10 +112,29 @@ def board_access_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = 
     # The version is read before anything of the board: a snapshot built from data read later is
     # at least as new as its tag says.
     version = board_version_get(challenge_id=phase.challenge_id)
-    own_team = team_of_user(user=viewer, challenge=phase.challenge)
-    if own_team is not None and not BoardEntry.objects.filter(phase=phase, team=own_team).exists():
-        own_team = None  # no row of theirs on this board: they see what everyone sees
+    # Their team only when it has a row on this board: else they see what everyone sees.
+    own_team = _own_team(viewer, phase)
     return BoardAccess(phase=phase, view=view, version=version, own_team=own_team)
+
+
+@functools.cache
+def _own_team_sql() -> tuple[str, tuple[int, ...]]:
+    """The viewer's team (``user_team_query``) if it has a row on the phase's board, and where its
+    parameters go: each an index into (the user's pk, the challenge's, the phase's).  Compiled once:
+    the ORM took 0.5 ms a request to build it, five times what the database takes to answer."""
+    stand_ins = (-1, -2, -3)  # the user's, the challenge's, the phase's pk: found again among the parameters
+    sql, params = (user_team_query(user_id=stand_ins[0], challenge_id=stand_ins[1])
+                   .filter(board_entries__phase_id=stand_ins[2]).order_by().query.sql_with_params())
+    assert sorted(params) == sorted(stand_ins), params
+    return str(sql), tuple(stand_ins.index(p) for p in params)
+
+
+def _own_team(viewer: Viewer, phase: Phase) -> Team | None:
+    if not viewer.is_authenticated:
+        return None
+    sql, order = _own_team_sql()
+    ids = (viewer.pk, phase.challenge_id, phase.pk)
+    return next(iter(Team.objects.raw(sql, [ids[i] for i in order])), None)
 
 
 def _column(model: type[models.Model], field: str) -> str:
