@@ -40,7 +40,7 @@ from django.utils.html import escape
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.selectors import user_team_query
-from leaderboard.challenges.models import BoardVersion, Phase
+from leaderboard.challenges.models import BoardVersion, Challenge, Phase
 from leaderboard.challenges.selectors import user_is_organizer
 from leaderboard.challenges.versions import board_changes_fold, board_version_get
 from leaderboard.core.csv_safe import csv_rows_safe
@@ -98,16 +98,15 @@ def board_access_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = 
     """The board at its address, with the rules of ``board_get``: ``NotFound`` for an unknown phase, for a
     non-public challenge or board in the public view, and for anyone but the organizers in the
     organizer view (the existence of what they may not see is not confirmed either)."""
-    phases = Phase.objects.select_related("challenge").filter(challenge__slug=slug, slug=phase_slug)
     if view == PUBLIC:
-        public = phases.filter(challenge__is_public=True).first()
+        public = _phase_at(slug, phase_slug, public=True)
         if public is None:
             raise NotFound(PHASE_NOT_FOUND)
         if not public.board_public:
             raise NotFound(f"the {public.name} board is not public")
         phase = public
     else:
-        found = phases.first()
+        found = _phase_at(slug, phase_slug, public=False)
         if found is None or not user_is_organizer(user=viewer, challenge=found.challenge):
             raise NotFound(ORGANIZER_VIEW_NOT_FOUND)
         phase = found
@@ -117,6 +116,42 @@ def board_access_get(*, slug: str, phase_slug: str, viewer: Viewer, view: str = 
     # Their team only when it has a row on this board: else they see what everyone sees.
     own_team = _own_team(viewer, phase)
     return BoardAccess(phase=phase, view=view, version=version, own_team=own_team)
+
+
+@functools.cache
+def _phase_sql(*, public: bool) -> tuple[str, tuple[int, ...]]:
+    """The phase at an address (of a public challenge if ``public``), and where its parameters go: each
+    an index into (the challenge's slug, the phase's).  Compiled once: the ORM took 0.5 ms a request
+    to build it (with its challenge joined), four times what the database takes to answer."""
+    stand_ins = ("\x00challenge", "\x00phase")  # found again among the compiled parameters
+    phases = Phase.objects.filter(challenge__slug=stand_ins[0], slug=stand_ins[1])
+    if public:
+        phases = phases.filter(challenge__is_public=True)
+    sql, params = phases.order_by("pk")[:1].query.sql_with_params()
+    assert sorted(params) == sorted(stand_ins), params
+    return str(sql), tuple(stand_ins.index(p) for p in params)
+
+
+@functools.cache
+def _challenge_sql() -> str:
+    sql, params = Challenge.objects.filter(pk=-1).query.sql_with_params()
+    assert params == (-1,), params
+    return str(sql)
+
+
+def _phase_at(slug: str, phase_slug: str, *, public: bool) -> Phase | None:
+    """The phase at ``slug``/``phase_slug`` with its challenge loaded (of a public challenge if ``public``:
+    the challenge is read after the phase, so it is checked again)."""
+    sql, order = _phase_sql(public=public)
+    slugs = (slug, phase_slug)
+    phase = next(iter(Phase.objects.raw(sql, [slugs[i] for i in order])), None)
+    if phase is None:
+        return None
+    challenge = next(iter(Challenge.objects.raw(_challenge_sql(), [phase.challenge_id])), None)
+    if challenge is None or (public and not challenge.is_public):
+        return None
+    Phase.challenge.field.set_cached_value(phase, challenge)
+    return phase
 
 
 @functools.cache
