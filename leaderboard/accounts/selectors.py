@@ -77,10 +77,13 @@ def user_take_part_check(*, user: AbstractBaseUser | AnonymousUser, team: Team |
 def team_of_user(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> Team | None:
     if not user.is_authenticated:
         return None
-    membership = (
-        Membership.objects.select_related("team").filter(user_id=user.pk, challenge=challenge).first()
-    )
-    return membership.team if membership else None
+    return user_team_query(user_id=user.pk, challenge_id=challenge.pk).first()
+
+
+def user_team_query(*, user_id: int, challenge_id: int) -> QuerySet[Team]:
+    """The team of a user in a challenge as a query (none or one: a user is in one team per challenge),
+    for a caller that asks more of it in the same statement; ``team_of_user`` is its row."""
+    return Team.objects.filter(memberships__user_id=user_id, memberships__challenge_id=challenge_id)
 
 
 def viewer_of(*, user: AbstractBaseUser | AnonymousUser, challenge: Challenge) -> tuple[Viewer, Team | None]:

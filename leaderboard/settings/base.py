@@ -112,6 +112,10 @@ TEMPLATES = [
 WSGI_APPLICATION = "leaderboard.wsgi.application"
 
 
+# How much of an SQLite database file is read through a memory map (past it, through the page cache).
+SQLITE_MMAP_BYTES = 256 * 1024 * 1024
+
+
 def sqlite_database(path: str) -> dict[str, Any]:
     return {
         "ENGINE": "django.db.backends.sqlite3",
@@ -119,7 +123,11 @@ def sqlite_database(path: str) -> dict[str, Any]:
         # IMMEDIATE transactions take SQLite's write lock at BEGIN, so quota checks
         # (count, then insert) are serialised between processes and threads.  (On Postgres the
         # team's row is locked with SELECT FOR UPDATE: submissions.intake.quota_enforce_locked.)
-        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"},
+        # Reads through a memory map: a board snapshot's small columns sit after megabytes of renderings,
+        # and through the default 2 MB page cache every read walked their overflow pages again
+        # (0.6 ms a request; 0.03 ms mapped).  The map shares the OS's cache between connections.
+        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30,
+                    "init_command": f"PRAGMA journal_mode=WAL; PRAGMA mmap_size={SQLITE_MMAP_BYTES};"},
     }
 
 

@@ -128,3 +128,42 @@ def test_the_participant_sees_the_large_board_it_was_measured_on(cast: Cast) -> 
     assert {"Large BiDAF", "Large crashed"} <= set(teams)
     public = [r["team"] for r in cast.client(None).get(url).json()["rows"]]
     assert "Alpha" not in public and public.count("Anonymous") == 11
+
+
+# What a read served from the snapshot costs, by viewer: the board's phase and its challenge (two
+# statements compiled once; the organizer view: and the staff check), its version, the snapshot's row
+# or page; for a logged-in viewer, their session, user and team (with a row on this board or not, one
+# statement), and on the page, whether their address awaits confirmation.  A 304 reads no rendering.
+# Raised by one, any of these is a query more on every board request.
+READ_QUERIES = {
+    ("board", "public"): 5, ("board", "alice"): 9, ("board", "oscar"): 9,
+    ("board-organizer", "oscar"): 10,
+    **{(name, "public"): 4 for name in ("board-json", "board-csv", "board-chart", "api-leaderboard")},
+    **{(name, viewer): 7 for name in ("board-json", "board-csv", "board-chart", "api-leaderboard")
+       for viewer in ("alice", "oscar")},
+    **{(name, "oscar"): 8 for name in ("board-organizer-json", "board-organizer-csv", "board-organizer-chart")},
+}
+UNCHANGED_QUERIES = {"public": 3, "alice": 6, "oscar": 6}
+
+
+def test_a_board_read_from_its_snapshot_costs_a_few_queries_per_viewer(cast: Cast) -> None:
+    rng = random.Random(11)
+    team_update(team=cast.alpha, actor=cast.alice, is_anonymous=True)  # alice's row is named to her alone
+    scored_submission(team=cast.alpha, phase=cast.test, rng=rng)
+    scored_submission(team=cast.charlies, phase=cast.test, rng=rng)
+    populate(cast.test, first=0, last=3, rng=rng)
+    counts, unchanged = {}, {}
+    for name, viewer in READ_QUERIES:
+        client = cast.client(None if viewer == "public" else viewer)
+        url = reverse(name, kwargs={"slug": cast.challenge.slug, "phase_slug": cast.test.slug})
+        first = client.get(url)  # builds the snapshot
+        assert first.status_code == 200, url
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(url).status_code == 200, url
+        counts[name, viewer] = len(ctx.captured_queries)
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(url, headers={"If-None-Match": first["ETag"]}).status_code == 304, url
+        unchanged[name, viewer] = len(ctx.captured_queries)
+    assert counts == READ_QUERIES
+    assert unchanged == {(name, viewer): UNCHANGED_QUERIES[viewer] + (name.startswith("board-organizer"))
+                         for name, viewer in READ_QUERIES}

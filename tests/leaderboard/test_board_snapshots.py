@@ -9,7 +9,9 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -262,3 +264,24 @@ def test_a_failed_run_that_a_board_row_points_at_is_on_the_board(scored: Cast) -
     version = board_version_get(challenge_id=scored.challenge.pk)
     submission_fail(entry.submission_id, reason="x", cause=FailureCause.PLATFORM, from_statuses=[Status.FINISHED])
     assert board_version_get(challenge_id=scored.challenge.pk) == version + 1
+
+
+def test_an_export_read_again_is_the_bytes_read_before_until_its_snapshot_is_rebuilt(scored: Cast) -> None:
+    client, member = Client(), scored.client("alice")
+    first = {name: client.get(url(name)).content for name in ("board-json", "board-csv", "board-chart")}
+    mine = member.get(url("board-json")).content
+    with CaptureQueriesContext(connection) as ctx:
+        assert {name: client.get(url(name)).content for name in first} == first
+        assert member.get(url("board-json")).content == mine
+    copied = [q["sql"] for q in ctx.captured_queries if any(c in q["sql"] for c in ("payload_json", "records_csv",
+                                                                                      "chart_svg"))]
+    assert copied == []  # each rendering came from this process's copy of that build
+    team_rename(team=scored.charlies, actor=scored.charlie, name="Charlie Renamed")
+    for name in first:
+        assert b"Charlie Renamed" in client.get(url(name)).content, name
+    assert b"Charlie Renamed" in member.get(url("board-json")).content
+    # A build at the same version (the bootstrap's result came in) is another build too.
+    stored = BoardSnapshot.objects.get(phase=scored.dev, view="public")
+    BoardSnapshot.objects.filter(pk=stored.pk).update(payload_json=b'{"rows": []}',
+                                                      built_at=stored.built_at + dt.timedelta(microseconds=1))
+    assert client.get(url("board-json")).content == b'{"rows": []}'

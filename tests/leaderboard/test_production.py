@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
 
-from leaderboard.settings.base import database_from_url
+from leaderboard.settings.base import SQLITE_MMAP_BYTES, database_from_url, sqlite_database
 from leaderboard.settings.choice import PRODUCTION_VARIABLES, settings_module_choose
 from tests.builders.cast import REPO
 from tests.builders.databases import database_url
@@ -273,6 +275,22 @@ def test_an_sqlite_url_is_the_embedded_database_with_its_options() -> None:
     entry = database_from_url("sqlite:////srv/readerboard/db.sqlite3")
     assert entry["ENGINE"] == "django.db.backends.sqlite3" and entry["NAME"] == "/srv/readerboard/db.sqlite3"
     assert entry["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+
+
+def test_an_sqlite_connection_reads_through_a_memory_map(db: None, tmp_path: Path) -> None:
+    # A snapshot's small columns are read past its renderings: through the page cache alone that
+    # walked megabytes of overflow pages on every board request.
+    fresh = SQLiteDatabaseWrapper({**connections["default"].settings_dict,
+                                   **sqlite_database(str(tmp_path / "mapped.sqlite3"))}, alias="mapped")
+    try:
+        fresh.connect()
+        with fresh.cursor() as cursor:
+            cursor.execute("PRAGMA mmap_size")
+            assert cursor.fetchone()[0] == SQLITE_MMAP_BYTES
+            cursor.execute("PRAGMA journal_mode")
+            assert cursor.fetchone()[0] == "wal"
+    finally:
+        fresh.close()
 
 
 def test_another_database_url_is_refused() -> None:
