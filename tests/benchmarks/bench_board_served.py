@@ -31,6 +31,7 @@ import http.client
 import json
 import math
 import os
+import runpy
 import shutil
 import socket
 import statistics
@@ -150,12 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2019)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=300, help="per endpoint")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn processes")
+    parser.add_argument("--workers", type=int, help="gunicorn processes (default: production's, 2 x cores)")
     parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn process")
     parser.add_argument("--cpu-runs", type=int, default=50, help="in-process requests per endpoint, for CPU time")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
+    if args.workers is None:  # what deploy/serve.sh runs with no READERBOARD_WEB_WORKERS
+        args.workers = int(runpy.run_path(str(REPO / "deploy" / "gunicorn.conf.py"))["workers"])
     var_dir = Path(tempfile.mkdtemp(prefix="bench_served_"))
     os.environ["READERBOARD_SECRET_KEY"] = SECRET_KEY
     bench_board.django_setup(var_dir)
@@ -232,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.wait(30)
         redis.terminate()
         log.close()
+    # A worker replaced mid-run (max_requests) boots again while the clients wait: the tail shows it.
+    served = (var_dir / "serve.log").read_text(errors="replace")
+    report["worker_boots"] = served.count("Booting worker")
+    report["worker_restarts"] = served.count("Autorestarting worker")
 
     # In-process: a change's rebuild, and a reader that meets a stale snapshot.
     from django.test import Client  # noqa: PLC0415 - after django.setup()
@@ -271,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, r in report["endpoints"].items():
         print(f"{name:<34} {r['median_ms']:>10.1f} {r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['per_s']:>7.0f}  "
               f"{r['statuses']}  (first read {first[name]:.0f} ms)")
+    print(f"gunicorn workers booted {report['worker_boots']} times ({report['worker_restarts']} replaced "
+          f"after max_requests)")
     print(f"\nCPU ms per request in-process ({args.cpu_runs} runs each): 200 / 304")
     for name, c in cpu.items():
         print(f"{name:<34} {c['200']:>7.2f} / {c['304']:>5.2f}")
