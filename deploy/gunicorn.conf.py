@@ -50,6 +50,21 @@ keepalive = 5
 # A worker is replaced (gracefully) after this many requests, so slow memory growth stays bounded.
 max_requests = _env_int("MAX_REQUESTS", 2000)
 max_requests_jitter = max_requests // 10
+# The application is loaded once, in the master, and each worker forked from it: a replaced worker
+# serves within milliseconds.  Loaded in each worker instead, every replacement cost a second of one
+# core's CPU (importing Django and the project) while its clients queued on the other worker, the
+# tail of bench_board_served.  The price: HUP starts new workers with the code already loaded, so a
+# new release needs the server restarted (TERM, then start), not reloaded.
+preload_app = True
+
+
+def pre_fork(server: object, worker: object) -> None:
+    """No database connection crosses a fork: two processes on one socket would garble each other's
+    queries.  Loading the application opens none; this keeps it so if some import ever does."""
+    from django.db import connections  # noqa: PLC0415 - Django is loaded by now (preload_app)
+
+    connections.close_all()
+
 # The workers' heartbeat files: on tmpfs where there is one (an overlay file system can stall fsync).
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 # X-Forwarded-* headers are believed only from these addresses (the proxy in front, if any).
@@ -57,5 +72,6 @@ forwarded_allow_ips = os.environ.get("READERBOARD_FORWARDED_ALLOW_IPS", "127.0.0
 accesslog = "-"
 errorlog = "-"
 # No control socket (gunicornc): one path per user for every server on the host, so two would
-# clash; signals do the same (HUP reloads, TERM stops gracefully, TTIN/TTOU add or remove a worker).
+# clash; signals do the same (HUP rereads this file and replaces the workers, TERM stops gracefully,
+# TTIN/TTOU add or remove a worker).
 control_socket_disable = True

@@ -178,6 +178,8 @@ def test_gunicorn_is_threaded_and_waits_for_uploads_in_flight_as_long_as_the_dea
     assert conf["worker_class"] == "gthread" and conf["threads"] >= 2
     assert conf["graceful_timeout"] >= settings.UPLOAD_DEADLINE_GRACE_S
     assert conf["control_socket_disable"] is True
+    # Workers are forked from the loaded application: a replaced one serves at once (bench_board_served).
+    assert conf["preload_app"] is True and callable(conf["pre_fork"])
     # Who stops the server waits as long as gunicorn does.
     assert compose()["services"]["web"]["stop_grace_period"] == f"{conf['graceful_timeout'] // 60}m"
     web = next(pod for doc, pod in k8s_pods() if doc["metadata"].get("name") == "web")

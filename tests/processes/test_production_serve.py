@@ -1,6 +1,7 @@
 """deploy/serve.sh for real: migrate, collectstatic and gunicorn serve the style sheet through
 WhiteNoise and a page read from this test's database, on two free loopback ports at once
-(READERBOARD_WEB_BIND takes several addresses), and stop on SIGTERM.
+(READERBOARD_WEB_BIND takes several addresses), keep serving while workers are replaced, and stop
+on SIGTERM.
 The production settings themselves are in tests/leaderboard/test_production.py."""
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def test_serve_sh_runs_gunicorn_with_whitenoise_on_this_database(cast: Cast, tmp
         READERBOARD_EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend",
         READERBOARD_WEB_WORKERS="2",
         READERBOARD_WEB_THREADS="2",
+        READERBOARD_WEB_MAX_REQUESTS="3",  # workers replaced during the test (no jitter below 10)
         PYTHON=sys.executable,
     )
     log = tmp_path / "serve.log"
@@ -93,6 +95,12 @@ def test_serve_sh_runs_gunicorn_with_whitenoise_on_this_database(cast: Cast, tmp
         assert _get(f"{base}/static/readerboard/no-such.css")[0] == 404
         assert _get(f"{base}/static/../private/")[0] == 404
         assert _get(f"{base}/static/..%2f..%2fsettings.py")[0] == 404
+
+        # Workers replaced after their 3 requests keep serving pages from the database: forked from
+        # the master's loaded application (preload_app), with no connection of the master's.
+        for _ in range(12):
+            status, _, page = _get(f"{base}/c/demo/")
+            assert status == 200 and "Demo MRQA" in page.decode()
     finally:
         server.send_signal(signal.SIGTERM)  # gunicorn's graceful stop: idle workers exit at once
         try:
@@ -101,4 +109,5 @@ def test_serve_sh_runs_gunicorn_with_whitenoise_on_this_database(cast: Cast, tmp
             if server.poll() is None:
                 server.kill()
     assert server.returncode == 0, log.read_text()
-    assert "Booting worker" in log.read_text()
+    served = log.read_text()
+    assert "Autorestarting worker" in served and served.count("Booting worker") > 2, served[-3000:]
