@@ -73,8 +73,10 @@ def meaning_of(lines: list[str], line: int) -> str:
     return _comment_lines(lines, above)
 
 
-def _settings_variables(path: Path, read_by: str) -> list[Variable]:
-    """``env("NAME", default)`` (and ``env_bool``, ``env_int``) calls of a settings module."""
+def _settings_variables(path: Path, read_by: str, functions: tuple[str, ...] = ("env", "env_bool", "env_int"),
+                        prefix: str = "READERBOARD_") -> list[Variable]:
+    """``env("NAME", default)`` (and ``env_bool``, ``env_int``) calls of a settings module, the default
+    as written (``2 * (os.cpu_count() or 1)``, not its first number)."""
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     tree = ast.parse(source)
@@ -82,10 +84,10 @@ def _settings_variables(path: Path, read_by: str) -> list[Variable]:
     for statement in tree.body:
         for node in ast.walk(statement):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in ("env", "env_bool", "env_int") and node.args
+                    and node.func.id in functions and node.args
                     and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
                 default = ast.unparse(node.args[1]) if len(node.args) > 1 else "required"
-                out.append(Variable(f"READERBOARD_{node.args[0].value}", read_by, default,
+                out.append(Variable(f"{prefix}{node.args[0].value}", read_by, default,
                                     meaning_of(lines, node.lineno)))
     return out
 
@@ -115,8 +117,8 @@ def settings_variables() -> list[Variable]:
                                 r'\b_env\(\s*"(?P<name>[A-Z0-9_]+)"(?:\s*,\s*(?P<default>"[^"]*"))?')
     found += _environ_variables(REPO / "deploy" / "gunicorn.conf.py", "gunicorn (`deploy/gunicorn.conf.py`)",
                                 r'os\.environ\.get\("(?P<name>READERBOARD_[A-Z0-9_]+)", (?P<default>"[^"]*")')
-    found += _environ_variables(REPO / "deploy" / "gunicorn.conf.py", "gunicorn (`deploy/gunicorn.conf.py`)",
-                                r'_env_int\("(?P<name>[A-Z0-9_]+)", (?P<default>[0-9_]+)', prefix="READERBOARD_WEB_")
+    found += _settings_variables(REPO / "deploy" / "gunicorn.conf.py", "gunicorn (`deploy/gunicorn.conf.py`)",
+                                 ("_env_int",), prefix="READERBOARD_WEB_")
     found += _environ_variables(REPO / "deploy" / "serve.sh", "`deploy/serve.sh`",
                                 r'\$\{(?P<name>READERBOARD_[A-Z0-9_]+):-(?P<default>[^}]*)\}')
     seen: set[tuple[str, str]] = set()
