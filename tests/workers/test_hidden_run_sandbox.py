@@ -4,10 +4,14 @@ real containers, is in tests/sandbox/test_page_cache_channel.py."""
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import mmap
+import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +88,58 @@ def test_a_hidden_run_has_the_host_to_itself(tmp_path: Path) -> None:
     hidden.join(5)
     late.join(5)
     assert events == ["dev", "hidden", "late dev"]
+
+
+def _resident_pages(path: Path) -> int:
+    """How many of ``path``'s pages are in the page cache (mincore(2) on a mapping of it)."""
+    size = path.stat().st_size
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert address not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+        try:
+            vector = ctypes.create_string_buffer(pages)
+            assert libc.mincore(ctypes.c_void_p(address), size, vector) == 0, ctypes.get_errno()
+            return sum(byte & 1 for byte in vector.raw)
+        finally:
+            libc.munmap(ctypes.c_void_p(address), size)
+    finally:
+        os.close(fd)
+
+
+class _Engine:
+    """What image_pages_evict asks of the engine: where the image's own layer is on this host."""
+
+    def __init__(self, upper: Path) -> None:
+        self.api = self
+        self.upper = upper
+
+    def inspect_image(self, image: str) -> dict[str, Any]:
+        return {"GraphDriver": {"Data": {"UpperDir": str(self.upper)}}}
+
+
+def test_a_hidden_copys_layer_leaves_the_page_cache_file_by_file_links_not_followed(tmp_path: Path) -> None:
+    """Whatever a hidden run read of its copy is out of the page cache after the eviction: every
+    regular file, however deep; a link in the layer is not followed out of it."""
+    upper, outside = tmp_path / "upper", tmp_path / "outside.bin"
+    deep = upper / "usr" / "lib" / "python3" / "site"
+    deep.mkdir(parents=True)
+    files = [upper / "top.bin", deep / "deep.bin"]
+    for path in [*files, outside]:
+        path.write_bytes(os.urandom(256 * 1024))
+        os.sync()  # written back: clean pages, which the eviction can drop
+        path.read_bytes()
+    (upper / "link").symlink_to(outside)
+    os.mkfifo(upper / "fifo")  # not a regular file: never opened (opening one can block or wake a writer)
+    assert all(_resident_pages(path) > 0 for path in [*files, outside])
+
+    assert runner.image_pages_evict(_Engine(upper), "readerboard-hidden:x") == 2  # type: ignore[arg-type]
+
+    assert [_resident_pages(path) for path in files] == [0, 0]
+    assert _resident_pages(outside) > 0
