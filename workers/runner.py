@@ -359,6 +359,12 @@ def sandboxed(client: docker.DockerClient, image: str, sandbox: Sandbox, policy:
     copy's pages evicted before and after.  ``keep_copy``: the copy is the base image's, kept for the
     next hidden run on this host; a team's image's copy is removed after the run.  ``instance``: the
     platform instance the worker belongs to (``LABEL_INSTANCE``); only its own leftovers are removed.
+
+    A kept copy's eviction before the run is skipped when the last run's eviction after it is known
+    to have finished (``_evicted_mark``): only hidden runs read the copy's files, one at a time, so
+    its pages are as that eviction left them.  The mark is taken before the container exists and
+    made again only once the eviction after this run is done: a worker that dies in between leaves
+    none, and the next run evicts first.
     """
     with host_slot(policy.lock_path, exclusive=sandbox.exclusive):
         if not sandbox.private_image:
@@ -370,13 +376,38 @@ def sandboxed(client: docker.DockerClient, image: str, sandbox: Sandbox, policy:
             for tag in left.tags:
                 image_remove(client, tag)
         copy = hidden_copy(client, image, instance=instance, per_run=not keep_copy)
+        mark = _evicted_mark(client, copy, policy.lock_path) if keep_copy else None
         try:
-            image_pages_evict(client, copy)
+            if mark is None or not _mark_take(mark):
+                image_pages_evict(client, copy)
             yield copy
         finally:
-            image_pages_evict(client, copy)
+            if image_pages_evict(client, copy) and mark is not None:
+                with contextlib.suppress(OSError):  # no mark: the next run evicts first
+                    mark.touch(mode=0o600)
             if not keep_copy:
                 image_remove(client, copy)
+
+
+def _evicted_mark(client: docker.DockerClient, copy: str, lock_path: Path) -> Path | None:
+    """The file that says ``copy``'s pages were evicted after its last run, beside the host's lock
+    (every worker of the host sees it; under /run a reboot, which empties the page cache too, clears
+    it).  Named by the copy's image id: a copy made again is another image.  None: not known."""
+    try:
+        image_id = str(client.api.inspect_image(copy)["Id"]).removeprefix("sha256:")
+    except (docker.errors.APIError, requests.exceptions.RequestException, KeyError):
+        return None
+    return lock_path.with_name(f"{lock_path.name}.evicted-{image_id}")
+
+
+def _mark_take(mark: Path) -> bool:
+    """Remove the mark; whether it was there (anything else, such as a folder that cannot be written:
+    not known, so the caller evicts)."""
+    try:
+        mark.unlink()
+    except OSError:
+        return False
+    return True
 
 
 def engine() -> docker.DockerClient:

@@ -114,14 +114,33 @@ def _resident_pages(path: Path) -> int:
 
 
 class _Engine:
-    """What image_pages_evict asks of the engine: where the image's own layer is on this host."""
+    """What the hidden sandbox asks of the engine about a copy: its id, where its own layer is on
+    this host, and no leftover per-run copies."""
 
     def __init__(self, upper: Path) -> None:
-        self.api = self
+        self.api = self.images = self
         self.upper = upper
 
     def inspect_image(self, image: str) -> dict[str, Any]:
-        return {"GraphDriver": {"Data": {"UpperDir": str(self.upper)}}}
+        return {"Id": "sha256:" + "c0" * 32, "GraphDriver": {"Data": {"UpperDir": str(self.upper)}}}
+
+    def list(self, **_filters: Any) -> list[Any]:
+        return []
+
+
+def _layer(tmp_path: Path) -> tuple[Path, list[Path]]:
+    upper = tmp_path / "upper"
+    (upper / "lib").mkdir(parents=True)
+    files = [upper / "a.bin", upper / "lib" / "b.bin"]
+    for path in files:
+        path.write_bytes(os.urandom(128 * 1024))
+    os.sync()  # written back: clean pages, which an eviction can drop
+    return upper, files
+
+
+def _read(files: list[Path]) -> None:
+    for path in files:
+        path.read_bytes()
 
 
 def test_a_hidden_copys_layer_leaves_the_page_cache_file_by_file_links_not_followed(tmp_path: Path) -> None:
@@ -143,3 +162,38 @@ def test_a_hidden_copys_layer_leaves_the_page_cache_file_by_file_links_not_follo
 
     assert [_resident_pages(path) for path in files] == [0, 0]
     assert _resident_pages(outside) > 0
+
+
+def test_every_hidden_run_on_a_kept_copy_starts_with_its_pages_evicted(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The eviction before a run on the base image's kept copy is skipped only when the last run's
+    eviction after it finished: a worker that died mid-run (no eviction after) leaves the next run
+    to evict first.  What each run finds is what a channel through the page cache would carry."""
+    upper, files = _layer(tmp_path)
+    engine = _Engine(upper)
+    monkeypatch.setattr(runner, "hidden_copy", lambda client, image, **_: "readerboard-hidden:kept")
+    policy = HiddenRuns(lock_path=tmp_path / "host.lock")
+    sandbox = runner.sandbox_choose(hidden=True, challenge_runtime="", worker_runtime="", policy=policy)
+
+    def hidden_run(*, dies: bool = False) -> list[int]:
+        """A hidden run that reads every file of the copy: the pages resident as it starts."""
+        with runner.sandboxed(engine, "readerboard/python", sandbox, policy, keep_copy=True,  # type: ignore[arg-type]
+                              instance="t") as copy:
+            assert copy == "readerboard-hidden:kept"
+            found = [_resident_pages(path) for path in files]
+            _read(files)
+            if dies:
+                os._exit(0)  # the worker killed: nothing after the run happens
+        return found
+
+    _read(files)  # what came before (the copy being made): evicted before the first run
+    assert hidden_run() == [0, 0]
+    assert [_resident_pages(path) for path in files] == [0, 0]  # evicted after it
+    assert hidden_run() == [0, 0]  # the mark said so: nothing to evict first
+    child = os.fork()
+    if child == 0:
+        hidden_run(dies=True)
+    os.waitpid(child, 0)
+    assert all(_resident_pages(path) > 0 for path in files)  # the dead run's reads are still there
+    assert hidden_run() == [0, 0]  # no mark: the next run evicted them first
+    assert hidden_run() == [0, 0]
