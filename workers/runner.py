@@ -364,7 +364,8 @@ def sandboxed(client: docker.DockerClient, image: str, sandbox: Sandbox, policy:
     to have finished (``_evicted_mark``): only hidden runs read the copy's files, one at a time, so
     its pages are as that eviction left them.  The mark is taken before the container exists and
     made again only once the eviction after this run is done: a worker that dies in between leaves
-    none, and the next run evicts first.
+    none, and the next run evicts first.  (A worker of an older release takes no mark: a host's
+    workers are upgraded together, docs/operators/compute-hosts.md.)
     """
     with host_slot(policy.lock_path, exclusive=sandbox.exclusive):
         if not sandbox.private_image:
