@@ -16,7 +16,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.submissions.models import Status, Submission
 from tests.builders.canary import CANARY, LEAK, plant_canaries
-from tests.builders.systems import Platform, bundle, slow_bundle, wait_for
+from tests.builders.systems import TEST_LIMITS, Platform, bundle, slow_bundle, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SCREENSHOT = Path(tempfile.gettempdir()) / "readerboard-system.png"
@@ -29,9 +29,14 @@ def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
     driver = browser
     wait = WebDriverWait(driver, 120)
     base = live_server.url
-    # Another team's system holds the only runner, so ours waits in the queue first.  It holds it
-    # for 30 s, not the fault tests' 8: logging in and uploading took longer than 8 s once in CI
-    # under load, and ours was already running when its page first loaded.
+    # Another team's system holds the only runner, so ours waits in the queue first.  The only one:
+    # the platform's second compute worker would claim ours within a tenth of a second (it is woken
+    # when a run is queued), before its page could show it queued (CI once saw it already running).
+    # It holds it for 30 s, not the fault tests' 8: logging in and uploading took longer than 8 s once
+    # in CI under load; under the test limits' 20 s it would be killed (and run again) at 20.
+    platform.compute[1].stop()
+    platform.cast.challenge.system_settings["limits"] = {**TEST_LIMITS, "time_limit_s": 60}
+    platform.cast.challenge.save()
     ahead = platform.submit(slow_bundle(sleep_s=30), who="charlie")
     wait_for(lambda: Submission.objects.get(pk=ahead).status == Status.RUNNING, 60, "the first run", platform)
 
