@@ -11,6 +11,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 
 from tests.builders.cast import Cast
+from tests.builders.chromium import page_replaced
 
 
 def board_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
@@ -58,5 +59,7 @@ def sign_in(driver: Any, base: str, user: Any) -> None:
 
 def confirm(driver: Any, wait: Any, reason: str) -> None:
     driver.find_element(By.ID, "id_reason").send_keys(reason)
-    driver.find_element(By.ID, "confirm").click()
+    button = driver.find_element(By.ID, "confirm")
+    button.click()
+    page_replaced(driver, button)  # the answer's, not the form's page (which may show an earlier message)
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".messages li.success")))

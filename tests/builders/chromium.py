@@ -18,6 +18,7 @@ import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -80,3 +81,10 @@ def page_wait(driver: Any, seconds: float = WAIT_SECONDS) -> Any:
     stale-element error WebDriverWait ignores, which means "not yet": the wait tries again (CI under
     load failed two sign-up and log-in tests on it)."""
     return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException, WebDriverException))
+
+
+def page_replaced(driver: Any, element: Any, seconds: float = WAIT_SECONDS) -> None:
+    """Wait until the page that held ``element`` is gone: a form's answer has arrived.  A check for
+    what the answer shows (a message) could otherwise pass on the page before it, which may carry
+    an earlier action's message, and the next click land on a node about to go."""
+    page_wait(driver, seconds).until(ec.staleness_of(element))

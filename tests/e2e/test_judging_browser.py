@@ -20,7 +20,7 @@ from leaderboard.judging.models import Judgment, Round, RoundState
 from leaderboard.judging.results import round_human_scores
 from tests.builders.browser import JUDGING_SHOTS as SHOTS
 from tests.builders.browser import confirm, sign_in
-from tests.builders.chromium import WAIT_SECONDS, chromium_driver, screenshot_widths
+from tests.builders.chromium import WAIT_SECONDS, chromium_driver, page_replaced, page_wait, screenshot_widths
 from tests.builders.judging import MrcWorld, mrc_world_build, mrc_world_check
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -45,7 +45,8 @@ def world() -> Iterator[MrcWorld]:
 
 def judge_with_keys(driver: Any, base: str, world: MrcWorld, round: Round, keys: Iterator[str], shots: str) -> int:
     """Judge every answer given to the signed-in judge by pressing the scores' keys; returns how many."""
-    wait = WebDriverWait(driver, WAIT_SECONDS)
+    # The key press replaces the page: a check that reads it meanwhile finds its node gone ("not yet").
+    wait = page_wait(driver)
     driver.get(f"{base}/c/{world.challenge.slug}/judge/{round.pk}/")
     done = 0
     while driver.find_elements(By.ID, "judgment-form"):
@@ -70,7 +71,9 @@ def test_an_mrc2018_round_is_judged_in_chromium_and_published_on_the_board(world
         wait.until(ec.presence_of_element_located((By.ID, "invite-form")))
         for who in ("jane@example.org", "jim"):
             organizer.find_element(By.ID, "id_user").send_keys(who)
-            organizer.find_element(By.ID, "invite").click()
+            invite = organizer.find_element(By.ID, "invite")
+            invite.click()
+            page_replaced(organizer, invite)  # the page before it shows the last invitation's message too
             wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".messages li.success")))
         organizer.find_element(By.ID, "new-round").click()
         wait.until(ec.presence_of_element_located((By.ID, "round-form")))
