@@ -310,7 +310,7 @@ def image_pages_evict(client: docker.DockerClient, image: str) -> int:
 def _regular_files(top: str) -> Iterator[str]:
     """Every regular file below ``top``, symbolic links not followed.  Regular files only: a team's
     layer may hold device nodes, never opened by the worker.  The type comes with the directory
-    entry (no stat per file: on a hidden run's path, 4,575 of them cost 11 ms of its 36)."""
+    entry: no stat per file, which for the base image's 4,575 files was 18 ms of the 45."""
     folders = [top]
     while folders:
         try:
