@@ -301,9 +301,9 @@ def test_another_database_url_is_refused() -> None:
 # --------------------------------------------------------------------------- deploy/serve.sh for real
 
 
-
-
 # --------------------------------------------------------------------------- the web process warmed
+
+
 WARMED = """
 import sys
 import leaderboard.wsgi

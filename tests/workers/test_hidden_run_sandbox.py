@@ -146,14 +146,11 @@ def _read(files: list[Path]) -> None:
 def test_a_hidden_copys_layer_leaves_the_page_cache_file_by_file_links_not_followed(tmp_path: Path) -> None:
     """Whatever a hidden run read of its copy is out of the page cache after the eviction: every
     regular file, however deep; a link in the layer is not followed out of it."""
-    upper, outside = tmp_path / "upper", tmp_path / "outside.bin"
-    deep = upper / "usr" / "lib" / "python3" / "site"
-    deep.mkdir(parents=True)
-    files = [upper / "top.bin", deep / "deep.bin"]
-    for path in [*files, outside]:
-        path.write_bytes(os.urandom(256 * 1024))
-        os.sync()  # written back: clean pages, which the eviction can drop
-        path.read_bytes()
+    upper, files = _layer(tmp_path)
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(os.urandom(128 * 1024))
+    os.sync()  # written back: clean pages, which the eviction can drop
+    _read([*files, outside])
     (upper / "link").symlink_to(outside)
     os.mkfifo(upper / "fifo")  # not a regular file: never opened (opening one can block or wake a writer)
     assert all(_resident_pages(path) > 0 for path in [*files, outside])
@@ -192,8 +189,12 @@ def test_every_hidden_run_on_a_kept_copy_starts_with_its_pages_evicted(tmp_path:
     assert hidden_run() == [0, 0]  # the mark said so: nothing to evict first
     child = os.fork()
     if child == 0:
-        hidden_run(dies=True)
-    os.waitpid(child, 0)
+        try:
+            hidden_run(dies=True)
+        finally:
+            os._exit(1)  # never back into pytest in the child, whatever happened in its run
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # it died inside its run, as a killed worker does
     assert all(_resident_pages(path) > 0 for path in files)  # the dead run's reads are still there
     assert hidden_run() == [0, 0]  # no mark: the next run evicted them first
     assert hidden_run() == [0, 0]
