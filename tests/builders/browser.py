@@ -22,10 +22,7 @@ def board_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
 
 
 def login(driver, base: str, cast: Cast, who: str) -> None:  # type: ignore[no-untyped-def]
-    client = Client()
-    client.force_login(getattr(cast, who))
-    driver.get(f"{base}/")
-    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
+    sign_in(driver, base, getattr(cast, who))
 
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-data-page"
@@ -51,6 +48,7 @@ JUDGING_SHOTS = Path(tempfile.gettempdir()) / "readerboard-judging"
 
 
 def sign_in(driver: Any, base: str, user: Any) -> None:
+    """``user``'s session in the browser, without the login form (the accounts tests use the form)."""
     client = Client()
     client.force_login(user)
     driver.get(f"{base}/")

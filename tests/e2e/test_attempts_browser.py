@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.test import Client
 from selenium.webdriver.common.by import By
 
 from leaderboard.submissions.evaluation import submission_run_finish
@@ -20,6 +19,7 @@ from leaderboard.submissions.lifecycle import (
     submission_run_platform_failure,
     submissions_reap,
 )
+from tests.builders.browser import sign_in
 from tests.builders.cast import Cast
 from tests.builders.chromium import chromium_driver
 from tests.builders.runs import bundle, gold_outputs, outcome
@@ -29,13 +29,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SHOTS = Path(tempfile.gettempdir()) / "readerboard-attempts"
 WIDTHS = (1366, 400)
 LOST_WORKER = "compute-eu-1/gpu-node-17.internal:31337"
-
-
-def sign_in(driver: Any, base: str, user: Any) -> None:
-    client = Client()
-    client.force_login(user)
-    driver.get(f"{base}/")
-    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
 
 
 def shoot(driver: Any, name: str) -> None:

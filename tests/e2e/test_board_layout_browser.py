@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.utils import timezone
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
@@ -34,6 +33,7 @@ from leaderboard.challenges.models import Phase
 from leaderboard.submissions.imports import load_results_file, results_import
 from leaderboard.submissions.reload import challenge_load
 from tests.builders.boards import WIDE_TEAMS, thousand_row_phase, wide_board_phase
+from tests.builders.browser import sign_in
 from tests.builders.cast import REPO, Cast
 from tests.builders.chromium import WAIT_SECONDS, chromium_driver
 
@@ -56,13 +56,6 @@ def shot(driver: Any, name: str) -> Path:
     driver.save_screenshot(str(path))
     assert path.stat().st_size > 10_000, path
     return path
-
-
-def login(driver: Any, base: str, user: User) -> None:
-    client = Client()
-    client.force_login(user)
-    driver.get(f"{base}/")
-    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
 
 
 LAYOUT = """
@@ -143,7 +136,7 @@ def test_a_wide_board_keeps_rank_and_system_in_view_when_scrolled_right(
 
     for view, address in (("public", url), ("organizer", f"{url}organizer/")):
         if view == "organizer":
-            login(driver, base, User.objects.get(username="organizer"))
+            sign_in(driver, base, User.objects.get(username="organizer"))
         for width in WIDTHS:
             driver.set_window_size(width, HEIGHT)
             driver.get(address)
@@ -241,7 +234,7 @@ def test_404_403_and_413_are_pages_in_the_sites_style(
     settings.ROOT_URLCONF = "tests.leaderboard.test_board_layout"  # the site, plus a page that refuses all
     settings.MAX_PREDICTION_UPLOAD_BYTES = 1_000
     base = live_server.url
-    login(driver, base, cast.alice)
+    sign_in(driver, base, cast.alice)
     big = tmp_path / "predictions.json"
     big.write_text('{"squad": {"q": "' + "a" * 200_000 + '"}}')
     for width in WIDTHS:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
@@ -27,7 +26,7 @@ from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import ScoreHistory, Status, Submission, WorkerToken
 from leaderboard.submissions.worker_api import worker_token_create
-from tests.builders.browser import board_rows
+from tests.builders.browser import board_rows, sign_in
 from tests.builders.cast import Cast
 from tests.builders.chromium import WAIT_SECONDS, chromium_driver
 from tests.builders.console import FAILED_LOG, bundle, console_world_build, run_as_worker
@@ -42,13 +41,6 @@ def browsers() -> Iterator[tuple[Any, Any]]:
     """The organizer's browser and the public's."""
     with chromium_driver(width=1366, height=1000) as organizer, chromium_driver(width=1366, height=1000) as public:
         yield organizer, public
-
-
-def sign_in(driver: Any, base: str, user: Any) -> None:
-    client = Client()
-    client.force_login(user)
-    driver.get(f"{base}/")
-    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
 
 
 def shoot(driver: Any, name: str) -> list[Path]:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.test import Client
 from selenium.webdriver.common.by import By
 
 from leaderboard.submissions.evaluation import submission_run_finish
@@ -20,6 +19,7 @@ from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.worker_api import submission_run_live_log_store
+from tests.builders.browser import sign_in
 from tests.builders.cast import Cast
 from tests.builders.chromium import chromium_driver, page_wait, screenshot_widths
 from tests.builders.runs import bundle, outcome
@@ -34,13 +34,6 @@ MORE = ("[2026-12-02 18:40:09] squad-dev.jsonl.gz: 1200 questions, batch 32, "
         "max_seq_len=384 doc_stride=128 tokenizer=/system/model/vocab.txt "
         "(a long line, as a progress report can be, wraps inside the box)\n"
         "[2026-12-02 18:40:12] squad-dev.jsonl.gz: 320/1200 answered\n")
-
-
-def sign_in(driver: Any, base: str, user: Any) -> None:
-    client = Client()
-    client.force_login(user)
-    driver.get(f"{base}/")
-    driver.add_cookie({"name": "sessionid", "value": client.cookies["sessionid"].value, "path": "/"})
 
 
 def print_so_far(pk: int, log: str) -> None:
