@@ -10,7 +10,6 @@ from django.test import Client
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 
-from tests.builders.cast import Cast
 from tests.builders.chromium import page_replaced
 
 
@@ -19,10 +18,6 @@ def board_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
         [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
         for row in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")
     ]
-
-
-def login(driver, base: str, cast: Cast, who: str) -> None:  # type: ignore[no-untyped-def]
-    sign_in(driver, base, getattr(cast, who))
 
 
 SCREENSHOTS = Path(tempfile.gettempdir()) / "readerboard-data-page"

@@ -20,7 +20,7 @@ from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.imports import ImportedEntry, results_import
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.scores import scores_write
-from tests.builders.browser import board_rows, login
+from tests.builders.browser import board_rows, sign_in
 from tests.builders.cast import Cast
 
 SHOTS = Path(tempfile.gettempdir())
@@ -80,7 +80,7 @@ def test_withheld_aggregates_read_sealed_with_a_note_and_the_organizer_view_show
     assert "CoQA" not in driver.page_source and "67.89" not in driver.page_source
     public_shots = shoot(driver, "public")
 
-    login(driver, base, cast, "oscar")
+    sign_in(driver, base, cast.oscar)
     driver.get(url)  # the public address: the public view, for an organizer too
     assert driver.find_element(By.ID, "withheld-note") and "CoQA" not in driver.page_source
     driver.get(f"{url}organizer/")

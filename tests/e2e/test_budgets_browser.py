@@ -14,7 +14,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from leaderboard.challenges.budget_tracks import budget_tracks_parse
-from tests.builders.browser import login
+from tests.builders.browser import sign_in
 from tests.builders.budget_runs import budget_run
 from tests.builders.cast import Cast
 from tests.builders.chromium import chromium_driver, screenshot_widths
@@ -66,7 +66,7 @@ def test_the_budget_page_shows_tracks_and_a_frontier_at_both_widths(cast: Cast, 
     assert driver.current_url.endswith("/board/dev/budgets/")
     driver.get(f"{live_server.url}/c/{cast.challenge.slug}/board/dev/")
     screenshot_widths(driver, SCREENSHOTS / "board")
-    login(driver, live_server.url, cast, "alice")
+    sign_in(driver, live_server.url, cast.alice)
     driver.get(f"{live_server.url}/c/{cast.challenge.slug}/submit/system/")
     assert driver.find_element(By.ID, "id_track").is_displayed()
     screenshot_widths(driver, SCREENSHOTS / "submit-system")

@@ -23,7 +23,7 @@ from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
 from leaderboard.submissions.scores import scores_write
-from tests.builders.browser import board_rows, login
+from tests.builders.browser import board_rows, sign_in
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.chromium import WAIT_SECONDS
 from tests.builders.uploads import first_qids
@@ -75,7 +75,7 @@ def test_issue16_pages_in_a_browser(cast: Cast, live_server, browser, tmp_path: 
     Challenge.objects.filter(pk=cast.challenge.pk).update(ranking_scope={"incomplete": "zero"})
 
     # The upload form: phase names, and an upload refused for two datasets names both, once each.
-    login(driver, base, cast, "alice")
+    sign_in(driver, base, cast.alice)
     driver.get(f"{base}/c/demo/submit/")
     phase = Select(driver.find_element(By.ID, "id_phase"))
     assert [o.text for o in phase.options] == ["---------", "Dev", "Test"]

@@ -13,7 +13,7 @@ from selenium.webdriver.support.ui import Select
 
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
-from tests.builders.browser import login
+from tests.builders.browser import sign_in
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.chromium import screenshot_widths
 
@@ -32,7 +32,7 @@ def test_links_forms_and_averages_say_what_they_mean(cast: Cast, live_server, br
                                           upload=upload(gold_predictions(wrong_every=4)),
                                           limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES)
     submission_evaluate(first.pk)
-    login(driver, base, cast, "alice")
+    sign_in(driver, base, cast.alice)
 
     driver.get(f"{base}/c/demo/")
     accepts = [row.find_elements(By.TAG_NAME, "td")[5].text for row in

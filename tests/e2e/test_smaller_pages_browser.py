@@ -22,7 +22,7 @@ from leaderboard.challenges.models import Challenge, Phase
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
-from tests.builders.browser import login
+from tests.builders.browser import sign_in
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.chromium import WAIT_SECONDS, screenshot_widths
 
@@ -57,7 +57,7 @@ def test_the_changed_pages_at_both_widths(cast: Cast, live_server, browser, tmp_
     assert "Dev: open, 3 days 4 h left" in driver.find_element(By.CSS_SELECTOR, ".challenge-status").text
     screenshot_widths(driver, SHOTS / "home")
 
-    login(driver, base, cast, "alice")
+    sign_in(driver, base, cast.alice)
     driver.get(f"{base}/c/demo/submissions/{mine.pk}/")
     assert text_of(driver, "board-place") == "rank 2 of 2 on the Dev board"
     assert "SQuAD (Split I) is not in it." in text_of(driver, "averages")
@@ -87,7 +87,7 @@ def test_the_changed_pages_at_both_widths(cast: Cast, live_server, browser, tmp_
                                   failure_cause="platform", failure_reason="the platform could not run it",
                                   description=f"engine down {i}")
     driver.delete_all_cookies()
-    login(driver, base, cast, "oscar")
+    sign_in(driver, base, cast.oscar)
     driver.get(f"{base}/c/demo/console/")
     counts = text_of(driver, "status-counts")
     assert "platform errors (not the teams' fault, not counted) 8" in counts, counts

@@ -19,7 +19,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboard.submissions.models import Submission
-from tests.builders.browser import login, screenshot
+from tests.builders.browser import screenshot, sign_in
 from tests.builders.cast import Cast
 from tests.builders.chromium import WAIT_SECONDS
 from tests.builders.storage import finish, post_id, weights
@@ -39,7 +39,7 @@ def test_the_budget_is_stated_used_refused_and_a_freed_file_is_explained(
     finish(kept, score=20, days_ago=50)
     driver = browser
     base = live_server.url
-    login(driver, base, cast, "alice")
+    sign_in(driver, base, cast.alice)
 
     driver.get(f"{base}/c/demo/")
     budget = driver.find_element(By.ID, "storage-budget").text
