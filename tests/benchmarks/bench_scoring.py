@@ -94,31 +94,35 @@ def _dureader(task: str) -> Callable[[Files], list[str]]:
     return lambda files: [str(files["pred"]), str(files["ref"]), task]
 
 
+# Issue 29 ("Fast where people wait"): every command within 1.5 yardsticks.  The issue before it asked
+# for 5x (token F1), 15x (character metrics) and 8x (conversational); all of those are met.
+TARGET = 1.5
+
 _SQUAD = (("dataset", "json"), ("pred", "json"))
 _DUREADER = (("pred", "jsonl"), ("ref", "jsonl"))
 
 COMMANDS: tuple[Command, ...] = (
-    Command("squad1", "squad1", "squad1", _paths("dataset", "pred"), _SQUAD, 5, "10-14x"),
-    Command("squad2", "squad2", "squad2", _paths("dataset", "pred"), _SQUAD, 5, "10-14x"),
+    Command("squad1", "squad1", "squad1", _paths("dataset", "pred"), _SQUAD, TARGET, "10-14x"),
+    Command("squad2", "squad2", "squad2", _paths("dataset", "pred"), _SQUAD, TARGET, "10-14x"),
     Command(
         "squad2-n", "squad2", "squad2",
         lambda f: [str(f["dataset"]), str(f["pred"]), "-n", str(f["na_prob"])],
-        (*_SQUAD, ("na_prob", "json")), 5, "10-14x",
+        (*_SQUAD, ("na_prob", "json")), TARGET, "10-14x",
     ),
     Command("mrqa", "mrqa", "mrqa", _paths("dataset", "pred"),
-            (("dataset", "jsonl.gz"), ("pred", "json")), 5, "10-14x"),
-    Command("dureader-main", "dureader", "dureader", _dureader("main"), _DUREADER, 15, "330x"),
-    Command("dureader-all", "dureader", "dureader", _dureader("all"), _DUREADER, 15, "~310x"),
-    Command("dureader-entity", "dureader", "dureader", _dureader("entity"), _DUREADER, 15, "~45x"),
-    Command("mrc2018", "dureader", "mrc2018", _paths("pred", "ref"), _DUREADER, 15, "420x"),
+            (("dataset", "jsonl.gz"), ("pred", "json")), TARGET, "10-14x"),
+    Command("dureader-main", "dureader", "dureader", _dureader("main"), _DUREADER, TARGET, "330x"),
+    Command("dureader-all", "dureader", "dureader", _dureader("all"), _DUREADER, TARGET, "~310x"),
+    Command("dureader-entity", "dureader", "dureader", _dureader("entity"), _DUREADER, TARGET, "~45x"),
+    Command("mrc2018", "dureader", "mrc2018", _paths("pred", "ref"), _DUREADER, TARGET, "420x"),
     Command("mrc2018-alpha2", "dureader", "mrc2018",
-            lambda f: [str(f["pred"]), str(f["ref"]), "--alpha", "2.0"], _DUREADER, 15, "~420x"),
+            lambda f: [str(f["pred"]), str(f["ref"]), "--alpha", "2.0"], _DUREADER, TARGET, "~420x"),
     Command("quac", "quac", "quac",
             lambda f: ["--val_file", str(f["dataset"]), "--model_output", str(f["pred"])],
-            (("dataset", "json"), ("pred", "jsonl")), 8, "47-49x"),
+            (("dataset", "json"), ("pred", "jsonl")), TARGET, "47-49x"),
     Command("coqa", "coqa", "coqa",
             lambda f: ["--data-file", str(f["dataset"]), "--pred-file", str(f["pred"])],
-            (("dataset", "json"), ("pred", "json")), 8, "47-49x"),
+            (("dataset", "json"), ("pred", "json")), TARGET, "47-49x"),
 )
 COMMAND_NAMES = tuple(c.name for c in COMMANDS)
 
