@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from leaderboard.core.display import shown_text_validate
+
 
 class TeamKind(models.TextChoices):
     PARTICIPANT = "participant", "participant team"
@@ -14,9 +16,9 @@ class TeamKind(models.TextChoices):
 
 class Team(models.Model):
     challenge = models.ForeignKey("challenges.Challenge", on_delete=models.CASCADE, related_name="teams")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[shown_text_validate])
     kind = models.CharField(max_length=16, choices=TeamKind.choices, default=TeamKind.PARTICIPANT)
-    affiliation = models.CharField(max_length=200, blank=True)
+    affiliation = models.CharField(max_length=200, blank=True, validators=[shown_text_validate])
     # Shown as "Anonymous" on public boards; members and organizers still see the name.
     is_anonymous = models.BooleanField(default=False)
     # Anyone holding the code may join; the owner can rotate it.

@@ -45,6 +45,7 @@ from leaderboard.accounts.selectors import (
 )
 from leaderboard.challenges.models import CampaignConsent, Challenge
 from leaderboard.challenges.versions import board_changed
+from leaderboard.core.display import shown_text_problem
 from leaderboard.core.errors import Conflict, NotFound, PermissionDenied, ServiceError, TooManyAttempts
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,23 @@ def _team_name(name: str) -> str:
     name = name.strip()
     if not name or len(name) > 100:
         raise ServiceError(TEAM_NAME_RULE, field="name")
+    _shown_text_check(name, field="name", what="the team's name")
     return name
+
+
+def _team_affiliation(affiliation: str) -> str:
+    affiliation = affiliation.strip()
+    if len(affiliation) > 200:
+        raise ServiceError("an affiliation has at most 200 characters", field="affiliation")
+    _shown_text_check(affiliation, field="affiliation", what="the affiliation")
+    return affiliation
+
+
+def _shown_text_check(text: str, *, field: str, what: str) -> None:
+    # Boards, pages and exports show this text to everyone: one rule for what it may hold.
+    problem = shown_text_problem(text)
+    if problem is not None:
+        raise ServiceError(f"{what} {problem}: use visible characters only", field=field)
 
 
 def team_rules_set(*, challenge: Challenge, approval_required: bool) -> None:
@@ -81,6 +98,7 @@ def team_create(
 ) -> Team:
     user_take_part_check(user=owner)
     name = _team_name(name)
+    affiliation = _team_affiliation(affiliation)
     try:
         with transaction.atomic():
             team = Team.objects.create(
@@ -103,6 +121,7 @@ def team_create(
 
 def baseline_team_get_or_create(*, challenge: Challenge, name: str) -> Team:
     """The marked row for a baseline or published system; a participant team's name is refused."""
+    _shown_text_check(name, field="name", what=f"the baseline's name {name!r}")
     team, _ = Team.objects.get_or_create(
         challenge=challenge,
         name=name[:100],
@@ -176,7 +195,7 @@ def team_update(*, team: Team, actor: User, is_anonymous: bool | None = None, af
     if is_anonymous is not None:
         team.is_anonymous = is_anonymous
     if affiliation is not None:
-        team.affiliation = affiliation
+        team.affiliation = _team_affiliation(affiliation)
     with transaction.atomic():
         team.save(update_fields=["is_anonymous", "affiliation"])
         board_changed(challenge_id=team.challenge_id)  # the boards show both

@@ -39,7 +39,8 @@ from leaderboard.submissions.campaigns import campaign_summary
 
 OWN_LINK_TEMPLATE = "rankings/board_own_link.html"
 # Marks around a slot while a page is rendered for its snapshot: "\0kind:team\1...\2".  Control
-# characters no template writes; a participant's text that holds one makes the page unslotted.
+# characters no template writes, and no team's name or affiliation may hold (core.display's
+# shown_text_problem); a row stored before that rule which holds one makes the page unslotted.
 _OPEN, _MID, _CLOSE = "\x00", "\x01", "\x02"
 ROW, NAME, CHART, OWN_LINK = "row", "name", "chart", "own_link"
 
