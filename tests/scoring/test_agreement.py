@@ -13,6 +13,8 @@ from sklearn.metrics import cohen_kappa_score
 from scoring.agreement import (
     LEVELS,
     AgreementRow,
+    Level,
+    Weights,
     agreement_table,
     cohen_kappa,
     kendall_tau_b,
@@ -40,8 +42,8 @@ def _units(reliability: list[list[float]]) -> list[list[float | None]]:
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_alpha_of_krippendorffs_own_example(level: str) -> None:
-    alpha = krippendorff_alpha(_units(TEXTBOOK), level=level)  # type: ignore[arg-type]
+def test_alpha_of_krippendorffs_own_example(level: Level) -> None:
+    alpha = krippendorff_alpha(_units(TEXTBOOK), level=level)
     assert alpha is not None
     assert round(alpha, 3) == TEXTBOOK_ALPHA[level]
     assert alpha == pytest.approx(krippendorff.alpha(reliability_data=TEXTBOOK, level_of_measurement=level),
@@ -50,14 +52,14 @@ def test_alpha_of_krippendorffs_own_example(level: str) -> None:
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("seed", range(8))
-def test_alpha_equals_the_krippendorff_package_with_missing_values(level: str, seed: int) -> None:
+def test_alpha_equals_the_krippendorff_package_with_missing_values(level: Level, seed: int) -> None:
     rng = np.random.default_rng(seed)
     judges, items = int(rng.integers(2, 6)), int(rng.integers(5, 60))
     truth = rng.integers(1, 6, size=items)
     ratings = np.clip(truth[None, :] + rng.integers(-1, 2, size=(judges, items)), 1, 5).astype(float)
     ratings[rng.random(ratings.shape) < 0.3] = np.nan
     domain = [1.0, 2.0, 3.0, 4.0, 5.0]
-    ours = krippendorff_alpha(_units(ratings.tolist()), level=level, values=domain)  # type: ignore[arg-type]
+    ours = krippendorff_alpha(_units(ratings.tolist()), level=level, values=domain)
     theirs = krippendorff.alpha(reliability_data=ratings, level_of_measurement=level, value_domain=domain)
     if math.isnan(theirs):
         assert ours is None
@@ -79,14 +81,14 @@ def test_alpha_rejects_a_value_off_the_scale() -> None:
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
 @pytest.mark.parametrize("seed", range(6))
-def test_kappa_equals_sklearn(weights: str | None, seed: int) -> None:
+def test_kappa_equals_sklearn(weights: Weights, seed: int) -> None:
     rng = np.random.default_rng(seed)
     first = rng.integers(1, 6, size=40)
     second = np.clip(first + rng.integers(-2, 3, size=40), 1, 5)
-    ours = cohen_kappa(first.tolist(), second.tolist(), weights=weights)  # type: ignore[arg-type]
+    ours = cohen_kappa(first.tolist(), second.tolist(), weights=weights)
     assert ours == pytest.approx(cohen_kappa_score(first, second, weights=weights), abs=1e-12)
     labels = [1, 2, 3, 4, 5, 6]  # an unused label changes the weighted kappa's positions, not the plain one
-    assert cohen_kappa(first.tolist(), second.tolist(), weights=weights, labels=labels) == pytest.approx(  # type: ignore[arg-type]
+    assert cohen_kappa(first.tolist(), second.tolist(), weights=weights, labels=labels) == pytest.approx(
         cohen_kappa_score(first, second, weights=weights, labels=labels), abs=1e-12)
 
 
@@ -141,7 +143,7 @@ def test_agreement_table_groups_then_overall() -> None:
     assert yes_no.kappa == pytest.approx(cohen_kappa_score([1, 2, 5], [1, 3, 4], labels=[1, 2, 3, 4, 5]))
     assert entity.kappa is None and overall.kappa is None  # an item with three judgments
     assert entity.pearson == pytest.approx(stats.pearsonr([1, 4, 3], [2, 5, 3]).statistic)
-    reliability = [[1, 2, 5, 1, 4, 3], [1, 3, 4, 2, 5, 3], [NAN, NAN, NAN, 2, NAN, NAN]]
+    reliability: list[list[float]] = [[1, 2, 5, 1, 4, 3], [1, 3, 4, 2, 5, 3], [NAN, NAN, NAN, 2, NAN, NAN]]
     assert overall.alpha == pytest.approx(
         krippendorff.alpha(reliability_data=reliability, level_of_measurement="ordinal",
                            value_domain=[1, 2, 3, 4, 5]), abs=1e-12)

@@ -44,9 +44,9 @@ def test_mrc2018_records_give_question_type_and_source_slices_with_their_rouge_l
     assert [f.name for f in breakdown.families] == [QUESTION_TYPE, SOURCE]
     # DuReader's order of question types, not the records' order.
     assert list(by_slice(breakdown, QUESTION_TYPE)) == ["YES_NO", "ENTITY", "DESCRIPTION"]
-    assert by_slice(breakdown, QUESTION_TYPE)["YES_NO"] == (2, pytest.approx(50.0))
-    assert by_slice(breakdown, QUESTION_TYPE)["DESCRIPTION"] == (2, pytest.approx(30.0))
-    assert by_slice(breakdown, SOURCE) == {"search": (3, pytest.approx(190 / 3)), "zhidao": (2, pytest.approx(10.0))}
+    assert by_slice(breakdown, QUESTION_TYPE)["YES_NO"] == pytest.approx((2, 50.0))
+    assert by_slice(breakdown, QUESTION_TYPE)["DESCRIPTION"] == pytest.approx((2, 30.0))
+    assert by_slice(breakdown, SOURCE) == {"search": pytest.approx((3, 190 / 3)), "zhidao": pytest.approx((2, 10.0))}
 
 
 def test_squad2_records_give_answerable_and_level_slices_and_gold_gives_answer_length() -> None:
@@ -60,12 +60,12 @@ def test_squad2_records_give_answerable_and_level_slices_and_gold_gives_answer_l
     lengths = {"a": "1", "b": "8+", "c": "no answer", "d": "no answer", "e": "2-3"}
     breakdown = dataset_breakdown("squad2", records, answer_lengths=lengths, samples=200)
     assert [f.name for f in breakdown.families] == [LEVEL, ANSWERABLE, ANSWER_LENGTH]
-    assert by_slice(breakdown, ANSWERABLE) == {"answerable": (3, pytest.approx(175 / 3)),
-                                               "unanswerable": (1 + 1, pytest.approx(50.0))}
+    assert by_slice(breakdown, ANSWERABLE) == {"answerable": pytest.approx((3, 175 / 3)),
+                                               "unanswerable": pytest.approx((1 + 1, 50.0))}
     assert list(by_slice(breakdown, LEVEL)) == ["LEVEL1", "LEVEL2", "no level"]
-    assert by_slice(breakdown, LEVEL)["no level"] == (3, pytest.approx(175 / 3))
+    assert by_slice(breakdown, LEVEL)["no level"] == pytest.approx((3, 175 / 3))
     assert list(by_slice(breakdown, ANSWER_LENGTH)) == ["1", "2-3", "8+", "no answer"]
-    assert by_slice(breakdown, ANSWER_LENGTH)["8+"] == (1, pytest.approx(50.0))
+    assert by_slice(breakdown, ANSWER_LENGTH)["8+"] == pytest.approx((1, 50.0))
     # Without the gold, no answer-length family (the records do not hold the answers).
     assert ANSWER_LENGTH not in [f.name for f in dataset_breakdown("squad2", records, samples=50).families]
 
@@ -76,9 +76,9 @@ def test_quac_turns_come_from_the_qid_and_filtered_questions_do_not_count() -> N
     breakdown = dataset_breakdown("quac", records, samples=100)
     assert breakdown.questions == 7
     # q#0 is the dialog's first turn; q#4 and later are "5+".
-    assert by_slice(breakdown, TURN) == {"1": (1, pytest.approx(0.0)), "2": (1, pytest.approx(10.0)),
-                                         "3": (1, pytest.approx(20.0)), "4": (1, pytest.approx(30.0)),
-                                         "5+": (3, pytest.approx(50.0))}
+    assert by_slice(breakdown, TURN) == {"1": pytest.approx((1, 0.0)), "2": pytest.approx((1, 10.0)),
+                                         "3": pytest.approx((1, 20.0)), "4": pytest.approx((1, 30.0)),
+                                         "5+": pytest.approx((3, 50.0))}
 
 
 def test_coqa_records_give_source_and_turn_slices() -> None:
@@ -87,9 +87,9 @@ def test_coqa_records_give_source_and_turn_slices() -> None:
                                                  (6, "race", 0.5), (5, "wikipedia", 0.0)])]
     breakdown = dataset_breakdown("coqa", records, samples=100)
     assert [f.name for f in breakdown.families] == [SOURCE, TURN]
-    assert by_slice(breakdown, TURN) == {"1": (2, pytest.approx(75.0)), "2": (1, pytest.approx(0.0)),
-                                         "5+": (2, pytest.approx(25.0))}
-    assert by_slice(breakdown, SOURCE)["race"] == (2, pytest.approx(50.0))
+    assert by_slice(breakdown, TURN) == {"1": pytest.approx((2, 75.0)), "2": pytest.approx((1, 0.0)),
+                                         "5+": pytest.approx((2, 25.0))}
+    assert by_slice(breakdown, SOURCE)["race"] == pytest.approx((2, 50.0))
 
 
 def test_a_family_with_one_slice_or_an_unlabelled_question_is_left_out() -> None:
@@ -136,7 +136,7 @@ def test_intervals_contain_the_mean_and_are_reproducible_with_the_seed() -> None
 
 def test_a_constant_slice_has_a_zero_width_interval() -> None:
     [only] = slice_intervals([40.0] * 10, ["x"] * 10, samples=100)
-    assert (only.ci_low, only.score, only.ci_high) == (pytest.approx(40.0),) * 3
+    assert (only.ci_low, only.score, only.ci_high) == pytest.approx((40.0,) * 3)
 
 
 def _family(name: str, labels: list[str]) -> Family:

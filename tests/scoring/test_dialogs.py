@@ -36,7 +36,8 @@ COQA = SHARED / "coqa-excerpt" / "coqa-dev-v1.0.json"
 
 @pytest.fixture(scope="module")
 def quac() -> dict:
-    return json.loads(QUAC.read_text())
+    document: dict = json.loads(QUAC.read_text())
+    return document
 
 
 def play(session: Session, answer: str = "my answer") -> list[dict]:
@@ -158,7 +159,7 @@ CANARY = "CANARY-7f3a-gold-answer"
 
 def with_canary(document: dict, fmt: str) -> dict:
     """The document with every gold answer text replaced by one carrying the canary."""
-    planted = json.loads(json.dumps(document))
+    planted: dict = json.loads(json.dumps(document))
     if fmt == "quac":
         for article in planted["data"]:
             for par in article["paragraphs"]:

@@ -24,6 +24,7 @@ from scoring.charmetrics import (
     strip_whitespace,
     sum_bleu_stats,
 )
+from scoring.errors import InputFormatError
 from tests.builders.shared import shared_path
 from tests.scoring.helpers import parametrize_golden, run_cli
 
@@ -144,7 +145,7 @@ def test_raw_source_comes_from_the_file_name(tmp_path: Path) -> None:
     preds, refs = dureader.load_raw_dureader(path)
     assert refs[1].source == "zhidao" and preds[1].answers == ["北京"]
     other = _write_lines(tmp_path / "dev.json", [raw])
-    with pytest.raises(dureader.InputFormatError, match="source"):
+    with pytest.raises(InputFormatError, match="source"):
         dureader.load_raw_dureader(other)
     assert dureader.load_raw_dureader(other, source="search")[1][1].source == "search"
 

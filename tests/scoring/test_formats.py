@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Sequence
 
 import pytest
 
@@ -20,7 +21,7 @@ DUREADER = [{"question_id": 1, "question": "?", "documents": [], "answers": ["a"
 MRQA = [{"header": {"dataset": "SQuAD", "split": "dev"}}, {"id": "c1", "context": "c", "qas": []}]
 
 
-def lines(objects: list[dict]) -> bytes:
+def lines(objects: Sequence[object]) -> bytes:
     return "".join(json.dumps(o) + "\n" for o in objects).encode()
 
 

@@ -154,7 +154,9 @@ def test_bootstrap_is_reproducible_with_a_seed() -> None:
     assert one == bootstrap_correlation_difference(human, good, weak, seed=3)
     other = bootstrap_correlation_difference(human, good, weak, seed=4)
     assert (other.ci_low, other.ci_high) != (one.ci_low, one.ci_high)
-    assert one.samples == 100 and one.difference == pytest.approx(pearson(human, good) - pearson(human, weak))
+    good_r, weak_r = pearson(human, good), pearson(human, weak)
+    assert good_r is not None and weak_r is not None
+    assert one.samples == 100 and one.difference == pytest.approx(good_r - weak_r)
 
 
 def test_a_clearly_better_metric_wins_every_resample() -> None:

@@ -242,9 +242,9 @@ def test_cached_scorer_agrees_with_the_one_string_functions() -> None:
 
 
 def test_repeated_tokens_are_counted_as_a_multiset() -> None:
-    assert CachedScorer().best_v1("cat cat dog", ["cat dog dog"]) == (0, pytest.approx(2 / 3))
-    assert CachedScorer().best_v1("cat cat", ["cat dog"]) == (0, pytest.approx(0.5))
-    assert CachedScorer().best_v1("cat dog", ["cat cat cat"]) == (0, pytest.approx(0.4))
+    assert CachedScorer().best_v1("cat cat dog", ["cat dog dog"]) == pytest.approx((0, 2 / 3))
+    assert CachedScorer().best_v1("cat cat", ["cat dog"]) == pytest.approx((0, 0.5))
+    assert CachedScorer().best_v1("cat dog", ["cat cat cat"]) == pytest.approx((0, 0.4))
 
 
 # --------------------------------------------------------------------------- v1.1 behaviour
@@ -354,11 +354,15 @@ def test_best_threshold_does_not_group_ties_and_keeps_file_order() -> None:
     preds = {"a": "x", "b": "y", "c": "z"}
     # a and b tie at 0.5.  In file order a (+1) is counted before b (-1), so the best
     # (3 of 3) is reached in the middle of the tie; grouped, the tie would net 0.
-    assert find_best_thresh(preds, scores, {"a": 0.5, "b": 0.5, "c": 0.1}, has_ans) == (pytest.approx(100.0), 0.5)
+    # The threshold is one of the given probabilities, so it is compared exactly; the score approximately.
+    best, thresh = find_best_thresh(preds, scores, {"a": 0.5, "b": 0.5, "c": 0.1}, has_ans)
+    assert best == pytest.approx(100.0) and thresh == 0.5
     # The same probabilities in the other file order: b first, and the best stays at c.
-    assert find_best_thresh(preds, scores, {"b": 0.5, "a": 0.5, "c": 0.1}, has_ans) == (pytest.approx(200 / 3), 0.1)
+    best, thresh = find_best_thresh(preds, scores, {"b": 0.5, "a": 0.5, "c": 0.1}, has_ans)
+    assert best == pytest.approx(200 / 3) and thresh == 0.1
     # cur starts at the number of unanswerable questions (1), denominator len(scores).
-    assert find_best_thresh(preds, scores, {"b": 0.2, "a": 0.5, "c": 0.6}, has_ans) == (pytest.approx(200 / 3), 0.6)
+    best, thresh = find_best_thresh(preds, scores, {"b": 0.2, "a": 0.5, "c": 0.6}, has_ans)
+    assert best == pytest.approx(200 / 3) and thresh == 0.6
 
 
 def test_best_threshold_counts_a_blank_answer_as_an_answer() -> None:
