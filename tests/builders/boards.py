@@ -59,7 +59,7 @@ def wide_board_phase(tmp_path: Path) -> Phase:
     rng = random.Random(2019)
     entries = []
     for i, (name, affiliation) in enumerate(WIDE_TEAMS):
-        scores = {}
+        scores: dict[str, dict[str, float | None]] = {}
         for slug in slugs:
             f1 = round(rng.uniform(35, 90) - i, 2)
             scores[slug] = {"f1": f1, "em": round(f1 - rng.uniform(5, 15), 2)}

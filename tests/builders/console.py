@@ -20,6 +20,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django.test import Client
 
+from leaderboard.accounts.models import Team
 from leaderboard.challenges.models import Challenge, Dataset
 from leaderboard.challenges.suites.base import DatasetResult
 from leaderboard.sandbox.contract import RunOutcome, RunPlan
@@ -116,7 +117,7 @@ def console_world_build(cast: Cast) -> ConsoleWorld:
 ALPHA_TEST = {"xquad-en": {"f1": 81.25, "em": 70.5}, "coqa": {"f1": 67.8912, "em": 61.2345}}
 
 
-def _scored_run(cast: Cast, *, team, user, scores: dict[str, dict[str, float]]) -> tuple[Submission, bytes]:
+def _scored_run(cast: Cast, *, team: Team, user: User, scores: dict[str, dict[str, float]]) -> tuple[Submission, bytes]:
     """A test-phase submission scored on XQuAD-en and on sealed CoQA, as a worker would write it.
 
     Prediction uploads never cover Split III (teams never see its questions), so the

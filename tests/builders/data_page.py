@@ -10,17 +10,9 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.http import HttpResponse
-
 from tests.builders.cast import DEMO_DATA
 
 TRAIN_FILE = DEMO_DATA / "mrqa" / "SQuAD.train.jsonl.gz"
-
-
-def body(response: HttpResponse) -> bytes:
-    if getattr(response, "streaming", False):
-        return b"".join(response.streaming_content)  # type: ignore[attr-defined]
-    return response.content
 
 
 def run_kit_locally(kit: bytes, dev_files: dict[str, bytes], workdir: Path) -> tuple[Path, list[dict]]:

@@ -106,7 +106,8 @@ def mrc_world_build() -> MrcWorld:
              for name in ("organizer", "alice", "bea", "gus", "jane", "jim", "dave")}
     challenge = challenge_load(spec_path=MRC_SPEC)
     dev = challenge.phases.get(slug="dev")
-    world = MrcWorld(challenge, dev, **users)
+    world = MrcWorld(challenge, dev, organizer=users["organizer"], alice=users["alice"], bea=users["bea"],
+                     gus=users["gus"], jane=users["jane"], jim=users["jim"], dave=users["dave"])
     for kind, (owner, name) in {"gold": ("alice", "Alpha"), "half": ("bea", "Beta"),
                                 "mixed": ("gus", "Gamma")}.items():
         team = team_create(challenge=challenge, owner=users[owner], name=name)

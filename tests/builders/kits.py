@@ -30,7 +30,7 @@ from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import Challenge
 from leaderboard.sandbox.archives import bundle_inspect
 from leaderboard.submissions.reload import challenge_load
-from tests.builders.data_page import body
+from tests.builders.responses import body
 
 REPO = Path(__file__).resolve().parents[2]
 DEMOS = sorted((REPO / "deploy" / "demo").glob("*.yaml"))

@@ -6,11 +6,13 @@ import html
 import io
 import json
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.test import Client
 
 from leaderboard.accounts.services import api_token_obtain
+from leaderboard.challenges.models import Phase
 from tests.builders.cast import Cast, gold_predictions
 
 CHANNELS = ("web", "api-token", "api-session")
@@ -22,8 +24,8 @@ class Outcome:
     message: str
 
 
-def post(cast: Cast, channel: str, content: bytes, *, name: str = "preds.json", phase=None, user: str = "alice",
-         extra: dict | None = None) -> Outcome:
+def post(cast: Cast, channel: str, content: bytes, *, name: str = "preds.json", phase: Phase | None = None,
+         user: str = "alice", extra: dict | None = None) -> Outcome:
     """Upload through one channel; the message is the form error (web) or the JSON detail (API)."""
     phase = phase or cast.dev
     file = io.BytesIO(content)
@@ -46,7 +48,7 @@ def post(cast: Cast, channel: str, content: bytes, *, name: str = "preds.json", 
     return Outcome(response.status_code, data["detail"])
 
 
-def zip_of(members: dict[str, bytes | str]) -> bytes:
+def zip_of(members: Mapping[str, bytes | str]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():

@@ -125,7 +125,7 @@ def test_an_mrc2018_yes_no_label_that_is_not_a_list_of_strings_is_refused_naming
     suite = SUITES["mrc2018"]
     gold = GOLDS["mrc2018"](tmp_path)
     qids = suite.inspect_gold(gold.read_bytes(), filename=gold.name).qids
-    preds = {qid: {"answers": ["x"], "yesno_answers": ["Yes"]} for qid in qids}
+    preds: dict[str, dict[str, object]] = {qid: {"answers": ["x"], "yesno_answers": ["Yes"]} for qid in qids}
     preds[qids[3]] = {"answers": ["x"], "yesno_answers": "Yes"}
     raw = json.dumps(preds).encode()
     per_dataset = parse_upload(raw, filename="p.json", targets=[DatasetTarget("data", (), qids)],

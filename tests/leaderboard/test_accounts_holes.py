@@ -42,6 +42,7 @@ from leaderboard.challenges.spec import SpecError
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.reload import challenge_load
 from tests.builders.cast import SPEC, Cast, gold_predictions
+from tests.builders.responses import ClientResponse
 
 PASSWORD = "Correct-horse-battery-staple-9"
 INVALID_LOGIN = "Please enter a correct username and password"
@@ -102,13 +103,14 @@ def test_a_device_cookie_is_limited_itself_and_cannot_be_forged(cast: Cast) -> N
 
 def test_the_client_address_is_the_last_entry_of_the_proxy_header(cast: Cast, settings: Any) -> None:
     settings.CLIENT_ADDRESS_HEADER = "HTTP_X_FORWARDED_FOR"
-    proxy = {"REMOTE_ADDR": "127.0.0.1"}
-    guesser = {**proxy, "HTTP_X_FORWARDED_FOR": "10.6.6.6"}
+    # WSGI environ for every request of a Client (its **defaults, which take any value).
+    proxy: dict[str, Any] = {"REMOTE_ADDR": "127.0.0.1"}
+    guesser: dict[str, Any] = {**proxy, "HTTP_X_FORWARDED_FOR": "10.6.6.6"}
     for _ in range(settings.LOGIN_FAILURE_CLIENT_LIMIT):
         Client(**guesser).post("/accounts/login/", {"username": "oscar", "password": "wrong"})
     assert log_in(Client(**guesser), "oscar", "oscar-pw") == 429
     # An entry the client wrote itself before the proxy's is not taken for its address.
-    forging = {**proxy, "HTTP_X_FORWARDED_FOR": "10.0.0.1, 10.6.6.6"}
+    forging: dict[str, Any] = {**proxy, "HTTP_X_FORWARDED_FOR": "10.0.0.1, 10.6.6.6"}
     assert log_in(Client(**forging), "oscar", "oscar-pw") == 429
     assert log_in(Client(**proxy, HTTP_X_FORWARDED_FOR="10.0.0.1"), "oscar", "oscar-pw") == 302
     request = Client(**forging).get("/").wsgi_request
@@ -129,20 +131,20 @@ def test_the_throttle_keeps_each_row_for_its_own_window_only(cast: Cast) -> None
 # --------------------------------------------------------------------------- confirmed addresses
 
 
-def sign_up(client: Client, username: str = "erin", email: str = "erin@example.org") -> object:
+def sign_up(client: Client, username: str = "erin", email: str = "erin@example.org") -> ClientResponse:
     return client.post("/accounts/signup/", {"username": username, "email": email, "password1": PASSWORD,
                                              "password2": PASSWORD}, follow=True)
 
 
 def link_in(message: mail.EmailMessage) -> str:
-    found = re.search(r"http://testserver(/accounts/confirm/\S+/)", message.body)
+    found = re.search(r"http://testserver(/accounts/confirm/\S+/)", str(message.body))
     assert found, message.body
     return found.group(1)
 
 
 def test_a_new_account_confirms_its_address_before_it_takes_part(cast: Cast) -> None:
     erin = Client()
-    page = sign_up(erin).content.decode()  # type: ignore[attr-defined]
+    page = sign_up(erin).content.decode()
     assert "We sent a link to erin@example.org" in page
     user = User.objects.get(username="erin")
     assert PendingConfirmation.objects.filter(user=user).exists() and not user_may_take_part(user=user)

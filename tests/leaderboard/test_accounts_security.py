@@ -18,6 +18,7 @@ import stat
 import time
 import uuid
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
@@ -27,15 +28,18 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
+from django.http import HttpRequest
 from django.test import Client, RequestFactory
 from django.urls import resolve
 from django.utils import timezone
 from django.views.debug import ExceptionReporter
+from pytest_django.live_server_helper import LiveServer
 from rest_framework.test import APIRequestFactory
 
 from leaderboard.accounts.models import ApiToken
@@ -51,6 +55,7 @@ from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
 from tests.builders.accounts import PASSWORD, token_id
 from tests.builders.cast import REPO, Cast, gold_predictions, upload
+from tests.builders.responses import ClientResponse
 
 
 def mode(path: str | Path) -> int:
@@ -60,7 +65,7 @@ def mode(path: str | Path) -> int:
 # --------------------------------------------------------------------------- sign-up's next
 
 
-def signup(client: Client, query: str = "", username: str = "erin") -> object:
+def signup(client: Client, query: str = "", username: str = "erin") -> ClientResponse:
     return client.post(f"/accounts/signup/{query}",
                        {"username": username, "email": f"{username}@example.org", "password1": PASSWORD,
                         "password2": PASSWORD})
@@ -105,10 +110,10 @@ def test_sign_up_with_an_unknown_or_bare_next_goes_home_not_to_a_500(db: None, t
 # --------------------------------------------------------------------------- secrets in error reports
 
 
-def report_of(view: object, request: object) -> str:
+def report_of(view: Callable[[HttpRequest], object], request: HttpRequest) -> str:
     """The error report Django would mail or log for ``request`` failing in ``view``."""
     with pytest.raises(RuntimeError) as failure:
-        view(request)  # type: ignore[operator]
+        view(request)
     reporter = ExceptionReporter(request, failure.type, failure.value, failure.tb)
     return reporter.get_traceback_text() + reporter.get_traceback_html()
 
@@ -125,7 +130,7 @@ def test_sign_up_passwords_never_reach_an_error_report(db: None) -> None:
 
 def test_the_login_form_marks_every_post_value_sensitive(cast: Cast) -> None:
     request = RequestFactory().post("/accounts/login/", {"username": "alice", "password": "alice-pw"})
-    request.session = {}  # type: ignore[attr-defined]
+    request.session = SessionStore()  # what SessionMiddleware would set (nothing in it)
     request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]
     with mock.patch("django.contrib.auth.views.LoginView.post", side_effect=RuntimeError("boom")):
         text = report_of(resolve("/accounts/login/").func, request)
@@ -234,7 +239,7 @@ def test_an_upload_that_trickles_in_past_the_grace_is_refused(cast: Cast) -> Non
 
 @pytest.mark.django_db(transaction=True)
 def test_a_slow_upload_over_a_real_socket_is_judged_by_its_first_bytes(
-    cast: Cast, live_server  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer
 ) -> None:
     """The server stamps the request when its headers are in; the body arrives after the close."""
     token = api_token_create(user=cast.alice, name="slow upload")[1]

@@ -22,6 +22,7 @@ from django.core import mail
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
+from pytest_django import DjangoCaptureOnCommitCallbacks
 
 from leaderboard.accounts.models import (
     InviteStatus,
@@ -33,7 +34,7 @@ from leaderboard.accounts.models import (
     Team,
     TeamInvite,
 )
-from leaderboard.accounts.selectors import team_members_at
+from leaderboard.accounts.selectors import MemberAt, team_members_at
 from leaderboard.accounts.services import (
     login_attempt,
     team_create,
@@ -123,7 +124,7 @@ def test_a_password_reset_works_end_to_end_by_e_mail(cast: Cast) -> None:
     assert len(mail.outbox) == 1
     message = mail.outbox[0]
     assert message.to == ["alice@example.org"] and "Reset your Readerboard password" in message.subject
-    link = re.search(r"http://testserver(/accounts/password-reset/\S+/\S+/)", message.body)
+    link = re.search(r"http://testserver(/accounts/password-reset/\S+/\S+/)", str(message.body))
     assert link, message.body
 
     # The link leads to a form (Django swaps the token for a session marker, then redirects).
@@ -334,7 +335,7 @@ def test_an_invitation_can_be_declined_or_cancelled(cast: Cast) -> None:
 
 
 def test_an_invitation_by_e_mail_waits_for_the_account_that_signs_up_with_it(
-    cast: Cast, django_capture_on_commit_callbacks  # type: ignore[no-untyped-def]
+    cast: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):  # the mail goes after the commit
         response = cast.client("alice").post("/c/demo/team/", {"action": "invite", "invitee": "Erin@Example.org"},
@@ -351,7 +352,7 @@ def test_an_invitation_by_e_mail_waits_for_the_account_that_signs_up_with_it(
     # The invitation finds the account once its address is confirmed, not before.
     invite.refresh_from_db()
     assert invite.invited_user is None
-    link = re.search(r"http://testserver(/accounts/confirm/\S+/)", mail.outbox[-1].body)
+    link = re.search(r"http://testserver(/accounts/confirm/\S+/)", str(mail.outbox[-1].body))
     assert link, mail.outbox[-1].body
     confirmed = erin.get(link.group(1))
     assert "Teams have invited you" in confirmed.content.decode()
@@ -368,7 +369,7 @@ def test_an_address_set_on_the_profile_finds_an_earlier_invitation(cast: Cast) -
     assert not dave.get("/accounts/profile/").context["invites"]
     dave.post("/accounts/profile/", {"email": "DAVE.D@example.org", "password": "dave-pw"})
     # Once the new address is confirmed (test_accounts_holes).
-    link = re.search(r"http://testserver(/accounts/confirm/\S+/)", mail.outbox[-1].body)
+    link = re.search(r"http://testserver(/accounts/confirm/\S+/)", str(mail.outbox[-1].body))
     assert link and mail.outbox[-1].to == ["DAVE.D@example.org"]
     dave.get(link.group(1))
     invites = dave.get("/accounts/profile/").context["invites"]
@@ -517,7 +518,7 @@ def make_submission(cast: Cast, team: Team, user: User) -> Submission:
                                      status=Status.FINISHED)
 
 
-def names(members: list) -> list[tuple[str, str]]:  # type: ignore[type-arg]
+def names(members: list[MemberAt]) -> list[tuple[str, str]]:
     return [(m.user.username, m.role) for m in members]
 
 
@@ -563,7 +564,7 @@ def finished(cast: Cast, capture) -> Submission:  # type: ignore[no-untyped-def]
 
 
 def test_under_best_the_page_names_the_rule_instead_of_offering_a_choice(
-    cast: Cast, django_capture_on_commit_callbacks  # type: ignore[no-untyped-def]
+    cast: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
 ) -> None:
     submission = finished(cast, django_capture_on_commit_callbacks)
     client = cast.client("alice")

@@ -18,6 +18,7 @@ from leaderboard.rankings.selectors import ORGANIZER, board_build
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.reload import challenge_load
 from leaderboard.submissions.selectors import system_run_plan
+from tests.builders.responses import streamed
 from tests.builders.staged import SPEC, WALK_SPEC, system_row
 
 
@@ -101,7 +102,7 @@ def test_every_team_surface_lists_three_sealed_datasets_in_the_one_order(db: Non
         assert not any(name in text for name in REAL), where
     # The starting kit: every member, the scoring library's wheel aside (it names the formats it scores,
     # the same bytes for every challenge: tests/leaderboard/test_kit_sealed_names.py checks inside it).
-    with zipfile.ZipFile(io.BytesIO(b"".join(team.get("/c/walk/data/starting-kit.zip").streaming_content))) as kit:
+    with zipfile.ZipFile(io.BytesIO(streamed(team.get("/c/walk/data/starting-kit.zip")))) as kit:
         text = "\n".join(kit.read(n).decode("utf-8", "replace") for n in kit.namelist()
                          if not n.endswith((".gz", ".whl")))
         manifest = json.loads(kit.read("walk-starting-kit/dev/manifest.json"))

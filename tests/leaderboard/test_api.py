@@ -13,6 +13,7 @@ import pytest
 import yaml
 from django.test import Client
 from drf_spectacular.validation import validate_schema
+from pytest_django import DjangoCaptureOnCommitCallbacks
 
 from leaderboard.accounts.models import ApiToken
 from leaderboard.accounts.services import api_token_digest
@@ -53,7 +54,7 @@ def test_a_wrong_password_gets_no_token(cast: Cast) -> None:
 
 
 def test_submitting_returns_201_with_status_and_queue_position_then_scores(
-    cast: Cast, django_capture_on_commit_callbacks
+    cast: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
 ) -> None:
     alice = token_client(cast, "alice")
     charlie = token_client(cast, "charlie")
@@ -93,12 +94,15 @@ def test_submitting_returns_201_with_status_and_queue_position_then_scores(
     assert board["rows"][0]["Macro F1"] == pytest.approx(100.0)
 
 
-def test_a_failed_submission_says_why_in_the_api(cast: Cast, django_capture_on_commit_callbacks) -> None:
+def test_a_failed_submission_says_why_in_the_api(
+    cast: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
+) -> None:
     alice = token_client(cast, "alice")
     with django_capture_on_commit_callbacks(execute=True):
         created = alice.post(SUBMISSIONS, {"phase": "dev", "file": named(gold_predictions())}).json()
         # The stored file goes missing before the worker reads it: the platform's fault, not the team's.
         submission = Submission.objects.get(pk=created["id"])
+        assert submission.file.name is not None
         submission.file.storage.delete(submission.file.name)
     data = alice.get(f"/api/v1/submissions/{created['id']}/").json()
     assert data["status"] == Status.FAILED
@@ -134,7 +138,7 @@ def test_the_challenge_and_its_leaderboard_are_public(cast: Cast) -> None:
 
 
 def test_the_challenge_says_what_quota_the_callers_team_has_left(
-    cast: Cast, django_capture_on_commit_callbacks
+    cast: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
 ) -> None:
     """What the command-line client's ``challenges`` shows: per phase, the caller's team's quota as the
     intake counts it (the dev phase allows 5 a day), and the team's name; nothing for anyone else."""

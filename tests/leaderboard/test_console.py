@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 from django.utils import timezone
+from pytest_django import DjangoCaptureOnCommitCallbacks
 
 from leaderboard.accounts.services import api_token_create
 from leaderboard.challenges.models import AuditEntry, TeamPhaseOverride
@@ -39,7 +40,8 @@ pytestmark = pytest.mark.django_db
 
 def board(w: ConsoleWorld, phase: str = "test", view: str = "") -> dict:
     url = f"/api/v1/challenges/demo/phases/{phase}/leaderboard/" + ("?view=organizer" if view else "")
-    return w.client("oscar" if view else "anonymous").get(url).json()
+    answer: dict = w.client("oscar" if view else "anonymous").get(url).json()
+    return answer
 
 
 def rows_by_team(w: ConsoleWorld, phase: str = "test", view: str = "") -> dict[str, dict]:
@@ -56,7 +58,7 @@ def page(w: ConsoleWorld, role: str, url: str) -> str:
 
 
 def test_a_prediction_file_scored_again_keeps_its_old_scores_in_its_history(
-    console_world: ConsoleWorld, django_capture_on_commit_callbacks  # noqa: F811
+    console_world: ConsoleWorld, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks  # noqa: F811
 ) -> None:
     w = console_world
     before = dict(Score.objects.filter(submission=w.alpha_dev).values_list("metric", "value").filter(dataset=None))
@@ -79,7 +81,7 @@ def test_a_prediction_file_scored_again_keeps_its_old_scores_in_its_history(
 
 
 def test_a_failed_system_run_again_keeps_the_failure_and_the_board_takes_the_new_result(
-    console_world: ConsoleWorld, django_capture_on_commit_callbacks  # noqa: F811
+    console_world: ConsoleWorld, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks  # noqa: F811
 ) -> None:
     w = console_world
     assert "Charlie's" not in rows_by_team(w)  # a failed participant run has no row
@@ -236,7 +238,7 @@ def test_reveal_then_seal_again_and_the_board_follows(console_world: ConsoleWorl
     services.dataset_unreveal_audited(dataset=w.coqa, actor=w.cast.root, reason="too early: the workshop is next week")
     row = rows_by_team(w)["Alpha"]
     assert "CoQA F1" not in row and row["Hidden-07 F1"] is None and row["Macro F1"] is None
-    assert [(e.action, e.actor.username) for e in AuditEntry.objects.order_by("id")] == [
+    assert [(e.action, e.actor and e.actor.username) for e in AuditEntry.objects.order_by("id")] == [
         ("dataset.reveal", "oscar"), ("dataset.unreveal", "root")]
     # The log reads in the buttons' words, the recorded key on hover.
     audit = page(w, "oscar", "/c/demo/console/audit/")
@@ -287,8 +289,10 @@ def test_the_queue_report_orders_each_queue_and_derives_heartbeats(console_world
     (worker,) = report.workers
     first.refresh_from_db()
     assert worker.name == "systems@host-a:1" and worker.running[0].submission == first
+    assert first.lease_expires_at is not None
     assert worker.last_heartbeat == first.lease_expires_at - dt.timedelta(seconds=settings.RUN_LEASE_S)
-    assert 0 <= worker.running[0].lease_age_s < 30
+    lease_age_s = worker.running[0].lease_age_s
+    assert lease_age_s is not None and 0 <= lease_age_s < 30
     # Another challenge's run shows as busy, nothing of it named.
     other = queue_report(challenge=w.other)
     assert other.workers[0].running[0].submission is None and other.queues[0].total == 2

@@ -93,6 +93,7 @@ def matrix(console_world: ConsoleWorld) -> Matrix:  # noqa: F811
     judged = Round.objects.create(phase=w.cast.dev, guideline="Judge.", questions=1, seed=1, judges_per_item=1)
     Judge.objects.create(challenge=w.cast.challenge, user=w.cast.dave)
     public = Dataset.objects.filter(challenge=w.cast.challenge).exclude(split="III").first()
+    assert public is not None
     item = RoundItem.objects.create(round=judged, dataset=public, qid="q1", position=0, gold_sha256="0" * 64)
     Candidate.objects.create(item=item, answer="an answer", key="k", position=0)
     a, t, charlies = w.alpha_dev.pk, w.alpha_test.pk, w.cast.charlies.pk
@@ -176,9 +177,9 @@ def test_console_pages_and_actions_are_404_to_everyone_else_and_change_nothing(m
     for url, data in console_posts(matrix):
         assert html.post(url, data).status_code == 404, (role, url)
     for step in matrix.steps:
-        data = {"reason": "trying", **step.data}
-        assert html.post(step.html, data).status_code == 404, (role, step)
-        response = api.post(step.api, json.dumps(data), content_type="application/json")
+        reasoned: dict[str, object] = {"reason": "trying", **step.data}
+        assert html.post(step.html, reasoned).status_code == 404, (role, step)
+        response = api.post(step.api, json.dumps(reasoned), content_type="application/json")
         assert response.status_code == 404, (role, step, response.status_code)
         for leaked in ("CoQA", FAILED_LOG.splitlines()[0], "Charlie's", "Alpha"):
             assert leaked not in response.content.decode(), (role, step, leaked)
@@ -215,7 +216,7 @@ def test_organizers_take_every_action_on_the_pages_each_recorded(matrix: Matrix,
         assert done.status_code == 302, (step, done.status_code, done.content[:2000])
         entry = AuditEntry.objects.first()
         assert AuditEntry.objects.count() == n and entry is not None, step
-        assert entry.actor.username == role and entry.reason == f"step {n}", step
+        assert entry.actor is not None and entry.actor.username == role and entry.reason == f"step {n}", step
         # Twice is refused (409), never done twice; a re-run is queued and an announcement may repeat.
         if step.action not in ("rerun", "announce", "extend"):
             assert client.post(step.html, {"reason": "again", **step.data}).status_code == 409, step

@@ -61,15 +61,17 @@ def test_each_phase_is_named_apart_from_its_modes(slug: str) -> None:
 
 def test_a_turn_by_turn_challenge_states_the_time_per_answer_not_an_output_size() -> None:
     load("quac-demo")
-    limits = words(re.search(r'<li id="limits">.*?</li>', Client().get("/c/quac-demo/").content.decode(),
-                             re.S).group(0))
+    found = re.search(r'<li id="limits">.*?</li>', Client().get("/c/quac-demo/").content.decode(), re.S)
+    assert found is not None
+    limits = words(found.group(0))
     assert "MiB of output" not in limits
     assert ("Gets 1 CPU, 256 MiB of memory (swap included), 64 processes, 1024 open files, "
             "120 s of wall-clock time per mode, 5 s per answer; no network") in limits
     # A batch challenge keeps its output limit and has no time per answer.
     load("mrqa-demo")
-    batch = words(re.search(r'<li id="limits">.*?</li>', Client().get("/c/mrqa-demo/").content.decode(),
-                            re.S).group(0))
+    found = re.search(r'<li id="limits">.*?</li>', Client().get("/c/mrqa-demo/").content.decode(), re.S)
+    assert found is not None
+    batch = words(found.group(0))
     assert "64 MiB of output" in batch and "per answer" not in batch and "per mode" not in batch
 
 
@@ -121,6 +123,7 @@ def test_whole_numbers_are_shown_whole_and_scores_with_two_decimals() -> None:
     assert rows[("Overall", "Questions/s")] == "83"
     assert rows[("QuAC", "Peak MiB")] == "33"
     f1 = Score.objects.get(submission=submission, dataset=None, metric="f1").value
+    assert f1 is not None
     assert re.fullmatch(r"\d+\.\d\d", rows[("Overall", "F1")]), rows
     assert abs(float(rows[("Overall", "F1")]) - f1) <= 0.005
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import hashlib
-import html
 import io
 import json
 import re
@@ -25,10 +24,10 @@ import pytest
 import yaml
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.http import HttpResponse
 from django.test import Client
 from django.utils import timezone
 from drf_spectacular.validation import validate_schema
+from pytest_django import DjangoCaptureOnCommitCallbacks
 
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.downloads import NO_FILE_MESSAGE, file_download_record
@@ -43,7 +42,8 @@ from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from leaderboard.submissions.reload import challenge_load
 from tests.builders.cast import DEMO_DATA, REPO, Cast, upload
-from tests.builders.data_page import TRAIN_FILE, body, run_kit_locally
+from tests.builders.data_page import TRAIN_FILE, run_kit_locally
+from tests.builders.responses import body, text
 from tests.builders.suites import squad2_gold
 
 ROLES = ("anonymous", "dave", "erin", "bob", "charlie", "oscar", "root")
@@ -87,10 +87,6 @@ def client_for(cast: Cast, role: str) -> Client:
     if role != "anonymous":
         client.force_login(User.objects.get(username=role))
     return client
-
-
-def text(response: HttpResponse) -> str:
-    return html.unescape(body(response).decode("utf-8"))
 
 
 def unmasked(page: str) -> str:
@@ -499,7 +495,9 @@ def submitted_to_dev(challenge: Challenge, team: object, user: User, predictions
 
 
 @pytest.mark.django_db
-def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, django_capture_on_commit_callbacks) -> None:
+def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(
+    tmp_path: Path, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+) -> None:
     for name in ("organizer", "alice"):
         User.objects.create_user(name, password=f"{name}-pw")
     challenge = challenge_load(spec_path=REPO / "deploy" / "demo" / "mrc2018-demo.yaml")
@@ -520,7 +518,8 @@ def test_the_mrc2018_kit_reproduces_the_platforms_dev_scores(tmp_path: Path, dja
     predictions = (base / "out" / "dureader-search.json").read_bytes()
     submission = submitted_to_dev(challenge, team, alice, predictions, django_capture_on_commit_callbacks)
     scores = {s.metric: s.value for s in Score.objects.filter(submission=submission, dataset__slug="search")}
-    assert 0 < scores["rouge_l"] < 100
+    rouge_l = scores["rouge_l"]
+    assert rouge_l is not None and 0 < rouge_l < 100
     assert scores["rouge_l"] == pytest.approx(local["result"]["ROUGE-L"], abs=1e-9)
     assert scores["bleu_4"] == pytest.approx(local["result"]["BLEU-4"], abs=1e-9)
 
@@ -536,7 +535,7 @@ ONE_DOCUMENT_KITS = {
 @pytest.mark.django_db
 @pytest.mark.parametrize("suite", sorted(ONE_DOCUMENT_KITS))
 def test_the_kits_of_the_one_document_suites_reproduce_the_platforms_dev_scores(
-    suite: str, tmp_path: Path, django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+    suite: str, tmp_path: Path, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
 ) -> None:
     """SQuAD 2.0, QuAC and CoQA challenges get a kit too: the baseline reads their inputs, and the
     README's commands (a conversion to the official format, then `python -m scoring`) give the
@@ -573,7 +572,7 @@ datasets:
     value = local["result"]
     for key in path:
         value = value[key]
-    assert 0 < platform_f1 < 100
+    assert platform_f1 is not None and 0 < platform_f1 < 100
     assert platform_f1 == pytest.approx(value, abs=1e-9), (local["line"], local["result"])
 
 

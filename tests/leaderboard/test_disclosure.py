@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Hashable
 from fractions import Fraction
 
 from leaderboard.challenges.disclosure import (
@@ -95,7 +96,7 @@ def _determined(published: list[Average], sealed: set[str], target: str) -> bool
     perturbations (enough for 0/1 structures of this size)."""
     names = sorted(sealed)
     for deltas in itertools.product(range(-2, 3), repeat=len(names)):
-        change = dict(zip(names, deltas))
+        change: dict[Hashable, int] = dict(zip(names, deltas))  # Average.over holds Hashable names
         if change[target] == 0:
             continue
         if all(sum(change.get(d, 0) for d in a.over) == 0 for a in published):

@@ -2,14 +2,18 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import User
 
+from leaderboard.accounts.models import Team
+from leaderboard.challenges.models import Phase
 from leaderboard.rankings.selectors import board_build
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status, Submission
 from tests.builders.cast import Cast, gold_predictions, upload
 
 
-def submit(cast: Cast, preds: dict, *, phase=None, user=None, team=None) -> Submission:
+def submit(cast: Cast, preds: dict, *, phase: Phase | None = None, user: User | None = None,
+           team: Team | None = None) -> Submission:
     return submission_create_predictions(
         team=team or cast.alpha, phase=phase or cast.dev, user=user or cast.alice, upload=upload(preds),
         limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,

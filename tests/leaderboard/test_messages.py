@@ -19,7 +19,6 @@ import pytest
 from django.conf import settings
 
 from leaderboard.rankings.selectors import board_build
-from leaderboard.sandbox import answers_json
 from leaderboard.sandbox.answers_json import NotJson, answers_decode
 from leaderboard.submissions.evaluation import submission_evaluate
 from leaderboard.submissions.intake import submission_create_predictions
@@ -84,7 +83,7 @@ def test_jsons_own_wording_is_not_doubled(monkeypatch: pytest.MonkeyPatch) -> No
     def loads(text: str) -> object:
         raise json.JSONDecodeError("Unterminated string starting at", text, 0)
 
-    monkeypatch.setattr(answers_json.json, "loads", loads)
+    monkeypatch.setattr("leaderboard.sandbox.answers_json.json.loads", loads)  # the json module it reads with
     with pytest.raises(NotJson) as caught:
         answers_decode(b'{"q1": "a\\u00e9"}', where="p.json", qids=["q1"])
     assert caught.value.message == "p.json: not valid JSON: Unterminated string starting at line 1, column 8"

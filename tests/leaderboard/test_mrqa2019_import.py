@@ -129,16 +129,19 @@ def test_the_board_reads_as_the_paper_reports_it(phase: Phase) -> None:
     macro = export_macro_f1()
     for row, (team, _, one_decimal, export_row, _) in zip(ranked, EXPECTED_RANKED):
         value = row.values["agg:macro_f1"]
-        assert value == pytest.approx(macro[export_row], abs=1e-9), team
+        assert value is not None and value == pytest.approx(macro[export_row], abs=1e-9), team
         assert round(value, 1) == pytest.approx(one_decimal), team
     for team, value in PAPER.items():
         row = next(r for r in ranked if r.team_name == team)
-        assert round(row.values["agg:macro_f1"], 1) == pytest.approx(value), team
+        macro_f1 = row.values["agg:macro_f1"]
+        assert macro_f1 is not None and round(macro_f1, 1) == pytest.approx(value), team
     # D-NET first at its final submission's 72.500, the BERT-Large baseline 10.7 below.
     assert ranked[0].team_name == "D-NET"
     assert ranked[0].values["agg:macro_f1"] == pytest.approx(72.500383474, abs=1e-9)
     bert_large = next(r for r in ranked if r.team_name == "BERT large baseline")
-    assert round(ranked[0].values["agg:macro_f1"] - bert_large.values["agg:macro_f1"], 1) == pytest.approx(10.7)
+    first_f1, bert_large_f1 = ranked[0].values["agg:macro_f1"], bert_large.values["agg:macro_f1"]
+    assert first_f1 is not None and bert_large_f1 is not None
+    assert round(first_f1 - bert_large_f1, 1) == pytest.approx(10.7)
     # Only the organizers' baselines are marked; D-NET, Delphi and AI2's "baseline"-named system are not.
     assert [r.team_name for r in board.rows if r.is_baseline] == BASELINES
     # Ten teams with a scored submission, as the paper counts them.
@@ -172,7 +175,7 @@ def test_rows_of_one_team_are_grouped_and_the_team_shows_its_best(phase: Phase) 
     assert [r.team_name for r in board.rows] == BOARD_NAMES
 
 
-def test_each_row_keeps_its_original_submission_time(phase: Phase, client, tmp_path: Path) -> None:
+def test_each_row_keeps_its_original_submission_time(phase: Phase, client: Client, tmp_path: Path) -> None:
     # The demo's mapping without its publication date: the rows as the export dates them.
     undated = tmp_path / "ood-test-mapping.yaml"
     undated.write_text("".join(line for line in MAPPING.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -182,6 +185,7 @@ def test_each_row_keeps_its_original_submission_time(phase: Phase, client, tmp_p
     created = {_row_name(i["submission"]["description"]): i["submission"]["created"] for i in document["leaderboard"]}
     for submission in Submission.objects.filter(phase=phase):
         assert submission.created_at == dt.datetime.fromtimestamp(created[submission.description], tz=dt.UTC)
+        assert submission.finished_at is not None
         assert submission.created_at.year == 2019 and submission.finished_at.year == 2019
 
     data = client.get("/api/v1/challenges/mrqa2019/phases/test/leaderboard/").json()
@@ -198,7 +202,7 @@ def test_each_row_keeps_its_original_submission_time(phase: Phase, client, tmp_p
 
 
 def test_with_the_mappings_publication_date_every_row_is_dated_as_published_and_the_board_says_so(
-    phase: Phase, client
+    phase: Phase, client: Client
 ) -> None:
     """The demo's mapping (as demo_setup imports it): D-NET uploaded 2019-09-30, after the phase's close
     of 2019-08-12, and rows from before its opening show the day the results were published instead."""
@@ -260,7 +264,7 @@ def test_failed_runs_are_shown_unranked_after_the_ranked_rows(phase: Phase) -> N
     assert all(r.rank is not None for r in board.rows[:12])
 
 
-def test_the_public_sees_the_same_board(phase: Phase, client) -> None:
+def test_the_public_sees_the_same_board(phase: Phase, client: Client) -> None:
     data = client.get("/api/v1/challenges/mrqa2019/phases/test/leaderboard/").json()
     assert data["ranked_by"] == "macro_f1"
     assert [r["team"] for r in data["rows"]] == BOARD_NAMES

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -34,7 +35,7 @@ datasets:
 """
 
 
-def contexts(path: Path) -> list[dict[str, object]]:
+def contexts(path: Path) -> list[dict[str, Any]]:
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh][1:]  # after the header
 
@@ -55,7 +56,7 @@ def test_squad_built_and_partitioned_by_context_loads_into_a_challenge_and_score
     dev_contexts, test_contexts = contexts(dev), contexts(test)
     # No context in both portions, and the test portion near its target.
     assert not {c["context"] for c in dev_contexts} & {c["context"] for c in test_contexts}
-    n_test = sum(len(c["qas"]) for c in test_contexts)  # type: ignore[arg-type]
+    n_test = sum(len(c["qas"]) for c in test_contexts)
     assert 100 <= n_test <= 150
 
     spec = tmp_path / "spec.yaml"
@@ -63,12 +64,12 @@ def test_squad_built_and_partitioned_by_context_loads_into_a_challenge_and_score
     challenge = challenge_load(spec_path=spec)
     files = {f.portion: f for f in DatasetFile.objects.filter(dataset__challenge=challenge)}
     assert files["test"].n_questions == n_test
-    assert files["dev"].n_questions == sum(len(c["qas"]) for c in dev_contexts)  # type: ignore[arg-type]
+    assert files["dev"].n_questions == sum(len(c["qas"]) for c in dev_contexts)
 
     alice = User.objects.create_user("alice")
     team = team_create(challenge=challenge, owner=alice, name="Alpha")
     # The gold's first answer to every dev question: the platform's MRQA scorer gives 100.
-    predictions = {qa["qid"]: qa["answers"][0] for c in dev_contexts for qa in c["qas"]}  # type: ignore[attr-defined]
+    predictions = {qa["qid"]: qa["answers"][0] for c in dev_contexts for qa in c["qas"]}
     submission = submission_create_predictions(
         team=team, phase=Phase.objects.get(challenge=challenge, slug="dev"), user=alice,
         upload=upload({"SQuAD": predictions}), limit_bytes=settings.MAX_PREDICTION_UPLOAD_BYTES,

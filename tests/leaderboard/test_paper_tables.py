@@ -428,8 +428,9 @@ Macro F1,Base†,49.50,Gamma & Sons_1,59.08,+9.58
     # Split I F1 on the dev board against the test board's macro F1, team by team.
     xs = [dev["sq"] for _, dev, _ in RESULTS.values()]
     ys = list(TEST_MACRO.values())
-    assert correlation.rows == (("Split I F1, Dev board", "Macro F1 over Splits II and III, Test board", 4,
-                                 pytest.approx(float(np.corrcoef(xs, ys)[0, 1]))),)
+    [row] = correlation.rows
+    assert row == pytest.approx(("Split I F1, Dev board", "Macro F1 over Splits II and III, Test board", 4,
+                                 float(np.corrcoef(xs, ys)[0, 1])))
     assert fixed(float(np.corrcoef(xs, ys)[0, 1]), 3) in table_latex(correlation, label="tab:c")
     assert appendix.rows[0][4:] == (70.0, 60.0, 47.25)
 

@@ -10,7 +10,6 @@ and only in the organizer view of a board: public addresses show the public view
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib import admin
-from django.http import HttpResponse
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.urls import URLPattern, URLResolver, get_resolver
+from pytest_django import DjangoCaptureOnCommitCallbacks
 
 from leaderboard.challenges.models import Challenge, Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
@@ -28,6 +27,7 @@ from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Status, Submission
 from tests.builders.cast import Cast, gold_predictions, upload
 from tests.builders.console import ALPHA_TEST, _scored_run
+from tests.builders.responses import ClientResponse, body, text
 
 ROLES = ("anonymous", "dave", "bob", "charlie", "oscar", "root")
 ORGANIZERS = {"oscar", "root"}
@@ -56,7 +56,7 @@ class World:
 
 
 @pytest.fixture
-def world(cast: Cast, django_capture_on_commit_callbacks) -> World:
+def world(cast: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks) -> World:
     with django_capture_on_commit_callbacks(execute=True):
         alpha_dev = submission_create_predictions(
             team=cast.alpha, phase=cast.dev, user=cast.alice, upload=upload(gold_predictions()),
@@ -72,18 +72,6 @@ def world(cast: Cast, django_capture_on_commit_callbacks) -> World:
         s.refresh_from_db()
         assert s.status == Status.FINISHED, s.failure_reason
     return World(cast, alpha_dev, charlie_dev, alpha_test, charlie_test, alpha_bytes)
-
-
-def body(response: HttpResponse) -> bytes:
-    if getattr(response, "streaming", False):
-        # Consuming the stream closes the response (the test client wraps it); closing it
-        # again would fire request_finished and close the test's database connection.
-        return b"".join(response.streaming_content)  # type: ignore[attr-defined]
-    return response.content
-
-
-def text(response: HttpResponse) -> str:
-    return html.unescape(body(response).decode("utf-8"))
 
 
 # Pages and endpoints everyone may read while the board is public.
@@ -147,7 +135,7 @@ PRIVATE_STATUS = {
 }
 
 
-def responses(w: World, role: str) -> Iterator[tuple[str, HttpResponse]]:
+def responses(w: World, role: str) -> Iterator[tuple[str, ClientResponse]]:
     client = w.client(role)
     for name, url in {**PUBLIC_URLS, **private_urls(w)}.items():
         yield name, client.get(url)
@@ -427,9 +415,11 @@ def test_no_route_serves_gold_or_private_storage() -> None:
     # The admin shows a gold file's fingerprint, never the file (no FileField, so no link).
     gold_admin = admin.site._registry.get(DatasetFile)
     if gold_admin is not None:
-        shown = set(gold_admin.get_fields(None)) | set(gold_admin.list_display)
+        shown = set(gold_admin.get_fields(RequestFactory().get("/admin/"))) | set(gold_admin.list_display)
         assert not shown & {"gold", "inputs"}, shown
-    assert not settings.STORAGES["default"]["OPTIONS"].get("base_url")
+    # mypy reads the settings module's STORAGES as dict[str, object] (its two entries differ).
+    default = settings.STORAGES["default"]
+    assert isinstance(default, dict) and not default["OPTIONS"].get("base_url")
     # Static files are served from elsewhere: no collectstatic or static finder reaches private storage.
     private = Path(settings.PRIVATE_STORAGE_ROOT).resolve()
     assert not private.is_relative_to(Path(settings.STATIC_ROOT).resolve())
@@ -463,6 +453,7 @@ def test_admin_pages_for_gold_files_show_no_file(world: World, role: str) -> Non
             assert response.status_code == 200, url
             page = text(response)
             assert gold.sha256 in page
+            assert gold.gold.name is not None and gold.inputs.name is not None
             assert gold.gold.name not in page and gold.inputs.name not in page
             assert Path(gold.gold.name).name not in page
         else:

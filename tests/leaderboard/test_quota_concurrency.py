@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
+from pytest_django.live_server_helper import LiveServer
 
 from leaderboard.accounts.services import api_token_create
 from leaderboard.challenges.models import SubmissionKind
@@ -78,7 +79,7 @@ def assert_exactly_quota_accepted(cast: Cast, outcomes: list[tuple[int, str]], *
 
 
 @pytest.mark.django_db(transaction=True)
-def test_twenty_api_uploads_at_once_accept_exactly_the_quota(cast: Cast, live_server) -> None:
+def test_twenty_api_uploads_at_once_accept_exactly_the_quota(cast: Cast, live_server: LiveServer) -> None:
     payload = json.dumps(gold_predictions()).encode()
     tokens = [api_token_create(user=cast.alice, name="t")[1], api_token_create(user=cast.bob, name="t")[1]]  # both upload
     url = f"{live_server.url}/api/v1/challenges/demo/submissions/"
@@ -103,7 +104,7 @@ def test_twenty_api_uploads_at_once_accept_exactly_the_quota(cast: Cast, live_se
 
 
 @pytest.mark.django_db(transaction=True)
-def test_twenty_web_form_uploads_at_once_accept_exactly_the_quota(cast: Cast, live_server) -> None:
+def test_twenty_web_form_uploads_at_once_accept_exactly_the_quota(cast: Cast, live_server: LiveServer) -> None:
     payload = json.dumps(gold_predictions()).encode()
     # A logged-in browser session (cookie) and its CSRF token, as a browser would hold them.
     client = Client()
@@ -113,7 +114,9 @@ def test_twenty_web_form_uploads_at_once_accept_exactly_the_quota(cast: Cast, li
                          timeout=30)
     assert first.status_code == 200
     csrf = first.cookies[settings.CSRF_COOKIE_NAME]
-    form_token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', first.text).group(1)
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', first.text)
+    assert csrf is not None and found is not None
+    form_token = found.group(1)
     before = stored_files()
 
     def work(i: int) -> tuple[int, str]:

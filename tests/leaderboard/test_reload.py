@@ -18,6 +18,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -26,7 +27,9 @@ from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db.models.fields.files import FieldFile
 from django.test import Client
+from pytest_django import DjangoCaptureOnCommitCallbacks
 
 from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
@@ -41,6 +44,7 @@ from leaderboard.submissions.lifecycle import submission_run_claim
 from leaderboard.submissions.models import Score, ScoreHistory, Status, Submission, Verdict
 from leaderboard.submissions.reload import challenge_load, dataset_gold_replace
 from leaderboard.submissions.rescore import Rescored, submission_rescore
+from leaderboard.submissions.scores import score_dataset
 from leaderboard.submissions.storage import run_answers_name, storage_report
 from scoring import mrqa
 from tests.builders.cast import DEMO_DATA
@@ -172,7 +176,14 @@ def system_run(loaded: Loaded) -> Submission:
 
 def expected_f1(gold_path: Path, predictions: dict[str, str]) -> float:
     """What the MRQA script gives, computed apart from the platform."""
-    return mrqa.evaluate_mrqa(mrqa.load_mrqa_gold(str(gold_path)), predictions).metrics["f1"]
+    f1: float = mrqa.evaluate_mrqa(mrqa.load_mrqa_gold(str(gold_path)), predictions).metrics["f1"]
+    return f1
+
+
+def name_of(file: FieldFile) -> str:
+    """A stored file's name: every file field these tests read holds one."""
+    assert file.name, file
+    return file.name
 
 
 def score(submission: Submission, dataset: str | None, metric: str) -> Score:
@@ -187,10 +198,11 @@ def assert_no_score_refers_to_a_deleted_file() -> None:
     for s in Score.objects.filter(dataset__isnull=False, submission__kind__in=["predictions", "code_bundle"]) \
             .select_related("submission__phase"):
         assert s.gold_sha256, f"score {s.pk} records no gold"
+        assert s.dataset is not None
         portion = s.submission.phase.portion
-        stored = [f.gold.name for f in DatasetFile.objects.filter(dataset=s.dataset, portion=portion,
+        stored = [name_of(f.gold) for f in DatasetFile.objects.filter(dataset=s.dataset, portion=portion,
                                                                   sha256=s.gold_sha256)]
-        stored += [r.gold.name for r in RetiredGold.objects.filter(dataset=s.dataset, portion=portion,
+        stored += [name_of(r.gold) for r in RetiredGold.objects.filter(dataset=s.dataset, portion=portion,
                                                                    sha256=s.gold_sha256)]
         assert stored, f"score {s.pk} ({s.dataset.slug}, {s.metric}) refers to gold {s.gold_sha256[:12]}, which is gone"
         assert all((root / name).is_file() for name in stored), stored
@@ -212,8 +224,9 @@ def test_a_reload_prints_its_plan_removes_a_dataset_only_when_allowed_and_rescor
     test_run = system_run(loaded)
     assert default_storage_has(run_answers_name(test_run.pk))  # kept before scoring
     old = {p: DatasetFile.objects.get(dataset__slug="xquad-en", portion=p) for p in ("dev", "test")}
-    old_names = {p: (f.gold.name, f.inputs.name) for p, f in old.items()}
-    squad_names = [n for f in DatasetFile.objects.filter(dataset__slug="squad") for n in (f.gold.name, f.inputs.name)]
+    old_names = {p: (name_of(f.gold), name_of(f.inputs)) for p, f in old.items()}
+    squad_names = [n for f in DatasetFile.objects.filter(dataset__slug="squad")
+                   for n in (name_of(f.gold), name_of(f.inputs))]
     assert score(dev_run, "xquad-en", "f1").gold_sha256 == old["dev"].sha256
     assert score(test_run, "xquad-en", "f1").gold_sha256 == old["test"].sha256
     reload_changed(loaded)
@@ -251,7 +264,7 @@ def test_a_reload_prints_its_plan_removes_a_dataset_only_when_allowed_and_rescor
     dev_f1 = score(dev_run, "xquad-en", "f1")
     assert dev_f1.gold_sha256 == new["dev"].sha256
     assert dev_f1.value == pytest.approx(expected_f1(loaded.data / "xquad-dev.jsonl.gz", dev_preds))
-    assert dev_f1.value < 100
+    assert dev_f1.value is not None and dev_f1.value < 100
     dev_run.refresh_from_db()
     assert dev_run.primary_score == pytest.approx(dev_f1.value)  # squad no longer averaged in
     assert not Score.objects.filter(submission=dev_run, dataset__slug="squad").exists()
@@ -270,6 +283,7 @@ def test_a_reload_prints_its_plan_removes_a_dataset_only_when_allowed_and_rescor
     assert test_f1.gold_sha256 == new["test"].sha256
     assert test_f1.value == pytest.approx(expected_f1(loaded.data / "xquad-test.jsonl.gz", test_answers))
     assert score(test_run, "coqa", "f1").value == pytest.approx(100)
+    assert test_f1.value is not None
     assert test_run.primary_score == pytest.approx((test_f1.value + 100) / 2)
     (entry,) = ScoreHistory.objects.filter(submission=test_run)
     assert entry.reason == "gold of xquad-en (test) changed"
@@ -327,19 +341,19 @@ def test_two_rescores_of_one_change_write_one_history_entry(loaded: Loaded, monk
                          filename="xquad-dev.jsonl.gz")
     assert queued == [("readerboard.rescore_submission", dev_run.pk)]
     retired = RetiredGold.objects.get()
-    assert (Path(settings.PRIVATE_STORAGE_ROOT) / retired.gold.name).is_file()  # kept: scores refer to it
+    assert (Path(settings.PRIVATE_STORAGE_ROOT) / name_of(retired.gold)).is_file()  # kept: scores refer to it
     assert_no_score_refers_to_a_deleted_file()
 
     # Another worker rescores the submission while this one scores: this one then leaves it.
-    real = rescore.score_dataset
+    real = score_dataset  # what rescore calls it by
     inner: list[Rescored] = []
     started: list[bool] = []
 
-    def meanwhile(**kwargs: object) -> object:
+    def meanwhile(**kwargs: Any) -> object:
         if not started:
             started.append(True)
             inner.append(submission_rescore(dev_run.pk))
-        return real(**kwargs)  # type: ignore[arg-type]
+        return real(**kwargs)
 
     monkeypatch.setattr(rescore, "score_dataset", meanwhile)
     assert submission_rescore(dev_run.pk) == Rescored.RACED
@@ -360,7 +374,7 @@ def test_a_submission_that_cannot_be_rescored_keeps_its_gold(loaded: Loaded,
     challenge_load(spec_path=loaded.spec)
     retired = RetiredGold.objects.get()
     assert score(dev_run, "xquad-en", "f1").gold_sha256 == retired.sha256
-    assert (Path(settings.PRIVATE_STORAGE_ROOT) / retired.gold.name).is_file()
+    assert (Path(settings.PRIVATE_STORAGE_ROOT) / name_of(retired.gold)).is_file()
     assert_no_score_refers_to_a_deleted_file()
     assert not ScoreHistory.objects.exists()
     call_command("rescore", "reload", "--dataset", "xquad-en")
@@ -427,7 +441,7 @@ def test_the_plan_says_what_cannot_be_rescored_and_what_is_evaluated_again(
 
 
 def test_a_reload_that_changes_the_challenges_own_settings_follows_them_through(
-    loaded: Loaded, capsys: pytest.CaptureFixture[str], django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+    loaded: Loaded, capsys: pytest.CaptureFixture[str], django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
 ) -> None:
     """Issue 16: suite options, the suite and the ranking rule were ignored by a reload (scores
     stayed those of the old options, with no sign they were stale)."""

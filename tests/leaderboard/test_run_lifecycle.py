@@ -16,6 +16,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
+from pytest_django import Settings
 
 from leaderboard.challenges.models import Dataset, DatasetFile
 from leaderboard.challenges.services import dataset_reveal
@@ -155,7 +156,7 @@ def test_a_cancelled_run_stops_its_heartbeat(queued: Submission) -> None:
     assert not submission_run_heartbeat(queued.pk, attempt=1)
 
 
-def test_a_queued_system_has_no_message_to_lose(queued: Submission, settings) -> None:
+def test_a_queued_system_has_no_message_to_lose(queued: Submission, settings: Settings) -> None:
     """Its row is the run queue (compute workers claim over the internal API): nothing to send again."""
     settings.REDISPATCH_AFTER_S = 0
     later = timezone.now() + dt.timedelta(seconds=5)
@@ -327,6 +328,7 @@ def test_the_claim_keeps_its_plan_on_the_attempt_and_it_names_no_gold(queued: Su
     # Organizer and platform data only: datasets, answer-free inputs, keys; no gold file, no answer.
     kept = json.dumps(queued.run_plan)
     for gold_file in DatasetFile.objects.filter(portion="test"):
+        assert gold_file.gold.name is not None
         assert gold_file.gold.path not in kept and gold_file.gold.name not in kept
         answers = mrqa_gold(DEMO_DATA / "mrqa" / GOLD_FILES[gold_file.dataset.slug])
         assert not any(f'"{answer[0]}"' in kept for answer in answers.values())

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 from django.utils import timezone
 
 from leaderboard.sandbox.contract import RunPlan, outcome_as_json
@@ -47,7 +47,7 @@ def handed_back(cast: Cast) -> Submission:
     return submission
 
 
-def _outputs(plan: RunPlan) -> dict[str, SimpleUploadedFile]:
+def _outputs(plan: RunPlan) -> dict[str, UploadedFile]:
     by_slug = gold_outputs(plan)
     return {ds.output_name: SimpleUploadedFile(ds.output_name, by_slug[ds.slug]) for ds in plan.datasets}
 
@@ -89,8 +89,9 @@ def test_a_scoring_lost_half_way_is_resumed_from_the_kept_result_after_its_short
     resend, reaped = reaper_round(after)
     assert resend == [handed_back.pk] and reaped == Reaped()
     with monkeypatch.context() as later:
-        later.setattr(evaluation.timezone, "now", lambda: after)
-        later.setattr(worker_api.timezone, "now", lambda: after)
+        # The django.utils.timezone each module reads the time from (by its dotted name: not exported).
+        later.setattr("leaderboard.submissions.evaluation.timezone.now", lambda: after)
+        later.setattr("leaderboard.submissions.worker_api.timezone.now", lambda: after)
         worker_api.submission_run_result_score(handed_back.pk)
     handed_back.refresh_from_db()
     assert handed_back.status == Status.FINISHED, handed_back.failure_reason

@@ -311,7 +311,10 @@ def test_strict_mode_withholds_every_aggregate_touching_a_sealed_dataset_and_ran
     for team, submission in board.submissions.items():
         row = by_team[team]
         visible = [ds for ds in board.challenge.datasets.all() if not ds.is_sealed]
-        expected = sum(submission.scores.get(dataset=ds, metric=family).value for ds in visible) / len(visible)
+        values = [submission.scores.get(dataset=ds, metric=family).value for ds in visible]
+        scored = [v for v in values if v is not None]
+        assert len(scored) == len(values), values  # every shown dataset has its score
+        expected = sum(scored) / len(visible)
         assert row[f"{label} (shown datasets)"] == pytest.approx(expected)
         assert row[label] is None  # the full average, withheld
     ranked = sorted(by_team.values(), key=lambda r: -r[f"{label} (shown datasets)"])

@@ -8,6 +8,7 @@ the committed demo data (deploy/demo/data), so nothing here needs ../shared.
 from __future__ import annotations
 
 import copy
+import functools
 import gzip
 import json
 import re
@@ -20,6 +21,7 @@ import yaml
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core import mail
+from pytest_django import DjangoCaptureOnCommitCallbacks
 
 from leaderboard.challenges.models import Challenge, DatasetFile
 from leaderboard.challenges.selectors import dataset_label
@@ -190,7 +192,8 @@ def test_a_loaded_challenge_s_options_are_the_suite_s_dataclass_with_its_default
     assert suite_options_of(Challenge(slug="c", metric_suite="mrc2018", suite_options={"alpha": 2})) == \
         Mrc2018Options(alpha=2.0, beta=1.0, lic2019_guards=True)
     assert suite_options_of(Challenge(slug="c", metric_suite="quac", suite_options={})) == QuacOptions()
-    assert suite_options_of(Challenge(slug="c", metric_suite="mrqa", suite_options={})).tokenization == "whitespace"
+    mrqa_options = suite_options_of(Challenge(slug="c", metric_suite="mrqa", suite_options={}))
+    assert isinstance(mrqa_options, MrqaOptions) and mrqa_options.tokenization == "whitespace"
     assert isinstance(suite_options_of(Challenge(slug="c", metric_suite="coqa", suite_options={})), NoOptions)
 
 
@@ -421,7 +424,7 @@ GOLDS: dict[str, tuple[str, Callable[[], bytes]]] = {
 }
 
 
-def with_changed(lines: list[dict[str, Any]], change: Callable[[list[dict[str, Any]]], None]) -> bytes:
+def with_changed(lines: list[dict[str, Any]], change: Callable[[list[dict[str, Any]]], object]) -> bytes:
     change(lines)
     return encode_lines(lines)
 
@@ -487,7 +490,10 @@ def test_every_suite_refuses_a_gold_its_scorer_refuses_naming_file_and_id(
 
 def test_the_self_check_leaves_no_parsed_copy_behind() -> None:
     SUITES["mrqa"].inspect_gold(GOLDS["mrqa"][1](), filename="x.jsonl.gz", self_check=MrqaOptions())
-    assert mrqa_suite._mrqa_gold.cache_info().currsize == 0
+    # gold_cache is typed as the function it wraps; it is an lru_cache.
+    cache = mrqa_suite._mrqa_gold
+    assert isinstance(cache, functools._lru_cache_wrapper)
+    assert cache.cache_info().currsize == 0
 
 
 # --------------------------------------------------------------------------- a gold failure at scoring time
@@ -531,6 +537,7 @@ def test_a_gold_failure_on_a_prediction_file_is_the_organizers_never_the_teams(c
     assert (submission.failure_cause, submission.verdict) == (FailureCause.PLATFORM, Verdict.GOLD)
     assert submission.verdict_dataset == xquad.dataset
     assert quota_usage(team=cast.alpha, phase=cast.dev).used_total == 0
+    assert xquad.gold.name is not None
     gold_file = Path(xquad.gold.name).name
     [alert] = mail.outbox
     assert alert.to == ["oscar@example.org"] and gold_file in alert.body and qid in alert.body
@@ -576,7 +583,7 @@ def test_a_gold_failure_names_its_dataset_to_the_team_on_a_prediction_file_and_o
 
 
 def test_a_submission_that_failed_on_bad_gold_is_evaluated_again_once_the_gold_is_fixed(
-    cast: Cast, django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+    cast: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
 ) -> None:
     """Issue 16: the failure was the organizers'; fixing the gold (a reload) evaluates it again, and
     its history keeps the failure."""
@@ -618,7 +625,7 @@ def test_a_gold_failure_on_a_sealed_dataset_never_names_it_to_the_team(cast: Cas
     assert f"Organizers&#x27; data error for dataset {alias} (the platform&#x27;s fault: not counted against your " \
            "quota; the organizers have been told)." in team_sees
     assert not re.search("coqa", team_sees, re.IGNORECASE)
-    assert Path(coqa.gold.name).name in organizer_sees
+    assert coqa.gold.name is not None and Path(coqa.gold.name).name in organizer_sees
 
 
 # --------------------------------------------------------------------------- the organizer's guide

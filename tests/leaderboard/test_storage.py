@@ -16,6 +16,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
+from pytest_django import DjangoCaptureOnCommitCallbacks, Settings
 
 from leaderboard.accounts.models import Team
 from leaderboard.challenges.spec import SpecError
@@ -68,7 +69,7 @@ def test_an_upload_past_the_teams_storage_budget_is_refused_with_413_and_nothing
     assert status in (201, 302)
 
 
-def test_prediction_files_count_against_the_same_budget(systems: Cast, settings) -> None:
+def test_prediction_files_count_against_the_same_budget(systems: Cast, settings: Settings) -> None:
     settings.MAX_PREDICTION_UPLOAD_BYTES = 4 * 1024 * 1024
     post(systems, "api", weights(900 * KIB), kind="code_bundle", name="big.zip")
     predictions = json.dumps(gold_predictions("dev")).encode()
@@ -105,13 +106,15 @@ def test_a_spec_sets_the_budget_and_a_bad_value_is_refused(cast: Cast, tmp_path:
 def report_json(*args: str) -> dict:
     out = io.StringIO()
     call_command("storage_report", *args, "--json", "--no-engine", stdout=out)
-    return json.loads(out.getvalue())
+    report: dict = json.loads(out.getvalue())
+    return report
 
 
 def retain_json(*args: str) -> dict:
     out = io.StringIO()
     call_command("storage_retain", *args, "--json", stdout=out)
-    return json.loads(out.getvalue())
+    report: dict = json.loads(out.getvalue())
+    return report
 
 
 def test_the_report_accounts_for_every_byte_on_disk_by_team_and_kind(systems: Cast) -> None:
@@ -136,7 +139,7 @@ def test_the_report_accounts_for_every_byte_on_disk_by_team_and_kind(systems: Ca
 
 
 def test_retention_frees_exactly_what_its_dry_run_said_and_keeps_what_is_needed(
-    systems: Cast, django_capture_on_commit_callbacks
+    systems: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
 ) -> None:
     systems.challenge.system_settings["storage_mb_per_team"] = 50
     systems.challenge.save()
@@ -200,7 +203,7 @@ def test_retention_frees_exactly_what_its_dry_run_said_and_keeps_what_is_needed(
 
 
 def test_retention_skips_a_submission_that_became_the_board_row_after_the_plan(
-    systems: Cast, django_capture_on_commit_callbacks
+    systems: Cast, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
 ) -> None:
     systems.challenge.system_settings["storage_mb_per_team"] = 50
     systems.challenge.save()

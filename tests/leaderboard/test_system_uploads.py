@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from pytest_django import Settings
 
 from leaderboard.accounts.models import Team
 from leaderboard.sandbox.archives import ArchiveError, bundle_inspect
@@ -90,7 +91,7 @@ def test_a_bad_system_upload_is_refused_whole_and_says_why(
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_an_image_over_the_size_limit_is_413(systems: Cast, nothing_stored: None, channel: str, settings) -> None:
+def test_an_image_over_the_size_limit_is_413(systems: Cast, nothing_stored: None, channel: str, settings: Settings) -> None:
     content, _ = image_archive()
     settings.MAX_SYSTEM_UPLOAD_BYTES = len(content) - 1
     status, message = post(systems, channel, content, kind="docker_image", name="big.tar")
@@ -99,7 +100,7 @@ def test_an_image_over_the_size_limit_is_413(systems: Cast, nothing_stored: None
 
 
 def test_a_huge_system_request_is_413_before_its_body_is_read(systems: Cast, nothing_stored: None,
-                                                              settings) -> None:
+                                                              settings: Settings) -> None:
     settings.MAX_SYSTEM_UPLOAD_BYTES = 1000
     response = systems.client("alice").post(
         "/api/v1/challenges/demo/systems/", data=b"x" * 200_000, content_type="application/octet-stream"

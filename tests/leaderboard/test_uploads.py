@@ -18,6 +18,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 from django.utils import timezone
+from pytest_django import Settings
 
 from leaderboard.accounts.services import api_token_obtain
 from leaderboard.challenges.models import Challenge
@@ -189,7 +190,7 @@ def test_the_service_refuses_an_empty_upload_too(cast: Cast, nothing_stored: Non
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_a_zip_that_expands_past_the_limit_is_413(cast: Cast, nothing_stored: None, channel: str, settings) -> None:
+def test_a_zip_that_expands_past_the_limit_is_413(cast: Cast, nothing_stored: None, channel: str, settings: Settings) -> None:
     settings.MAX_PREDICTION_ARCHIVE_BYTES = 50_000
     content = zip_of({"squad.json": '{"q": "' + "a" * 100_000 + '"}', "xquad-en.json": "{}"})
     assert len(content) < 5_000
@@ -200,7 +201,7 @@ def test_a_zip_that_expands_past_the_limit_is_413(cast: Cast, nothing_stored: No
 
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_a_file_over_the_limit_is_413_from_the_service(cast: Cast, nothing_stored: None, channel: str,
-                                                       settings) -> None:
+                                                       settings: Settings) -> None:
     content = preds_json()
     settings.MAX_PREDICTION_UPLOAD_BYTES = len(content) - 1
     outcome = post(cast, channel, content)
@@ -211,7 +212,7 @@ def test_a_file_over_the_limit_is_413_from_the_service(cast: Cast, nothing_store
 
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_a_huge_request_is_413_before_its_body_is_read(cast: Cast, nothing_stored: None, channel: str,
-                                                       settings, monkeypatch: pytest.MonkeyPatch) -> None:
+                                                       settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     settings.MAX_PREDICTION_UPLOAD_BYTES = 1_000
     content = b'{"squad": {"q": "' + b"a" * 200_000 + b'"}}'
 

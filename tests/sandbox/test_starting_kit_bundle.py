@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from leaderboard.submissions.models import Score, Status
-from tests.builders.data_page import body, run_kit_locally
+from tests.builders.data_page import run_kit_locally
+from tests.builders.responses import body
 from tests.builders.systems import Platform
 
 pytestmark = pytest.mark.django_db(transaction=True)
