@@ -183,6 +183,7 @@ def build(args: argparse.Namespace) -> dict[str, float]:
     for team_id, sub_id, score, created in Submission.objects.filter(phase=phase).values_list(
         "team_id", "id", "primary_score", "created_at"
     ):
+        assert score is not None  # every generated submission is scored
         mine = (-score, created, sub_id)
         if team_id not in best or mine < best[team_id]:
             best[team_id] = mine

@@ -281,8 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"gunicorn workers booted {report['worker_boots']} times ({report['worker_restarts']} replaced "
           f"after max_requests)")
     print(f"\nCPU ms per request in-process ({args.cpu_runs} runs each): 200 / 304")
-    for name, c in cpu.items():
-        print(f"{name:<34} {c['200']:>7.2f} / {c['304']:>5.2f}")
+    for name, per_status in cpu.items():
+        print(f"{name:<34} {per_status['200']:>7.2f} / {per_status['304']:>5.2f}")
     print()
     for viewer, rr in report["repeated_reads"].items():
         share = rr["statuses"].get(304, 0) / rr["requests"]

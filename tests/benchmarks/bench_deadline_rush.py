@@ -271,9 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         for pk in finished) and all(rows[pk].attempts <= 1 for pk in sent if sent[pk][2] == "system"))
         # A team's first system while the burst team still had runs queued: upload -> claimed (started_at).
         burst_ids = [pk for pk, (_, team, kind) in sent.items() if team == 0 and kind == "system"]
-        burst_last_start = max((rows[pk].started_at.timestamp() for pk in burst_ids if rows[pk].started_at), default=0)
-        first_waits = [rows[pk].started_at.timestamp() - began for pk, (began, team, kind) in sent.items()
-                       if kind == "system" and team != 0 and rows[pk].started_at and began < burst_last_start]
+        burst_last_start = max((started.timestamp() for pk in burst_ids if (started := rows[pk].started_at)),
+                               default=0)
+        first_waits = [started.timestamp() - began for pk, (began, team, kind) in sent.items()
+                       if kind == "system" and team != 0 and (started := rows[pk].started_at) and began < burst_last_start]
         report = {
             "teams": args.teams, "window_s": args.window, "database": settings.DATABASES["default"]["ENGINE"],
             "compute_hosts": "network namespaces" if hosts else "this machine's network",

@@ -169,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return next(w for w in computes if owner.startswith(f"{w.name}/"))
 
     def containers(pk: int) -> list[Any]:
-        return engine.containers.list(all=True, filters={"label": f"readerboard.submission={pk}"})
+        found: list[Any] = engine.containers.list(all=True, filters={"label": f"readerboard.submission={pk}"})
+        return found
 
     def restart(worker: ComputeWorker) -> None:
         worker.start()

@@ -46,7 +46,8 @@ PASSWORD = "a-long-journey-pw-42"
 
 class Clock:
     def __init__(self, who: str) -> None:
-        self.who, self.start, self.last, self.steps = who, time.monotonic(), time.monotonic(), []
+        self.who, self.start, self.last = who, time.monotonic(), time.monotonic()
+        self.steps: list[tuple[str, float, float]] = []  # (what, its seconds, seconds since the start)
 
     def step(self, what: str) -> None:
         now = time.monotonic()

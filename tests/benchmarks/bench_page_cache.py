@@ -220,19 +220,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return {line.split()[0]: int(line.split()[1]) for line in log.splitlines() if line.split()}
 
     left: dict[str, Any] = {}
-    for key, script, pol in (("500 forks, hidden runc", HIDDEN_FORKS, policy("", False)),
-                             ("500 forks, hidden runsc", HIDDEN_FORKS, policy("runsc", False)),
-                             ("500 forks, idle (no hidden run)", "", None),
-                             ("40 MB read, hidden runc, unprotected", HIDDEN_READS, policy("", False)),
-                             ("40 MB read, hidden protected", HIDDEN_READS, policy("runsc", True))):
+    # What runs before the dev run's counters are read again: a hidden run's script and policy, or nothing.
+    hidden_runs: list[tuple[str, str, HiddenRuns | None]] = [
+        ("500 forks, hidden runc", HIDDEN_FORKS, policy("", False)),
+        ("500 forks, hidden runsc", HIDDEN_FORKS, policy("runsc", False)),
+        ("500 forks, idle (no hidden run)", "", None),
+        ("40 MB read, hidden runc, unprotected", HIDDEN_READS, policy("", False)),
+        ("40 MB read, hidden protected", HIDDEN_READS, policy("runsc", True)),
+    ]
+    for key, script, hidden_policy in hidden_runs:
         deltas = []
         for _ in range(args.repeat):
             # The reads' effect shows only on files not cached yet: evict the shared image first.
             run("evict", [*probe, "evict"], hidden=False, pol=policy("", False))
             runner.image_pages_evict(client, DEFAULT_BASE_IMAGE)
             before = counters()
-            if pol is not None:
-                run("hidden", ["python3", "-c", script], hidden=True, pol=pol)
+            if hidden_policy is not None:
+                run("hidden", ["python3", "-c", script], hidden=True, pol=hidden_policy)
             after = counters()
             deltas.append({k: after[k] - before[k] for k in before})
         left[key] = deltas

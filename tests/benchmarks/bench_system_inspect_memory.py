@@ -23,6 +23,7 @@ import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.benchmarks import archive_bombs as ab
 
@@ -122,6 +123,7 @@ def main(argv: list[str] | None = None) -> None:
             done = subprocess.run([sys.executable, "-c", PROBE, str(path), str(args.systems), str(REPO)],
                                   capture_output=True, text=True, timeout=1800)
             lines = done.stdout.strip().splitlines()
+            result: dict[str, Any]
             if done.returncode or not lines:
                 result = {"growth_mib": None, "seconds": None,
                           "verdict": f"the probe died ({done.returncode}): {done.stderr.strip()[-200:]}"}

@@ -307,7 +307,8 @@ def _sub(status: str, **more: Any) -> dict[str, Any]:
 
 
 def test_follow_prints_each_change_waits_out_a_restart_and_ends_with_the_scores() -> None:
-    out, slept = io.StringIO(), []
+    out = io.StringIO()
+    slept: list[float] = []
     remote = _Scripted([_sub("queued", queue_position=2), _sub("queued", queue_position=2),
                         _sub("queued", queue_position=1), ClientError("cannot reach the server at x: refused"),
                         _sub("scoring"), _sub("finished", primary_score=87.5)])

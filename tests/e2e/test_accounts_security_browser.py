@@ -7,8 +7,10 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -35,7 +37,7 @@ def screenshot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.django_db(transaction=True)
 def test_a_new_user_signing_up_from_a_crafted_link_lands_on_this_site(
-    cast: Cast, live_server, chromium  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, chromium: Any
 ) -> None:
     driver = chromium
     driver.get(f"{live_server.url}/accounts/signup/?next=https://evil.example/")
@@ -53,7 +55,7 @@ def test_a_new_user_signing_up_from_a_crafted_link_lands_on_this_site(
 
 @pytest.mark.django_db(transaction=True)
 def test_alice_creates_rotates_and_revokes_her_tokens_in_a_browser(
-    cast: Cast, live_server, chromium  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, chromium: Any
 ) -> None:
     driver = chromium
     wait = WebDriverWait(driver, WAIT_SECONDS)

@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
+from pytest_django import Settings
+from pytest_django.live_server_helper import LiveServer
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -88,7 +90,7 @@ def scroll_table(driver: Any, *, left: int | None = None, top: int = 0) -> None:
 
 
 def assert_sticky_columns_in_view(driver: Any, where: str, *, scrolled_right: bool = True) -> dict[str, Any]:
-    layout = driver.execute_script(LAYOUT)
+    layout: dict[str, Any] = driver.execute_script(LAYOUT)
     box_left, box_right = layout["box"]
     assert layout["page"] <= layout["window"], f"{where}: the page scrolls sideways ({layout['page']} px)"
     if scrolled_right and layout["scrollable"] > 0:
@@ -127,7 +129,7 @@ def assert_chart_fits(driver: Any, where: str) -> None:
 
 
 def test_a_wide_board_keeps_rank_and_system_in_view_when_scrolled_right(
-    live_server, driver, tmp_path: Path  # type: ignore[no-untyped-def]
+    live_server: LiveServer, driver: Any, tmp_path: Path
 ) -> None:
     phase = wide_board_phase(tmp_path)
     base = live_server.url
@@ -156,7 +158,7 @@ def test_a_wide_board_keeps_rank_and_system_in_view_when_scrolled_right(
 
 
 def test_the_mrqa_2019_board_of_twelve_datasets_keeps_its_columns_and_chart_in_view(
-    live_server, driver  # type: ignore[no-untyped-def]
+    live_server: LiveServer, driver: Any
 ) -> None:
     User.objects.get_or_create(username="organizer")
     archive = REPO / "deploy" / "demo"
@@ -178,7 +180,7 @@ def test_the_mrqa_2019_board_of_twelve_datasets_keeps_its_columns_and_chart_in_v
 
 
 def test_a_thousand_row_board_is_paged_and_stays_usable_at_both_widths(
-    cast: Cast, live_server, driver  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, driver: Any
 ) -> None:
     thousand_row_phase(cast.dev)
     url = f"{live_server.url}/c/{cast.challenge.slug}/board/{cast.dev.slug}/"
@@ -204,7 +206,7 @@ def test_a_thousand_row_board_is_paged_and_stays_usable_at_both_widths(
 
 
 def test_the_challenge_page_shows_each_phases_status_in_utc(
-    cast: Cast, live_server, driver  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, driver: Any
 ) -> None:
     now = timezone.now()
     Phase.objects.filter(pk=cast.dev.pk).update(opens_at=now - dt.timedelta(days=3),
@@ -229,7 +231,7 @@ def test_the_challenge_page_shows_each_phases_status_in_utc(
 
 
 def test_404_403_and_413_are_pages_in_the_sites_style(
-    cast: Cast, live_server, driver, settings, tmp_path: Path  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, driver: Any, settings: Settings, tmp_path: Path
 ) -> None:
     settings.ROOT_URLCONF = "tests.leaderboard.test_board_layout"  # the site, plus a page that refuses all
     settings.MAX_PREDICTION_UPLOAD_BYTES = 1_000

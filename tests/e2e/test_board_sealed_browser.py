@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 
+from leaderboard.accounts.models import Team
 from leaderboard.accounts.services import team_create
 from leaderboard.challenges.models import SubmissionKind
 from leaderboard.challenges.suites.base import DatasetResult
@@ -29,7 +32,7 @@ WIDTHS = (1366, 400)
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def scored(cast: Cast, team, scores: dict[str, dict[str, float]]) -> Submission:  # type: ignore[no-untyped-def]
+def scored(cast: Cast, team: Team, scores: dict[str, dict[str, float | None]]) -> Submission:
     submission = Submission.objects.create(team=team, phase=cast.test, kind=SubmissionKind.PREDICTIONS,
                                            status=Status.SCORING)
     datasets = {d.slug: d for d in cast.challenge.datasets.all()}
@@ -51,7 +54,7 @@ def shoot(driver, name: str) -> list[Path]:  # type: ignore[no-untyped-def]
 
 
 def test_withheld_aggregates_read_sealed_with_a_note_and_the_organizer_view_shows_them(
-    cast: Cast, live_server, browser  # type: ignore[no-untyped-def]  # noqa: F811
+    cast: Cast, live_server: LiveServer, browser: Any  # noqa: F811
 ) -> None:
     # The layout of "isolating" (the default before issue 22): the full average ranks, withheld where sealed.
     type(cast.challenge).objects.filter(pk=cast.challenge.pk).update(sealed_aggregates="isolating")

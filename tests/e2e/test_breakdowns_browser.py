@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 
 from tests.builders.breakdowns import FOR_ORGANIZERS, HIDDEN, submit
@@ -20,7 +22,7 @@ SHOTS = Path(tempfile.gettempdir()) / "readerboard-breakdowns"
 
 @pytest.mark.django_db(transaction=True)
 def test_the_breakdown_reads_at_1366_and_400_px_without_sideways_overflow(
-    cast: Cast, live_server, browser  # type: ignore[no-untyped-def]  # noqa: F811
+    cast: Cast, live_server: LiveServer, browser: Any  # noqa: F811
 ) -> None:
     dev = submit(cast, "dev")
     test = submit(cast, "test")

@@ -12,10 +12,12 @@ import json
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
 from django.core import mail
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select
@@ -32,7 +34,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_new_participant_signs_up_submits_and_tops_the_board(
-    cast: Cast, live_server, browser, tmp_path: Path  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, browser: Any, tmp_path: Path
 ) -> None:
     driver = browser
     wait = page_wait(driver)
@@ -59,7 +61,7 @@ def test_a_new_participant_signs_up_submits_and_tops_the_board(
     driver.find_element(By.ID, "id_password2").send_keys("a-long-browser-pw-42")
     driver.find_element(By.ID, "signup-submit").click()
     wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "We sent a link to erin@example.org"))
-    link = re.search(r"https?://\S+/accounts/confirm/\S+/", mail.outbox[-1].body)
+    link = re.search(r"https?://\S+/accounts/confirm/\S+/", str(mail.outbox[-1].body))
     assert link, mail.outbox[-1].body
     driver.get(link.group(0))
     wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "main"), "is confirmed"))

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -76,7 +77,7 @@ def confirm(driver: Any, wait: Any, reason: str) -> None:
 
 
 def test_an_organizer_reruns_reveals_seals_and_disqualifies_and_the_public_board_follows(
-    cast: Cast, live_server, browsers  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, browsers: tuple[Any, Any]
 ) -> None:
     world = console_world_build(cast)
     organizer, public = browsers

@@ -15,9 +15,11 @@ import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -29,6 +31,7 @@ from tests.builders.browser import screenshot
 from tests.builders.cast import Cast
 from tests.builders.chromium import WAIT_SECONDS, chromium_driver
 from tests.builders.data_page import TRAIN_FILE, run_kit_locally
+from tests.builders.responses import streamed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,7 +61,7 @@ def wait_for_download(folder: Path, name: str) -> bytes:
 
 
 def test_a_participant_reproduces_the_dev_scores_from_the_data_page_downloads(
-    cast: Cast, live_server, chromium, downloads_dir: Path, tmp_path: Path  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, chromium: Any, downloads_dir: Path, tmp_path: Path
 ) -> None:
     driver = chromium
     wait = WebDriverWait(driver, WAIT_SECONDS)
@@ -131,7 +134,8 @@ def test_a_participant_reproduces_the_dev_scores_from_the_data_page_downloads(
     }
     for slug, label in (("squad", "SQuAD"), ("xquad-en", "XQuAD-en")):
         stored = {s.metric: s.value for s in Score.objects.filter(submission=submission, dataset__slug=slug)}
-        assert 0 < stored["f1"] < 100, stored  # a real baseline: neither nothing nor everything right
+        f1 = stored["f1"]
+        assert f1 is not None and 0 < f1 < 100, stored  # a real baseline: neither nothing nor everything right
         assert stored["f1"] == pytest.approx(by_slug[slug]["f1"], abs=1e-9)
         assert stored["em"] == pytest.approx(by_slug[slug]["exact_match"], abs=1e-9)
         # The page names metrics by the board's labels.
@@ -142,7 +146,7 @@ def test_a_participant_reproduces_the_dev_scores_from_the_data_page_downloads(
 
 
 def test_an_organizer_sees_every_file_with_its_download_count(
-    cast: Cast, live_server, chromium, downloads_dir: Path  # type: ignore[no-untyped-def]
+    cast: Cast, live_server: LiveServer, chromium: Any, downloads_dir: Path
 ) -> None:
     driver = chromium
     squad = Dataset.objects.get(challenge=cast.challenge, slug="squad")
@@ -151,7 +155,7 @@ def test_an_organizer_sees_every_file_with_its_download_count(
     bob = Client()
     bob.force_login(cast.bob)
     for _ in range(2):
-        assert b"".join(bob.get("/c/demo/data/dev/xquad-en/").streaming_content)
+        assert streamed(bob.get("/c/demo/data/dev/xquad-en/"))
 
     driver.get(f"{live_server.url}/accounts/login/?next=/c/demo/data/")
     driver.find_element(By.ID, "id_username").send_keys("oscar")

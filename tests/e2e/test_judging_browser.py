@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -61,7 +62,7 @@ def judge_with_keys(driver: Any, base: str, world: MrcWorld, round: Round, keys:
 
 
 def test_an_mrc2018_round_is_judged_in_chromium_and_published_on_the_board(world: MrcWorld,
-                                                                             live_server) -> None:  # type: ignore[no-untyped-def]
+                                                                             live_server: LiveServer) -> None:
     base, slug = live_server.url, world.challenge.slug
     with chromium_driver(width=1366, height=1000) as organizer:
         wait = WebDriverWait(organizer, WAIT_SECONDS)

@@ -109,7 +109,10 @@ def judge_as_a_reader(driver: Any, url: str, gold: dict[str, str], shots: str) -
             key = "c" if answer in references else "w"
         before = driver.find_element(By.ID, "progress").text
         body.send_keys(key)
-        wait.until(lambda d, was=before: d.find_element(By.ID, "progress").text != was)
+        def progressed(d: Any, was: str = before) -> bool:
+            return bool(d.find_element(By.ID, "progress").text != was)
+
+        wait.until(progressed)
         done += 1
     return done
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import datetime as dt
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -29,7 +31,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_budget_is_stated_used_refused_and_a_freed_file_is_explained(
-    cast: Cast, live_server, browser, tmp_path: Path  # type: ignore[no-untyped-def]  # noqa: F811
+    cast: Cast, live_server: LiveServer, browser: Any, tmp_path: Path  # noqa: F811
 ) -> None:
     system_phases(cast)
     cast.challenge.system_settings = {"limits": TEST_LIMITS, "storage_mb_per_team": 1}
@@ -73,4 +75,5 @@ def test_the_budget_is_stated_used_refused_and_a_freed_file_is_explained(
     screenshot(driver, "readerboard-storage-freed", 400)
     driver.get(f"{base}/c/demo/submit/system/")
     assert "take 300.2 KiB of its 1.0 MiB" in driver.find_element(By.ID, "storage-usage").text
-    assert dt.timedelta(0) <= timezone.now() - Submission.objects.get(pk=kept).finished_at  # untouched row
+    finished_at = Submission.objects.get(pk=kept).finished_at
+    assert finished_at is not None and dt.timedelta(0) <= timezone.now() - finished_at  # untouched row

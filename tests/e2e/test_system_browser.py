@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -25,7 +27,7 @@ SCREENSHOT_ORGANIZER = Path(tempfile.gettempdir()) / "readerboard-system-organiz
 
 
 def test_the_submission_page_follows_a_system_from_the_queue_to_its_scores(
-    platform: Platform, live_server, browser, tmp_path: Path  # type: ignore[no-untyped-def]  # noqa: F811
+    platform: Platform, live_server: LiveServer, browser: Any, tmp_path: Path  # noqa: F811
 ) -> None:
     driver = browser
     wait = WebDriverWait(driver, 120)

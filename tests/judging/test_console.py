@@ -32,7 +32,10 @@ def test_the_pages_are_404_to_anyone_but_an_organizer(mrc_world: MrcWorld, who: 
     client = mrc_world.client(who)
     for url in pages(mrc_world, round):
         assert client.get(url).status_code == 404, url
-    cand = round.items.first().candidates.first()
+    item = round.items.first()
+    assert item is not None
+    cand = item.candidates.first()
+    assert cand is not None
     url = reverse("console-round-adjudicate", args=[mrc_world.challenge.slug, round.pk, cand.pk])
     assert client.post(url, {f"c{cand.pk}-score": "3"}).status_code == 404
     assert not Adjudication.objects.exists()

@@ -12,7 +12,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from leaderboard.judging.models import Candidate
-from leaderboard.judging.selectors import round_agreement, round_judged, round_judgments_export
+from leaderboard.judging.selectors import ExportFormat, round_agreement, round_judged, round_judgments_export
 from leaderboard.judging.services import (
     adjudication_record,
 )
@@ -38,7 +38,7 @@ def as_dict(rows: list[AgreementRow]) -> dict[str, dict]:
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 @pytest.mark.parametrize("per_system", [False, True])
-def test_metaeval_reads_the_export_and_finds_the_rounds_agreement(mrc_world: MrcWorld, tmp_path: Path, fmt: str,
+def test_metaeval_reads_the_export_and_finds_the_rounds_agreement(mrc_world: MrcWorld, tmp_path: Path, fmt: ExportFormat,
                                                                  per_system: bool) -> None:
     round, _, _ = judged_round(mrc_world)
     path = tmp_path / f"judgments.{fmt}"

@@ -48,7 +48,9 @@ def test_mrc2018_candidates_are_identical_up_to_white_space(a: Answer, b: Answer
 
 
 def test_mrqa_candidates_keep_word_boundaries_and_case() -> None:
-    key = lambda text: candidate_key(Answer(text), suite_key="mrqa")  # noqa: E731
+    def key(text: str) -> str:
+        return candidate_key(Answer(text), suite_key="mrqa")
+
     assert key("The  Beatles ") == key("The Beatles")
     assert key("TheBeatles") != key("The Beatles")
     assert key("the beatles") != key("The Beatles")  # a judge may tell them apart

@@ -96,8 +96,10 @@ def test_nothing_of_the_sealed_dataset_reaches_a_judge_who_is_not_an_organizer(c
     assigned = Candidate.objects.filter(item__round=hidden_round, item__assignments__judge=dave)
     assert pages == assigned.count() > 0
     assert set(assigned.values_list("item__dataset__slug", flat=True)) == {"xquad-en"}
+    sealed = Candidate.objects.filter(item__dataset__slug="coqa").first()
+    assert sealed is not None
     with pytest.raises(NotFound):
-        judgment_give(judge=dave, candidate=Candidate.objects.filter(item__dataset__slug="coqa").first(), score=3)
+        judgment_give(judge=dave, candidate=sealed, score=3)
 
 
 def test_an_organizer_judge_sees_the_sealed_dataset_by_its_name(cast: Cast, hidden_round: Round) -> None:

@@ -25,15 +25,17 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
+from pytest_django import DjangoCaptureOnCommitCallbacks
 
 from leaderboard.submissions.intake import submission_create_predictions
 from leaderboard.submissions.models import Score, Status
 from tests.builders.kits import DEMOS, kit_checks, kit_follow
 
 # Where each suite's local command prints the figure the platform stores under a metric.
-LOCAL_METRICS = {"mrqa": {"f1": ("f1",), "em": ("exact_match",)},
-                 "mrc2018": {"rouge_l": ("ROUGE-L",), "bleu_4": ("BLEU-4",)},
-                 "quac": {"f1": ("f1",)}, "coqa": {"f1": ("overall", "f1")}}
+LOCAL_METRICS: dict[str, dict[str, tuple[str, ...]]] = {
+    "mrqa": {"f1": ("f1",), "em": ("exact_match",)},
+    "mrc2018": {"rouge_l": ("ROUGE-L",), "bleu_4": ("BLEU-4",)},
+    "quac": {"f1": ("f1",)}, "coqa": {"f1": ("overall", "f1")}}
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
@@ -48,7 +50,7 @@ def dig(result: dict[str, object], path: tuple[str, ...]) -> object:
 
 @pytest.mark.parametrize("spec", DEMOS, ids=[p.stem for p in DEMOS])
 def test_the_kit_followed_literally_works(spec: Path, kit_venv: Path, tmp_path: Path,
-                                          django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+                                          django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks) -> None:
     followed = kit_follow(spec, kit_venv, tmp_path)
     if followed is None:
         # No data, no kit (DataCatalogue.has_data): the archive of published results.
