@@ -9,7 +9,7 @@ import docker
 from leaderboard.sandbox.contract import DEFAULT_BASE_IMAGE, Limits
 from scoring.dialogs import Dialog, Mode, Session, Turn
 from workers import runner
-from workers.converse import converse
+from workers.converse import Conversation, converse
 
 LIMITS = Limits(cpus=1, memory_mb=256, pids=64, time_limit_s=60, log_bytes=64 * 1024)
 
@@ -20,7 +20,7 @@ def dialog() -> Dialog:
 
 
 def run(engine: docker.DockerClient, tmp_path: Path, script: str, mode: Mode = Mode.GOLD, *,
-        turn_limit_s: float = 5, runtime: str | None = None) -> tuple[list[Session], object]:
+        turn_limit_s: float = 5, runtime: str | None = None) -> tuple[list[Session], Conversation]:
     (tmp_path / "in").mkdir(exist_ok=True)
     (tmp_path / "out").mkdir(exist_ok=True)
     spec = runner.RunSpec(image=DEFAULT_BASE_IMAGE, command=["python3", "-u", "-c", script],

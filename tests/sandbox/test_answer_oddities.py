@@ -56,7 +56,7 @@ def test_each_answer_oddity_is_a_counted_team_fault_in_the_same_words_on_both_ch
                                                                 VERDICTS[oddity]), (oddity, phase, run.failure_reason,
                                                                                     platform.logs())
         # The same answers as a prediction file: refused, in the same words after where they are.
-        content = {}
+        content: dict[str, dict[str, object]] = {}
         for n, (ds, f) in enumerate(phase_prediction_targets(phase=getattr(cast, phase))):
             content[ds.slug] = {qid: "x" for qid in f.qids}
             if n == 0:
@@ -95,6 +95,6 @@ def test_an_interactive_answer_the_rule_refuses_ends_the_mode_as_the_systems_doi
     engine: docker.DockerClient, tmp_path: Path, oddity: str, literal: str,
 ) -> None:
     [session], result = converse.run(engine, tmp_path, INTERACTIVE.replace("ODDITY", literal), Mode.OWN, turn_limit_s=5)
-    assert result.verdict == "answer_refused", (result.reason, result.log)  # type: ignore[attr-defined]
-    assert result.turns_answered == len(session.answers) == 1  # type: ignore[attr-defined]
-    assert result.reason.startswith("turn 2: the answer ")  # type: ignore[attr-defined]
+    assert result.verdict == "answer_refused", (result.reason, result.log)
+    assert result.turns_answered == len(session.answers) == 1
+    assert result.reason.startswith("turn 2: the answer ")

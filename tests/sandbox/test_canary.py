@@ -27,6 +27,7 @@ from leaderboard.challenges.models import Dataset
 from leaderboard.judging.services import judge_invite, round_create, round_open
 from leaderboard.submissions.models import Status
 from scoring.inputs import FORMATS
+from tests.builders import responses
 from tests.builders.canary import CANARY, HIDDEN, LEAK, plant_canaries
 from tests.builders.systems import Platform, bundle
 
@@ -56,7 +57,7 @@ def team_surfaces(platform: Platform, pks: list[int]) -> dict[str, str]:
     for url in urls:
         response = alice.get(url)
         assert response.status_code == 200, (url, response.status_code)
-        body = b"".join(response.streaming_content) if response.streaming else response.content
+        body = responses.body(response)
         if url.endswith(".zip"):
             with zipfile.ZipFile(io.BytesIO(body)) as kit:
                 # The kit's scoring wheel names every benchmark format it can score (CoQA included):

@@ -124,7 +124,8 @@ def gone_or_stopped(container: Container) -> bool:
         container.reload()
     except docker.errors.NotFound:
         return True
-    return container.status != "running"
+    status: str = container.status
+    return status != "running"
 
 
 def test_a_system_that_never_stops_ends_at_its_limit_with_its_worker_killed(

@@ -9,7 +9,7 @@ with runc and with gVisor (runsc), then an honest system runs to show the worker
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import docker
@@ -69,7 +69,7 @@ def setuid_archive(engine: docker.DockerClient, tmp: Path) -> bytes:
     return path.read_bytes()
 
 
-def check(submission: Submission, expected: str, limits: dict[str, float]) -> list[str]:
+def check(submission: Submission, expected: str, limits: Mapping[str, float]) -> list[str]:
     """Problems with how a hostile run ended (empty when it was contained as expected)."""
     problems = []
     name = submission.description

@@ -160,7 +160,8 @@ def test_after_a_batch_of_runs_the_report_matches_the_disk_and_retention_frees_w
     def retain(*extra: str) -> dict:
         out = io.StringIO()
         call_command("storage_retain", "--older-than", "0", "--keep-newest", "1", "--json", *extra, stdout=out)
-        return json.loads(out.getvalue())
+        retained: dict = json.loads(out.getvalue())
+        return retained
 
     # Alpha keeps its board run (the first of equal scores) and its newest; Charlie its one.
     planned = retain("--dry-run")

@@ -75,7 +75,8 @@ def expected_f1(mode: Mode, gold: dict[str, Any]) -> float:
 
 
 def system_zip(script: str) -> bytes:
-    return interactive_bundle(script).read()
+    content: bytes = interactive_bundle(script).read()
+    return content
 
 
 def test_a_system_answers_each_mode_turn_by_turn_and_is_scored_per_mode_from_the_record(
@@ -99,7 +100,9 @@ def test_a_system_answers_each_mode_turn_by_turn_and_is_scored_per_mode_from_the
     for mode in Mode:
         assert scores["f1" if mode == Mode.GOLD else f"{mode}_f1"] == pytest.approx(expected_f1(mode, gold)), mode
     assert scores["adversarial_f1"] == pytest.approx(100.0)
-    assert scores["gold_own_drop"] == pytest.approx(scores["f1"] - scores["own_f1"])
+    f1, own_f1 = scores["f1"], scores["own_f1"]
+    assert f1 is not None and own_f1 is not None
+    assert scores["gold_own_drop"] == pytest.approx(f1 - own_f1)
     assert {"turn_1_f1", "turn_2_f1", "turn_3_f1", "latency_p50_ms", "latency_p95_ms", "questions_per_s"} <= set(scores)
     # The first turn of every dialog has no history: the copycat says CANNOTANSWER, wrong for both.
     assert scores["turn_1_f1"] == 0.0
@@ -233,7 +236,8 @@ def test_the_same_system_scores_the_same_in_a_batch_run_and_one_question_at_a_ti
     # Every metric the batch run has, the single-question run has with the same value (it has more:
     # its mode's F1, its speed, F1 by turn position).
     assert batch and {key: single[key] for key in batch} == batch
-    assert single[(None, "f1")] == batch[(None, "f1")] > 0 and (None, "single_f1") not in single
+    batch_f1 = batch[(None, "f1")]
+    assert batch_f1 is not None and single[(None, "f1")] == batch_f1 > 0 and (None, "single_f1") not in single
     assert DialogAnswers.objects.filter(submission=finished["batch"]).count() == 0
 
 
@@ -287,5 +291,6 @@ def test_mrqa_questions_one_per_request_score_as_the_same_system_in_batch_sealed
     batch, single = scores("batch"), scores("test")
     assert ("coqa", "f1") in batch  # the sealed dataset was answered and scored
     assert batch and {key: single[key] for key in batch} == batch
-    assert batch[(None, "macro_f1")] > 0 and (None, "single_f1") not in single
+    macro_f1 = batch[(None, "macro_f1")]
+    assert macro_f1 is not None and macro_f1 > 0 and (None, "single_f1") not in single
     assert single[(None, "latency_p50_ms")] is not None and (None, "turn_1_f1") not in single

@@ -43,6 +43,7 @@ from leaderboard.submissions.worker_api import (
     worker_token_create,
 )
 from tests.builders.cast import Cast
+from tests.builders.responses import streamed
 from tests.builders.runs import bundle, gold_outputs, outcome
 from tests.builders.systems import system_phases
 from workers import control_runs, runner, tasks
@@ -124,13 +125,13 @@ def test_a_ticket_carries_what_the_run_needs_and_nothing_of_the_sealed_dataset(c
     for entry in ticket["inputs"]:
         response = client.get(f"/internal/v1/{entry['url']}")
         assert response.status_code == 200
-        body = b"".join(response.streaming_content)
+        body = streamed(response)
         assert (len(body), hashlib.sha256(body).hexdigest()) == (entry["size"], entry["sha256"])
         if "hidden-07" in entry["name"]:
             plain = gzip.decompress(body).decode()
             assert "Hidden-07" in plain and not any(qid in plain for qid in real_qids)
     system = client.get(f"/internal/v1/{ticket['system']['url']}")
-    assert hashlib.sha256(b"".join(system.streaming_content)).hexdigest() == ticket["system"]["sha256"]
+    assert hashlib.sha256(streamed(system)).hexdigest() == ticket["system"]["sha256"]
 
 
 @pytest.mark.django_db
@@ -171,7 +172,7 @@ def test_an_outcome_handed_back_is_checked_kept_and_scored_on_the_trusted_side(
     # The real outputs: one answers every question, the other is missing.
     first, second = ticket["output_names"]
     missing = {**outcome, "output_errors": {second: f"output missing: expected /output/{second}"}}
-    inputs = b"".join(api(token).get(f"/internal/v1/{ticket['inputs'][0]['url']}").streaming_content)
+    inputs = streamed(api(token).get(f"/internal/v1/{ticket['inputs'][0]['url']}"))
     qids = [qa["qid"] for line in gzip.decompress(inputs).decode().splitlines()[1:]
             for qa in json.loads(line)["qas"]]
     answers = json.dumps(dict.fromkeys(qids, "x")).encode()

@@ -155,7 +155,7 @@ def test_a_hidden_copys_layer_leaves_the_page_cache_file_by_file_links_not_follo
     os.mkfifo(upper / "fifo")  # not a regular file: never opened (opening one can block or wake a writer)
     assert all(_resident_pages(path) > 0 for path in [*files, outside])
 
-    assert runner.image_pages_evict(_Engine(upper), "readerboard-hidden:x") == 2  # type: ignore[arg-type]
+    assert runner.image_pages_evict(_Engine(upper), "readerboard-hidden:x") == 2
 
     assert [_resident_pages(path) for path in files] == [0, 0]
     assert _resident_pages(outside) > 0
@@ -174,7 +174,7 @@ def test_every_hidden_run_on_a_kept_copy_starts_with_its_pages_evicted(tmp_path:
 
     def hidden_run(*, dies: bool = False) -> list[int]:
         """A hidden run that reads every file of the copy: the pages resident as it starts."""
-        with runner.sandboxed(engine, "readerboard/python", sandbox, policy, keep_copy=True,  # type: ignore[arg-type]
+        with runner.sandboxed(engine, "readerboard/python", sandbox, policy, keep_copy=True,
                               instance="t") as copy:
             assert copy == "readerboard-hidden:kept"
             found = [_resident_pages(path) for path in files]

@@ -312,7 +312,7 @@ def test_a_worker_that_cannot_mount_the_run_area_refuses_the_run_rather_than_sho
 ) -> None:
     """Without its own tmpfs, the system's mountinfo would show this host's run folder with the
     run's id in it (issue 15): the platform's fault, retried on another worker, never run."""
-    monkeypatch.setattr(runner.os, "geteuid", lambda: 1000)  # a worker not running as root
+    monkeypatch.setattr("workers.runner.os.geteuid", lambda: 1000)  # a worker not running as root
     with pytest.raises(runner.PlatformError, match="could not be made a tmpfs"), \
             runner.run_area(tmp_path / "run", 64):
         pytest.fail("the run went ahead in a plain folder")
@@ -329,9 +329,9 @@ def test_the_engines_refusal_to_create_a_container_is_not_quoted_to_the_team(
     class Engine:
         containers = Containers()
 
-    spec = runner.RunSpec(image="x", input_dir=tmp_path, output_dir=tmp_path, limits=runner.Limits())
+    spec = runner.RunSpec(image="x", input_dir=tmp_path, output_dir=tmp_path, limits=Limits())
     with pytest.raises(runner.PlatformError) as refused:
-        runner.run_container(Engine(), spec, output_capped=True, heartbeat=lambda: True,  # type: ignore[arg-type]
+        runner.run_container(Engine(), spec, output_capped=True, heartbeat=lambda: True,
                              heartbeat_every=1.0)
     assert "/var/lib" not in str(refused.value) and "worker's log" in str(refused.value)
     assert "/var/lib/readerboard-compute/runs/77-1" in caplog.text
@@ -396,7 +396,7 @@ def test_a_retry_on_the_same_host_runs_the_kept_image_without_copying_or_loading
     def attempt(number: int, fault: Exception | None) -> None:
         run_dir = tmp_path / "runs" / f"7-{number}"
         run_dir.mkdir(parents=True)
-        with contextlib.suppress(type(fault) if fault else ()):
+        with contextlib.suppress(*((type(fault),) if fault else ())):
             with run_system.run_image(Transport(), ticket(number), config, run_dir, engine) as image:  # type: ignore[arg-type]
                 assert engine.names[image] == "sha256:abc"
                 if fault is not None:

@@ -24,10 +24,12 @@ from leaderboard.submissions.intake import submission_create_system
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.worker_api import worker_token_create
 from tests.builders.cast import Cast
+from tests.builders.responses import streamed
 from tests.builders.runs import bundle, outcome
 from tests.builders.systems import system_phases
 from workers import compute
 from workers.run_system import _HandBack
+from workers.runner import PlatformError
 
 
 def api(token: str) -> Client:
@@ -117,9 +119,9 @@ def test_a_runs_inputs_come_in_one_stream_that_matches_each_files_own_download(c
     response = api(token).get(f"/internal/v1/runs/{ticket['submission_id']}/{ticket['attempt']}/inputs/")
     assert response.status_code == 200
     items = [TicketFile(**entry) for entry in ticket["inputs"]]
-    inputs_tar_read(io.BytesIO(b"".join(response.streaming_content)).read, items, tmp_path)
+    inputs_tar_read(io.BytesIO(streamed(response)).read, items, tmp_path)
     for item in items:
-        alone = b"".join(api(token).get(f"/internal/v1/{item.url}").streaming_content)
+        alone = streamed(api(token).get(f"/internal/v1/{item.url}"))
         # The sealed dataset's file is its re-keyed copy in both, never the stored one.
         assert (tmp_path / item.name).read_bytes() == alone
     # Another worker's token learns nothing of the run.
@@ -278,7 +280,7 @@ def test_a_wait_the_platform_does_not_offer_falls_back_to_polling() -> None:
         queue = "cpu"
 
         def wait(self, _queues: list[str]) -> float:
-            raise compute.PlatformError("the platform's internal API refused the wait (404)")
+            raise PlatformError("the platform's internal API refused the wait (404)")
 
     assert compute.wait_for_run([Refusing()], compute.Stop(), poll_s=2.0) == 2.0  # type: ignore[list-item]
 

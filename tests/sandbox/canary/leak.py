@@ -17,13 +17,15 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from typing import Any
 
 MODE = "log"
 INPUT = "/input"
 OUTPUT = "/output"
 
 
-def records(path):
+def records(path: str) -> list[dict[str, Any]]:
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
         text = fh.read()
@@ -32,7 +34,7 @@ def records(path):
     return [json.loads(text)]
 
 
-def questions(record):
+def questions(record: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
     """(qid, question, context) for an MRQA context record."""
     for qa in record.get("qas", []):
         yield qa.get("qid", ""), qa.get("question", ""), record.get("context", "")

@@ -27,6 +27,7 @@ import struct
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 BREACHES: list[str] = []
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -161,14 +162,18 @@ def try_kernel_interfaces() -> None:
     expect_refused("klogctl(SYSLOG_ACTION_READ_ALL) (dmesg)", lambda: check(LIBC.klogctl(3, buf, 4096)))
 
 
+def open_and_close(path: str, flags: int) -> None:
+    os.close(os.open(path, flags))
+
+
 def try_files() -> None:
     for path in ["/proc/sysrq-trigger", "/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe",
                  "/sys/kernel/uevent_helper", *glob.glob("/sys/fs/cgroup/*/release_agent"),
                  *glob.glob("/sys/fs/cgroup/release_agent")]:
-        expect_refused(f"open {path} for writing (never written)", lambda p=path: os.close(os.open(p, os.O_WRONLY)),
+        expect_refused(f"open {path} for writing (never written)", partial(open_and_close, path, os.O_WRONLY),
                        kernel_call=False)
     for path in ["/dev/mem", "/dev/kmem", "/dev/port", "/dev/kmsg", "/proc/kcore", "/dev/vda", "/dev/sda"]:
-        expect_refused(f"read {path}", lambda p=path: os.close(os.open(p, os.O_RDONLY)), kernel_call=False)
+        expect_refused(f"read {path}", partial(open_and_close, path, os.O_RDONLY), kernel_call=False)
 
 
 def try_in_container_only() -> None:
@@ -189,7 +194,7 @@ def try_in_container_only() -> None:
         if name == "io_uring_setup":
             params = ctypes.create_string_buffer(120)
             args = (1, ctypes.addressof(params))
-        code = in_child(lambda n=name, a=args: sys_call(n, *a))
+        code = in_child(partial(sys_call, name, *args))
         note(f"{name}: {'allowed' if code == 0 else err_name(code)}")
     try:
         with open("/proc/kallsyms") as f:

@@ -21,6 +21,7 @@ import stat
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 BREACHES: list[str] = []
 MARK = f".readerboard-hostile-{os.getpid()}"
@@ -85,13 +86,13 @@ def main() -> int:
         append_to(path)
     for path in sorted(glob.glob("/input/*"))[:3]:
         append_to(path)
-        attempt(f"unlink {path}", lambda p=path: os.unlink(p))
+        attempt(f"unlink {path}", partial(os.unlink, path))
     for path in sorted(glob.glob("/system/*"))[:1]:
         append_to(path)
     for path in ["/input", "/system", "/etc/passwd", "/tmp"]:
         if os.path.exists(path):
             old = stat.S_IMODE(os.stat(path).st_mode)
-            attempt(f"chmod 0777 {path}", lambda p=path: os.chmod(p, 0o777), lambda p=path, m=old: os.chmod(p, m))
+            attempt(f"chmod 0777 {path}", partial(os.chmod, path, 0o777), partial(os.chmod, path, old))
 
     if os.path.isdir("/output"):
         st = os.stat("/output")

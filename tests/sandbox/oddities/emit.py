@@ -9,9 +9,10 @@ dataset gets the oddity.  The run must fail as the team's fault (counted), never
 import gzip
 import json
 import os
+from collections.abc import Iterator
 
 ODDITY = "surrogate"
-ANSWERS = {
+ANSWERS: dict[str, object] = {
     "surrogate": "\ud800",
     "nul": "a\u0000b",
     "over_long": "x" * 4001,
@@ -20,7 +21,7 @@ ANSWERS = {
 }
 
 
-def qids(path):
+def qids(path: str) -> Iterator[str]:
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
         for line in fh:
@@ -31,7 +32,7 @@ def qids(path):
 
 manifest = json.load(open("/input/manifest.json", encoding="utf-8"))
 for n, ds in enumerate(manifest["datasets"]):
-    answers = {qid: "x" for qid in qids(os.path.join("/input", ds["input"]))}
+    answers: dict[str, object] = {qid: "x" for qid in qids(os.path.join("/input", ds["input"]))}
     if n == 0:
         answers[next(iter(answers))] = ANSWERS[ODDITY]
     with open(os.path.join("/output", ds["output"]), "w", encoding="utf-8") as out:

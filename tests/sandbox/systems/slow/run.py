@@ -8,4 +8,5 @@ import time
 
 time.sleep(float(os.environ.get("READERBOARD_TEST_SLEEP_S", "8")))
 print("slept; answering now", flush=True)
-import trivial  # noqa: E402,F401  (runs on import, as the trivial system's run.py does)
+# trivial.py is the trivial system's run.py, next to this one in the bundle only (so not found by mypy).
+import trivial  # type: ignore[import-not-found]  # noqa: E402,F401  (runs on import, as its run.py does)
