@@ -22,6 +22,8 @@ echo "== mypy --strict scoring, the run contract (leaderboard/sandbox), the part
   workers/converse.py workers/celery_settings.py
 echo "== mypy with django-stubs and the DRF plugin over the web app and the workers (pyproject.toml)"
 .venv/bin/mypy leaderboard workers
+echo "== mypy over the tests, the same flags (pyproject.toml): fixtures, builders and the systems they bundle"
+.venv/bin/mypy tests
 echo "== import layering: packages, apps, submission stages, the pure run contract (pyproject.toml)"
 .venv/bin/lint-imports
 echo "== ruff over the whole tree"
