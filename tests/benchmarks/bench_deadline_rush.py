@@ -274,7 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         burst_last_start = max((started.timestamp() for pk in burst_ids if (started := rows[pk].started_at)),
                                default=0)
         first_waits = [started.timestamp() - began for pk, (began, team, kind) in sent.items()
-                       if kind == "system" and team != 0 and (started := rows[pk].started_at) and began < burst_last_start]
+                       if kind == "system" and team != 0 and (started := rows[pk].started_at)
+                       and began < burst_last_start]
         report = {
             "teams": args.teams, "window_s": args.window, "database": settings.DATABASES["default"]["ENGINE"],
             "compute_hosts": "network namespaces" if hosts else "this machine's network",

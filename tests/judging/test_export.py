@@ -38,8 +38,8 @@ def as_dict(rows: list[AgreementRow]) -> dict[str, dict]:
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 @pytest.mark.parametrize("per_system", [False, True])
-def test_metaeval_reads_the_export_and_finds_the_rounds_agreement(mrc_world: MrcWorld, tmp_path: Path, fmt: ExportFormat,
-                                                                 per_system: bool) -> None:
+def test_metaeval_reads_the_export_and_finds_the_rounds_agreement(mrc_world: MrcWorld, tmp_path: Path,
+                                                                 fmt: ExportFormat, per_system: bool) -> None:
     round, _, _ = judged_round(mrc_world)
     path = tmp_path / f"judgments.{fmt}"
     path.write_text(round_judgments_export(round=round, fmt=fmt, per_system=per_system), encoding="utf-8")

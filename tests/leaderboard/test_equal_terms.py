@@ -247,8 +247,10 @@ def test_an_imported_row_missing_a_dataset_column_follows_the_same_rule(
 ) -> None:
     challenge = load(tmp_path, f"ranking: {{incomplete: {incomplete}}}", kinds="[]")
     phase = challenge.phases.get()
-    full: dict[str, dict[str, float | None]] = {"XQuAD-en": {"f1": 70.0, "em": 60.0}, "DuoRC.SelfRC": {"f1": 70.0, "em": 60.0}, "CoQA": {"f1": 60.0, "em": 50.0}}
-    without_coqa: dict[str, dict[str, float | None]] = {"XQuAD-en": {"f1": 90.0, "em": 80.0}, "DuoRC.SelfRC": {"f1": 90.0, "em": 80.0}}
+    full: dict[str, dict[str, float | None]] = {
+        "XQuAD-en": {"f1": 70.0, "em": 60.0}, "DuoRC.SelfRC": {"f1": 70.0, "em": 60.0}, "CoQA": {"f1": 60.0, "em": 50.0}}
+    without_coqa: dict[str, dict[str, float | None]] = {
+        "XQuAD-en": {"f1": 90.0, "em": 80.0}, "DuoRC.SelfRC": {"f1": 90.0, "em": 80.0}}
     results_import(phase=phase, entries=[
         ImportedEntry(name="Complete", scores=full), ImportedEntry(name="No CoQA column", scores=without_coqa),
     ])

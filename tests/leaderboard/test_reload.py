@@ -441,7 +441,8 @@ def test_the_plan_says_what_cannot_be_rescored_and_what_is_evaluated_again(
 
 
 def test_a_reload_that_changes_the_challenges_own_settings_follows_them_through(
-    loaded: Loaded, capsys: pytest.CaptureFixture[str], django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
+    loaded: Loaded, capsys: pytest.CaptureFixture[str],
+    django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
 ) -> None:
     """Issue 16: suite options, the suite and the ranking rule were ignored by a reload (scores
     stayed those of the old options, with no sign they were stale)."""

@@ -72,7 +72,8 @@ def test_a_lost_lease_and_a_second_claim_that_is_scored_give_two_records(queued:
     assert (second.exit_code, second.run_seconds, second.log_recorded) == (0, 1.5, True)
 
 
-def test_a_platform_failure_ends_its_attempt_with_its_reason_and_traceback(queued: Submission, settings: Settings) -> None:
+def test_a_platform_failure_ends_its_attempt_with_its_reason_and_traceback(queued: Submission,
+                                                                           settings: Settings) -> None:
     settings.ADMINS = [("ops", "ops@example.org")]
     submission_run_claim(queued.pk, worker="tok/h1:1")
     assert submission_run_platform_failure(queued.pk, attempt=1, reason="engine unreachable",

@@ -91,7 +91,8 @@ def test_a_bad_system_upload_is_refused_whole_and_says_why(
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_an_image_over_the_size_limit_is_413(systems: Cast, nothing_stored: None, channel: str, settings: Settings) -> None:
+def test_an_image_over_the_size_limit_is_413(systems: Cast, nothing_stored: None, channel: str,
+                                             settings: Settings) -> None:
     content, _ = image_archive()
     settings.MAX_SYSTEM_UPLOAD_BYTES = len(content) - 1
     status, message = post(systems, channel, content, kind="docker_image", name="big.tar")

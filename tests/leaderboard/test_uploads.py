@@ -190,7 +190,8 @@ def test_the_service_refuses_an_empty_upload_too(cast: Cast, nothing_stored: Non
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_a_zip_that_expands_past_the_limit_is_413(cast: Cast, nothing_stored: None, channel: str, settings: Settings) -> None:
+def test_a_zip_that_expands_past_the_limit_is_413(cast: Cast, nothing_stored: None, channel: str,
+                                                  settings: Settings) -> None:
     settings.MAX_PREDICTION_ARCHIVE_BYTES = 50_000
     content = zip_of({"squad.json": '{"q": "' + "a" * 100_000 + '"}', "xquad-en.json": "{}"})
     assert len(content) < 5_000

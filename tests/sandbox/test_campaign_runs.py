@@ -104,7 +104,8 @@ def test_a_campaign_reruns_an_image_and_a_bundle_on_new_sealed_data_and_reports_
         assert (run.kind, run.sha256, run.image_digest, run.file.name) == (
             source.kind, source.sha256, source.image_digest, source.file.name)
         assert RunAttempt.objects.get(submission=run, history=None).end == "scored"
-        datasets = set(Score.objects.filter(submission=run, dataset__isnull=False).values_list("dataset__slug", flat=True))
+        datasets = set(Score.objects.filter(submission=run, dataset__isnull=False)
+                       .values_list("dataset__slug", flat=True))
         assert datasets == {"duorc-selfrc"}, "a campaign run was scored on other data"
         # Sealed: the system read it under its alias; the log names no dataset.
         assert "DuoRC" not in run.log and "duorc" not in run.log
@@ -159,6 +160,6 @@ def test_a_campaign_reruns_an_interactive_system_turn_by_turn(platform: Platform
     before_scores = {s.metric: s.value for s in Score.objects.filter(submission=source, dataset__isnull=True)}
     assert scores["f1"] == pytest.approx(before_scores["f1"]) and scores["own_f1"] == pytest.approx(
         before_scores["own_f1"])
-    assert set(Score.objects.filter(submission=run, dataset__isnull=False).values_list("dataset__slug", flat=True)) == {
-        "quac-again"}
+    scored = Score.objects.filter(submission=run, dataset__isnull=False).values_list("dataset__slug", flat=True)
+    assert set(scored) == {"quac-again"}
     assert not (changed := changes(before, read_boards("talk", ["test"], organizer))), changed
