@@ -22,7 +22,9 @@ cd "$(dirname "$0")/.."
 source deploy/lib.sh
 apt_ensure postgres postgresql
 
-CLUSTER=readerboard
+# READERBOARD_PG_CLUSTER names another cluster: tests/test_postgres_script.py takes one of its own, so
+# that stopping it leaves the suite's cluster, and any run using it, alone.
+CLUSTER=${READERBOARD_PG_CLUSTER:-readerboard}
 ROLE=readerboard
 PASSWORD=readerboard-test-only  # the cluster listens on loopback only and holds nothing but tests
 
@@ -30,7 +32,8 @@ as_postgres() { runuser -u postgres -- "$@"; }
 port_of() { pg_lsclusters -h | awk -v c="$CLUSTER" '$2 == c { print $3 }'; }
 status_of() { pg_lsclusters -h | awk -v c="$CLUSTER" '$2 == c { print $4 }'; }
 
-exec 9>/tmp/readerboard-postgres.lock
+exec 9>/tmp/readerboard-postgres.lock  # one for every cluster: pg_createcluster picks a port by looking
+# at the clusters already made, so two made at once would pick the same one
 flock 9
 
 if [ -z "$(port_of)" ]; then
