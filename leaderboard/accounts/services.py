@@ -65,7 +65,7 @@ def _team_name(name: str) -> str:
     name = name.strip()
     if not name or len(name) > 100:
         raise ServiceError(TEAM_NAME_RULE, field="name")
-    _shown_text_check(name, field="name", what="the team's name")
+    team_shown_text_check(name, field="name", what="the team's name")
     return name
 
 
@@ -73,12 +73,13 @@ def _team_affiliation(affiliation: str) -> str:
     affiliation = affiliation.strip()
     if len(affiliation) > 200:
         raise ServiceError("an affiliation has at most 200 characters", field="affiliation")
-    _shown_text_check(affiliation, field="affiliation", what="the affiliation")
+    team_shown_text_check(affiliation, field="affiliation", what="the affiliation")
     return affiliation
 
 
-def _shown_text_check(text: str, *, field: str, what: str) -> None:
-    # Boards, pages and exports show this text to everyone: one rule for what it may hold.
+def team_shown_text_check(text: str, *, field: str, what: str) -> None:
+    """Refuse a team's name or affiliation that :func:`shown_text_problem` finds unfit, saying ``what``
+    it is: boards, pages and exports show it to everyone.  The results import calls it too."""
     problem = shown_text_problem(text)
     if problem is not None:
         raise ServiceError(f"{what} {problem}: use visible characters only", field=field)
@@ -121,7 +122,7 @@ def team_create(
 
 def baseline_team_get_or_create(*, challenge: Challenge, name: str) -> Team:
     """The marked row for a baseline or published system; a participant team's name is refused."""
-    _shown_text_check(name, field="name", what=f"the baseline's name {name!r}")
+    team_shown_text_check(name, field="name", what=f"the baseline's name {name!r}")
     team, _ = Team.objects.get_or_create(
         challenge=challenge,
         name=name[:100],

@@ -19,12 +19,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard.accounts.models import Membership, Team, TeamKind
+from leaderboard.accounts.services import team_shown_text_check
 from leaderboard.challenges.models import Challenge, Dataset, Phase, SubmissionKind
 from leaderboard.challenges.selectors import phase_ranking_scope
 from leaderboard.challenges.suites import suite_for
 from leaderboard.challenges.suites.base import Suite
 from leaderboard.challenges.versions import board_changed
-from leaderboard.core.display import shown_text_problem
 from leaderboard.core.errors import ServiceError
 from leaderboard.submissions.board import board_entry_refresh
 from leaderboard.submissions.models import FailureCause, Score, Status, Submission
@@ -323,10 +323,8 @@ def imported_team_get_or_create(
 ) -> Team:
     """The team of imported rows: nobody belongs to it, and it is marked a baseline only if
     the import says so.  A team people belong to is never taken over."""
-    for what, text in (("name", name), ("affiliation", affiliation)):
-        problem = shown_text_problem(text)
-        if problem is not None:
-            raise ServiceError(f"team {name!r}: its {what} {problem}; the boards show it to everyone")
+    team_shown_text_check(name, field="name", what=f"team {name!r}: its name")
+    team_shown_text_check(affiliation, field="affiliation", what=f"team {name!r}: its affiliation")
     kind = TeamKind.BASELINE if is_baseline else TeamKind.PARTICIPANT
     team = Team.objects.filter(challenge=challenge, name=name).first()
     if team is None:
