@@ -26,6 +26,7 @@ from django.db import connection
 
 REPO = Path(__file__).resolve().parent.parent
 CLUSTER = "readerboard"
+PREFIX = "rbtest"  # + the pid of the test run that made it
 
 pytestmark = pytest.mark.database
 
@@ -55,12 +56,26 @@ def url_of(port: str) -> str:
 
 @pytest.fixture
 def own_cluster() -> Iterator[str]:
-    """A cluster name no other run uses; the cluster the script makes under it is dropped after."""
-    name = f"rbtest{os.getpid()}"
+    """A cluster name no other run uses; the cluster the script makes under it is dropped after, and so
+    are those a killed run of this test left behind (their pid is gone), as postgres.sh does with test
+    databases."""
+    listing = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True, check=True).stdout
+    for version, left, *_ in (line.split() for line in listing.splitlines()):
+        if left.startswith(PREFIX) and left[len(PREFIX):].isdigit() and not _alive(int(left[len(PREFIX):])):
+            subprocess.run(["pg_dropcluster", "--stop", version, left], check=True, capture_output=True)
+    name = f"{PREFIX}{os.getpid()}"
     yield name
     row = cluster_row(name)
     if row is not None:
         subprocess.run(["pg_dropcluster", "--stop", row[0], name], check=True, capture_output=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @pytest.mark.skipif(shutil.which("pg_lsclusters") is None, reason="PostgreSQL is not installed here")
